@@ -1,0 +1,86 @@
+// swift-tools-version: 6.1
+// Eddy: a self-hosted, replicated realtime JSON database (Firebase RTDB semantics on RocksDB).
+// Dependencies only point downward: Model <- Storage <- Engine <- Server <- eddyd.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .define("EDDY_INVARIANTS", .when(configuration: .debug)),
+]
+
+let package = Package(
+    name: "eddy",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "eddyd", targets: ["eddyd"]),
+        .executable(name: "eddy", targets: ["eddy"]),
+        .library(name: "EddyEngine", targets: ["EddyEngine"]),
+        .library(name: "EddyModel", targets: ["EddyModel"]),
+        .library(name: "EddyStorage", targets: ["EddyStorage"]),
+        .library(name: "EddyTesting", targets: ["EddyTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CRocksDB",
+            pkgConfig: "rocksdb",
+            providers: [.apt(["librocksdb-dev", "libzstd-dev"])]
+        ),
+        .target(name: "EddyModel", swiftSettings: swiftSettings),
+        .target(name: "EddyStorage", dependencies: ["CRocksDB"], swiftSettings: swiftSettings),
+        .target(
+            name: "EddyEngine",
+            dependencies: [
+                "EddyModel", "EddyStorage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "EddyServer",
+            dependencies: [
+                "EddyEngine", "EddyModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "EddyTesting", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "eddyd",
+            dependencies: [
+                "EddyServer", "EddyEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "eddy",
+            dependencies: [
+                "EddyEngine", "EddyModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EddyEngineTests",
+            dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+#include <rocksdb/c.h>

@@ -1,0 +1,119 @@
+// Renders a `Value` as JSON the way Firebase answers reads:
+// - object members in Firebase key order (clients re-sort anyway; this makes output stable,
+//   which the ETag relies on);
+// - a node whose keys are all `0|[1-9][0-9]*` and whose largest key is < 2 × its child count
+//   is rendered as an array, holes as null (Firebase's `val()` rule);
+// - integral numbers below 2^53 without a fraction, others in shortest round-trip form;
+// - non-ASCII characters as UTF-8, control characters escaped.
+
+public enum JSONWriter {
+    public static func bytes(_ value: Value, pretty: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        write(value, into: &out, pretty: pretty, indent: 0)
+        return out
+    }
+
+    public static func string(_ value: Value, pretty: Bool = false) -> String {
+        String(decoding: bytes(value, pretty: pretty), as: UTF8.self)
+    }
+
+    public static func write(_ value: Value, into out: inout [UInt8], pretty: Bool, indent: Int) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let n): writeNumber(n, into: &out)
+        case .string(let s): writeString(s, into: &out)
+        case .object(let children):
+            if let array = arrayElements(children) {
+                writeContainer(open: "[", close: "]", count: array.count, into: &out, pretty: pretty, indent: indent) {
+                    out, i in
+                    write(array[i], into: &out, pretty: pretty, indent: indent + 1)
+                }
+            } else {
+                let keys = children.keys.sorted(by: Key.lessThan)
+                writeContainer(open: "{", close: "}", count: keys.count, into: &out, pretty: pretty, indent: indent) {
+                    out, i in
+                    writeString(keys[i], into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    if pretty { out.append(UInt8(ascii: " ")) }
+                    write(children[keys[i]]!, into: &out, pretty: pretty, indent: indent + 1)
+                }
+            }
+        }
+    }
+
+    private static func writeContainer(
+        open: Unicode.Scalar, close: Unicode.Scalar, count: Int, into out: inout [UInt8], pretty: Bool, indent: Int,
+        element: (inout [UInt8], Int) -> Void
+    ) {
+        out.append(UInt8(ascii: open))
+        for i in 0..<count {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            if pretty { newline(&out, indent + 1) }
+            element(&out, i)
+        }
+        if pretty, count > 0 { newline(&out, indent) }
+        out.append(UInt8(ascii: close))
+    }
+
+    private static func newline(_ out: inout [UInt8], _ indent: Int) {
+        out.append(UInt8(ascii: "\n"))
+        out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+    }
+
+    /// The elements when `children` renders as an array, else nil.
+    public static func arrayElements(_ children: [String: Value]) -> [Value]? {
+        var maxIndex = -1
+        for key in children.keys {
+            guard let index = arrayIndex(key) else { return nil }
+            maxIndex = max(maxIndex, index)
+        }
+        guard maxIndex < 2 * children.count else { return nil }
+        var elements = [Value](repeating: .null, count: maxIndex + 1)
+        for (key, child) in children { elements[arrayIndex(key)!] = child }
+        return elements
+    }
+
+    /// `0|[1-9][0-9]*` as an Int small enough to index an array, else nil.
+    private static func arrayIndex(_ key: String) -> Int? {
+        let utf8 = key.utf8
+        guard let first = utf8.first, utf8.count <= 9 else { return nil }
+        if first == UInt8(ascii: "0") { return utf8.count == 1 ? 0 : nil }
+        var value = 0
+        for byte in utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    public static func writeNumber(_ n: Double, into out: inout [UInt8]) {
+        if n == n.rounded(.towardZero), abs(n) < 9_007_199_254_740_992 {
+            out.append(contentsOf: String(Int64(n)).utf8)
+        } else {
+            out.append(contentsOf: n.description.utf8)
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x00..<0x20, 0x7F:
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,40 @@
+// Every limit Eddy enforces, in one place, each with the reason it exists.
+// `LimitsTests` checks the relationships between them; `ServeConfiguration.validate()` checks
+// the configurable ones again at startup.
+
+public enum Limits {
+    /// Firebase refuses paths deeper than 32 keys (firebase-js-sdk `MAX_PATH_DEPTH`). Also bounds
+    /// every walk over a stored tree and the length of every tree key.
+    public static let pathDepthMax = 32
+    /// Firebase's limit for a whole key path in UTF-8 bytes, separators included
+    /// (firebase-js-sdk `MAX_PATH_LENGTH_BYTES`).
+    public static let pathBytesMax = 768
+    /// A single key may use the whole path budget (Firebase documents 768 bytes per key).
+    public static let keyBytesMax = 768
+    /// Firebase's largest string leaf (`MAX_LEAF_SIZE_ = 10 * 1024 * 1024`).
+    public static let stringBytesMax = 10 * 1024 * 1024
+    /// JSON nesting accepted by the parser before path validation; anything deeper than this
+    /// cannot be written anyway, so the parser stops early instead of recursing further.
+    public static let jsonDepthMax = 64
+    /// Largest HTTP request body by default (`--request-bytes-max`). Firebase allows 256 MB per
+    /// REST write; 32 MiB keeps 64 concurrent uploads under 2 GiB of memory. Configurable.
+    public static let requestBytesDefault = 32 * 1024 * 1024
+    /// Upper bound for `--request-bytes-max`.
+    public static let requestBytesMax = 256 * 1024 * 1024
+    /// Writes waiting for the committer. A full queue makes callers wait (back-pressure);
+    /// nothing is dropped.
+    public static let commitQueueCountMax = 4096
+    /// Writes applied in one group commit (one synced RocksDB write).
+    public static let commitGroupCountMax = 512
+    /// Bytes of resolved values in one group commit; a group stops growing past this.
+    public static let commitGroupBytesMax = 64 * 1024 * 1024
+    /// Paths in one multi-path update (PATCH). Bounds the ancestor check and the log entry.
+    public static let updatePathsCountMax = 10_000
+    /// Log entries returned by one `Engine.logEntries(after:limit:)` call.
+    public static let logReadCountMax = 10_000
+    /// Namespaces (databases) one daemon keeps open at once; each has its own RocksDB and
+    /// committer thread.
+    public static let namespacesOpenMax = 64
+    /// Bytes of a namespace name (`?ns=`). Names are directory names under the data directory.
+    public static let namespaceBytesMax = 63
+}

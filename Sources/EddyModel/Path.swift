@@ -1,0 +1,80 @@
+// A location in the tree: a list of validated keys. `Path.root` has none.
+//
+// Invariants: every key satisfies `Key.validate`; `keys.count <= Limits.pathDepthMax`;
+// the `/`-joined form is at most `Limits.pathBytesMax` UTF-8 bytes.
+
+public struct Path: Sendable, Hashable, CustomStringConvertible {
+    public private(set) var keys: [String]
+
+    public static let root = Path(validatedKeys: [])
+
+    /// Keys that were already validated (decoded from disk or built from valid parts).
+    public init(validatedKeys keys: [String]) {
+        self.keys = keys
+    }
+
+    /// Parses a `/`-separated path. Empty segments (leading, trailing, doubled slashes) are
+    /// ignored, as Firebase clients do. Throws `invalidKey`/`invalidPath` naming the segment.
+    public init(_ string: String) throws(EddyError) {
+        var keys: [String] = []
+        for segment in string.split(separator: "/", omittingEmptySubsequences: true) {
+            let key = String(segment)
+            try Key.validate(key, inPath: string)
+            keys.append(key)
+        }
+        let path = Path(validatedKeys: keys)
+        try path.validateSize()
+        self = path
+    }
+
+    public var isRoot: Bool { self.keys.isEmpty }
+    public var depth: Int { self.keys.count }
+    public var lastKey: String? { self.keys.last }
+
+    public var parent: Path? {
+        guard !self.keys.isEmpty else { return nil }
+        return Path(validatedKeys: Array(self.keys.dropLast()))
+    }
+
+    public func appending(_ key: String) -> Path {
+        Path(validatedKeys: self.keys + [key])
+    }
+
+    public func appending(_ other: Path) -> Path {
+        Path(validatedKeys: self.keys + other.keys)
+    }
+
+    /// True when `self` is `other` or one of its ancestors.
+    public func isAncestorOrSelf(of other: Path) -> Bool {
+        guard self.keys.count <= other.keys.count else { return false }
+        return self.keys[...] == other.keys[..<self.keys.count]
+    }
+
+    /// UTF-8 bytes of the `/`-joined form without a leading slash (what Firebase measures).
+    public var byteCount: Int {
+        self.keys.reduce(0) { $0 + $1.utf8.count } + max(0, self.keys.count - 1)
+    }
+
+    public func validateSize() throws(EddyError) {
+        if self.keys.count > Limits.pathDepthMax {
+            throw EddyError(
+                .invalidPath,
+                "path \(self) is \(self.keys.count) keys deep; pathDepthMax is \(Limits.pathDepthMax)")
+        }
+        let bytes = self.byteCount
+        if bytes > Limits.pathBytesMax {
+            throw EddyError(
+                .invalidPath,
+                "path \(self.abbreviated) is \(bytes) bytes; pathBytesMax is \(Limits.pathBytesMax)")
+        }
+    }
+
+    public var description: String { "/" + self.keys.joined(separator: "/") }
+
+    /// The path for messages, shortened when very long so errors stay readable.
+    public var abbreviated: String {
+        let full = self.description
+        guard full.utf8.count > 120 else { return full }
+        return String(full.prefix(100)) + "…"
+    }
+}

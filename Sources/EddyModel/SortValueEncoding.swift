@@ -1,0 +1,84 @@
+// Order-preserving byte encoding of sort values for index keys: bytewise order of encodings
+// equals `ValueOrder.compare`, and each encoding is self-terminating so a key can follow it.
+//
+// Grammar:
+//   sortvalue = 0x10                    null (and missing)
+//             | 0x20                    false
+//             | 0x21                    true
+//             | 0x30 u64be(ordered bits) number: -0 is stored as +0; negative numbers have all
+//                                       bits flipped, others only the sign bit
+//             | 0x40 escaped 0x00 0x01  string: rank-mapped UTF-8 (`Key.utf16OrderRank`),
+//                                       0x00 escaped as 0x00 0xFF
+//             | 0x50                    object (all objects tie)
+
+public enum SortValueEncoding {
+    public static func append(_ value: Value, to out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(0x10)
+        case .bool(false): out.append(0x20)
+        case .bool(true): out.append(0x21)
+        case .number(let n):
+            out.append(0x30)
+            let bits = (n == 0 ? 0.0 : n).bitPattern
+            let ordered = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: ordered >> UInt64(shift))) }
+        case .string(let s):
+            out.append(0x40)
+            for byte in s.utf8 {
+                if byte == 0 {
+                    out.append(0x00)
+                    out.append(0xFF)
+                } else {
+                    out.append(Key.utf16OrderRank(byte))
+                }
+            }
+            out.append(0x00)
+            out.append(0x01)
+        case .object: out.append(0x50)
+        }
+    }
+
+    public static func encode(_ value: Value) -> [UInt8] {
+        var out: [UInt8] = []
+        append(value, to: &out)
+        return out
+    }
+
+    /// Decodes one sort value from the front of `bytes` and removes it. Objects decode as an
+    /// empty-marker `.object([:])`: the index keeps their rank, not their content.
+    public static func decode(_ bytes: inout ArraySlice<UInt8>) throws(EddyError) -> Value {
+        guard let tag = bytes.popFirst() else { throw corrupt("empty") }
+        switch tag {
+        case 0x10: return .null
+        case 0x20: return .bool(false)
+        case 0x21: return .bool(true)
+        case 0x30:
+            guard bytes.count >= 8 else { throw corrupt("short number") }
+            var ordered: UInt64 = 0
+            for _ in 0..<8 { ordered = ordered << 8 | UInt64(bytes.removeFirst()) }
+            let bits = ordered & (1 << 63) != 0 ? ordered & ~(1 << 63) : ~ordered
+            return .number(Double(bitPattern: bits))
+        case 0x40:
+            var raw: [UInt8] = []
+            while true {
+                guard let byte = bytes.popFirst() else { throw corrupt("unterminated string") }
+                if byte == 0x00 {
+                    guard let next = bytes.popFirst() else { throw corrupt("truncated escape") }
+                    if next == 0x01 { break }
+                    guard next == 0xFF else { throw corrupt("bad escape") }
+                    raw.append(0)
+                } else {
+                    raw.append(byte == 0xF5 || byte == 0xF6 ? byte &- 7 : byte)
+                }
+            }
+            guard let s = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
+            return .string(s)
+        case 0x50: return .object([:])
+        default: throw corrupt("unknown tag 0x\(String(tag, radix: 16))")
+        }
+    }
+
+    private static func corrupt(_ what: String) -> EddyError {
+        EddyError(.corruption, "malformed sort value: \(what)")
+    }
+}

@@ -1,0 +1,87 @@
+// A JSON value as Firebase stores it.
+//
+// Invariants of a *normalized* value (what the engine stores and returns):
+// 1. No object has a `.null` child and no object is empty: `{}` and nulls are pruned, so an
+//    empty object is `.null` (Firebase: writing `{}` deletes).
+// 2. Numbers are finite.
+// Arrays do not exist here: JSON arrays become objects with keys "0", "1", ... and are rendered
+// back as arrays on read (`JSONWriter`).
+
+public enum Value: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case object([String: Value])
+
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    public var isPrimitive: Bool {
+        switch self {
+        case .bool, .number, .string: return true
+        case .null, .object: return false
+        }
+    }
+
+    /// The child at `key`, `.null` when absent or when this is not an object.
+    public subscript(key: String) -> Value {
+        if case .object(let children) = self { return children[key] ?? .null }
+        return .null
+    }
+
+    /// The descendant at `path` relative to this value.
+    public func child(at path: Path) -> Value {
+        var node = self
+        for key in path.keys {
+            node = node[key]
+            if node.isNull { return .null }
+        }
+        return node
+    }
+
+    /// This value with the subtree at `path` replaced by `newValue`, normalized (a null leaves
+    /// no empty parents behind).
+    public func setting(_ newValue: Value, at path: Path) -> Value {
+        self.setting(newValue, keys: path.keys[...])
+    }
+
+    private func setting(_ newValue: Value, keys: ArraySlice<String>) -> Value {
+        guard let first = keys.first else { return newValue }
+        var children: [String: Value]
+        if case .object(let existing) = self {
+            children = existing
+        } else if newValue.isNull {
+            return self  // removing below a primitive (or nothing) changes nothing
+        } else {
+            children = [:]  // a primitive ancestor is replaced by the new object
+        }
+        let updated = (children[first] ?? .null).setting(newValue, keys: keys.dropFirst())
+        if updated.isNull { children.removeValue(forKey: first) } else { children[first] = updated }
+        return children.isEmpty ? .null : .object(children)
+    }
+
+    /// Drops null children and empty objects at every depth. Iterative over an explicit stack
+    /// would be needed for unbounded input; values are bounded by `Limits.jsonDepthMax`.
+    public func normalized() -> Value {
+        guard case .object(let children) = self else { return self }
+        var kept: [String: Value] = [:]
+        kept.reserveCapacity(children.count)
+        for (key, child) in children {
+            let normal = child.normalized()
+            if !normal.isNull { kept[key] = normal }
+        }
+        return kept.isEmpty ? .null : .object(kept)
+    }
+
+    /// Number of leaves (primitives) in this value.
+    public var leafCount: Int {
+        switch self {
+        case .null: return 0
+        case .bool, .number, .string: return 1
+        case .object(let children): return children.values.reduce(0) { $0 + $1.leafCount }
+        }
+    }
+}
