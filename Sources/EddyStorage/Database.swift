@@ -1,0 +1,186 @@
+// A RocksDB database opened with named column families.
+//
+// Thread-safety: RocksDB's `DB` is safe for concurrent use, so `Database` is Sendable; the
+// C handles are immutable after `open` and destroyed exactly once in `close()` (or deinit).
+// Invariant: after `close()`, no method touches the C handles (preconditions).
+
+import CRocksDB
+import Glibc
+import Synchronization
+
+public struct ColumnFamily: @unchecked Sendable {
+    // The handle lives as long as its `Database`; RocksDB handles are thread-safe.
+    let handle: OpaquePointer
+    public let name: String
+}
+
+public final class Database: @unchecked Sendable {
+    // @unchecked: the pointers are set once in init and only freed in close(), which the
+    // `closed` flag (under a Mutex) guards against running twice.
+    let db: OpaquePointer
+    private let options: OpaquePointer
+    private let cfOptions: OpaquePointer
+    private let blockOptions: OpaquePointer
+    private let cache: OpaquePointer
+    private let syncWrite: OpaquePointer
+    private let bufferedWrite: OpaquePointer
+    private let noWALWrite: OpaquePointer
+    let readOptions: OpaquePointer
+    public let path: String
+    private let columnFamilies: [String: ColumnFamily]
+    private let closed = Mutex(false)
+
+    /// Opens (creating if allowed) the database at `path` with exactly `columnFamilies`
+    /// ("default" is implicit and always opened).
+    public init(path: String, columnFamilies names: [String], options storage: StorageOptions) throws(RocksDBError) {
+        self.path = path
+        let options = rocksdb_options_create()!
+        rocksdb_options_set_create_if_missing(options, storage.createIfMissing ? 1 : 0)
+        rocksdb_options_set_create_missing_column_families(options, storage.createIfMissing ? 1 : 0)
+        rocksdb_options_increase_parallelism(options, storage.backgroundThreads)
+        rocksdb_options_set_max_background_jobs(options, storage.backgroundThreads)
+        let cache = rocksdb_cache_create_lru(storage.blockCacheBytes)!
+        let blockOptions = rocksdb_block_based_options_create()!
+        rocksdb_block_based_options_set_block_cache(blockOptions, cache)
+        rocksdb_block_based_options_set_cache_index_and_filter_blocks(blockOptions, 1)
+        rocksdb_block_based_options_set_filter_policy(blockOptions, rocksdb_filterpolicy_create_bloom(10))
+        let cfOptions = rocksdb_options_create_copy(options)!
+        rocksdb_options_set_write_buffer_size(cfOptions, storage.writeBufferBytes)
+        rocksdb_options_set_block_based_table_factory(cfOptions, blockOptions)
+        if storage.zstd {
+            rocksdb_options_set_compression(cfOptions, Int32(rocksdb_zstd_compression))
+            rocksdb_options_set_compression(options, Int32(rocksdb_zstd_compression))
+        }
+        let all = ["default"] + names.filter { $0 != "default" }
+        var handles = [OpaquePointer?](repeating: nil, count: all.count)
+        let cNames = all.map { strdup($0) }
+        defer { cNames.forEach { free($0) } }
+        var namePointers = cNames.map { UnsafePointer<CChar>($0) }
+        var cfOptionList = [OpaquePointer?](repeating: cfOptions, count: all.count)
+        var errptr: UnsafeMutablePointer<CChar>? = nil
+        let db = rocksdb_open_column_families(
+            options, path, Int32(all.count), &namePointers, &cfOptionList, &handles, &errptr)
+        if let errptr {
+            let message = String(cString: errptr)
+            rocksdb_free(errptr)
+            rocksdb_options_destroy(cfOptions)
+            rocksdb_options_destroy(options)
+            rocksdb_block_based_options_destroy(blockOptions)
+            rocksdb_cache_destroy(cache)
+            throw RocksDBError(code: RocksDBError.code(of: message), message: message)
+        }
+        self.db = db!
+        self.options = options
+        self.cfOptions = cfOptions
+        self.blockOptions = blockOptions
+        self.cache = cache
+        var families: [String: ColumnFamily] = [:]
+        for (name, handle) in zip(all, handles) { families[name] = ColumnFamily(handle: handle!, name: name) }
+        self.columnFamilies = families
+        self.syncWrite = rocksdb_writeoptions_create()!
+        rocksdb_writeoptions_set_sync(self.syncWrite, 1)
+        self.bufferedWrite = rocksdb_writeoptions_create()!
+        self.noWALWrite = rocksdb_writeoptions_create()!
+        rocksdb_writeoptions_disable_WAL(self.noWALWrite, 1)
+        self.readOptions = rocksdb_readoptions_create()!
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Flushes nothing and closes the handles; idempotent. Callers must not use the database
+    /// (or iterators/snapshots from it) afterwards.
+    public func close() {
+        let wasClosed = self.closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        for family in self.columnFamilies.values { rocksdb_column_family_handle_destroy(family.handle) }
+        rocksdb_close(self.db)
+        rocksdb_writeoptions_destroy(self.syncWrite)
+        rocksdb_writeoptions_destroy(self.bufferedWrite)
+        rocksdb_writeoptions_destroy(self.noWALWrite)
+        rocksdb_readoptions_destroy(self.readOptions)
+        rocksdb_options_destroy(self.cfOptions)
+        rocksdb_options_destroy(self.options)
+        rocksdb_block_based_options_destroy(self.blockOptions)
+        rocksdb_cache_destroy(self.cache)
+    }
+
+    public func columnFamily(_ name: String) -> ColumnFamily {
+        guard let family = self.columnFamilies[name] else { preconditionFailure("column family \(name) was not opened") }
+        return family
+    }
+
+    /// The value at `key`, nil when absent.
+    public func get(_ family: ColumnFamily, _ key: [UInt8], snapshot: Snapshot? = nil) throws(RocksDBError) -> [UInt8]? {
+        let readOptions = snapshot?.readOptions ?? self.readOptions
+        var length = 0
+        let value = try RocksDBError.check { err in
+            key.withUnsafeBufferPointer { k in
+                k.withMemoryRebound(to: CChar.self) { k in
+                    rocksdb_get_cf(self.db, readOptions, family.handle, k.baseAddress, k.count, &length, err)
+                }
+            }
+        }
+        guard let value else { return nil }
+        defer { rocksdb_free(value) }
+        return Array(UnsafeRawBufferPointer(start: value, count: length))
+    }
+
+    public func put(_ family: ColumnFamily, _ key: [UInt8], _ value: [UInt8], durability: WriteDurability) throws(RocksDBError) {
+        let options = self.writeOptions(durability)
+        try RocksDBError.check { err in
+            key.withUnsafeBufferPointer { k in
+                value.withUnsafeBufferPointer { v in
+                    k.withMemoryRebound(to: CChar.self) { k in
+                        v.withMemoryRebound(to: CChar.self) { v in
+                            rocksdb_put_cf(self.db, options, family.handle, k.baseAddress, k.count, v.baseAddress, v.count, err)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Atomically applies every change in `batch`.
+    public func write(_ batch: WriteBatchWithIndex, durability: WriteDurability) throws(RocksDBError) {
+        let options = self.writeOptions(durability)
+        try RocksDBError.check { err in rocksdb_write_writebatch_wi(self.db, options, batch.batch, err) }
+    }
+
+    /// Writes buffered WAL data to the OS and, with `sync`, fsyncs it.
+    public func flushWAL(sync: Bool) throws(RocksDBError) {
+        try RocksDBError.check { err in rocksdb_flush_wal(self.db, sync ? 1 : 0, err) }
+    }
+
+    /// Flushes every column family's memtable to SST files (used at shutdown with no WAL).
+    public func flushMemtables() throws(RocksDBError) {
+        let flushOptions = rocksdb_flushoptions_create()!
+        defer { rocksdb_flushoptions_destroy(flushOptions) }
+        rocksdb_flushoptions_set_wait(flushOptions, 1)
+        for family in self.columnFamilies.values {
+            try RocksDBError.check { err in rocksdb_flush_cf(self.db, flushOptions, family.handle, err) }
+        }
+    }
+
+    public func makeIterator(_ family: ColumnFamily, snapshot: Snapshot? = nil) -> Iterator {
+        let readOptions = snapshot?.readOptions ?? self.readOptions
+        return Iterator(rocksdb_create_iterator_cf(self.db, readOptions, family.handle)!, retaining: snapshot)
+    }
+
+    public func makeSnapshot() -> Snapshot {
+        Snapshot(database: self)
+    }
+
+    private func writeOptions(_ durability: WriteDurability) -> OpaquePointer {
+        switch durability {
+        case .sync: return self.syncWrite
+        case .buffered: return self.bufferedWrite
+        case .noWAL: return self.noWALWrite
+        }
+    }
+}
+

@@ -1,0 +1,26 @@
+// Options for opening a RocksDB database. Every field states its unit and default.
+
+public struct StorageOptions: Sendable {
+    /// Create the database and missing column families when absent. Default true.
+    public var createIfMissing = true
+    /// Compress SST blocks with zstd (the log and tree compress well). Default true.
+    public var zstd = true
+    /// Background threads for flush and compaction. Default 2 (the machine has 2 cores).
+    public var backgroundThreads: Int32 = 2
+    /// Memtable size per column family in bytes. Default 64 MiB.
+    public var writeBufferBytes: Int = 64 * 1024 * 1024
+    /// Shared block cache in bytes. Default 128 MiB.
+    public var blockCacheBytes: Int = 128 * 1024 * 1024
+
+    public init() {}
+}
+
+/// How a write reaches the disk.
+public enum WriteDurability: Sendable {
+    /// The WAL is fsynced before `write` returns.
+    case sync
+    /// Written to the WAL (OS page cache) but not fsynced; `flushWAL(sync:)` later.
+    case buffered
+    /// No WAL at all: only a memtable flush makes the write durable.
+    case noWAL
+}
