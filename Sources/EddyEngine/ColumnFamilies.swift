@@ -1,0 +1,25 @@
+// Names of the column families of an Eddy database and the keys of `meta`.
+
+enum ColumnFamilies {
+    /// One record per leaf; see `TreeReader` and `PathKeyEncoding`.
+    static let tree = "tree"
+    /// Secondary index entries (maintained from the indexes issue on).
+    static let index = "index"
+    /// The operation log: key = log ID, value = `LogEntryCodec`.
+    static let log = "log"
+    /// Format version, database id, later the index catalog and rules.
+    static let meta = "meta"
+
+    static let all = [tree, index, log, meta]
+}
+
+enum MetaKeys {
+    static let formatVersion = Array("format-version".utf8)
+    static let databaseID = Array("database-id".utf8)
+}
+
+public enum StorageFormat {
+    /// Version of the on-disk layout (tree keys, leaf and log encodings). Bump on any change
+    /// and refuse to open newer versions.
+    public static let version: UInt8 = 1
+}

@@ -1,0 +1,68 @@
+// The bounded queue between writers (any thread or task) and the single committer thread.
+//
+// Thread-safety: every field is guarded by `condition`'s lock.
+// Invariants: `pending.count <= capacity`; once `stopping`, nothing new is accepted, but
+// everything already queued is still committed (drain on shutdown).
+
+import EddyModel
+import Foundation
+
+struct PendingWrite: Sendable {
+    var operation: WriteOperation
+    var ifMatch: String?
+    var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
+}
+
+final class CommitQueue: @unchecked Sendable {
+    // @unchecked: all mutable state below is only touched with `condition` locked.
+    private let condition = NSCondition()
+    private var pending: [PendingWrite] = []
+    private var stopping = false
+    private let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        self.pending.reserveCapacity(capacity)
+    }
+
+    /// Queues a write. Refuses (without queuing) when full or stopping.
+    func enqueue(_ write: PendingWrite) -> EddyError? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        if self.stopping { return EddyError(.shuttingDown, "the database is shutting down; the write was not applied") }
+        if self.pending.count >= self.capacity {
+            return EddyError(
+                .busy,
+                "commit queue is full (commitQueueCountMax is \(self.capacity)); the write was not applied, retry")
+        }
+        self.pending.append(write)
+        self.condition.signal()
+        return nil
+    }
+
+    /// Waits for writes and takes up to `max` of them. With `deadline`, returns an empty
+    /// group when it passes first. Returns nil when stopping and drained.
+    func takeGroup(max: Int, deadline: Date?) -> [PendingWrite]? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        while self.pending.isEmpty {
+            if self.stopping { return nil }
+            if let deadline {
+                if !self.condition.wait(until: deadline) { return [] }
+            } else {
+                self.condition.wait()
+            }
+        }
+        let count = min(max, self.pending.count)
+        let group = Array(self.pending.prefix(count))
+        self.pending.removeFirst(count)
+        return group
+    }
+
+    func stop() {
+        self.condition.lock()
+        self.stopping = true
+        self.condition.broadcast()
+        self.condition.unlock()
+    }
+}

@@ -1,0 +1,192 @@
+// The single committer: the only code that mutates a database. It runs on its own thread,
+// takes groups of queued writes, applies each to one write batch (tree changes and the log
+// entry together), writes the batch once (one fsync per group under `sync` durability), and
+// only then resumes the writers.
+//
+// Invariants:
+// 1. Log IDs are assigned here, in commit order, each greater than every key in the log.
+// 2. A write's tree changes and its log entry are in the same RocksDB write batch.
+// 3. A writer is acknowledged only after the batch containing its write was written with the
+//    configured durability. A refused write (precondition failed) changes nothing.
+// 4. After a storage failure the engine fails stop: every later write is refused.
+// Thread-safety: `run()` is called once, on the committer thread; nothing else touches `batch`.
+
+import EddyModel
+import EddyStorage
+import Foundation
+import Logging
+import Synchronization
+
+final class Committer: @unchecked Sendable {
+    // @unchecked: `batch`, `ids` and `lastSync` are only used by the committer thread.
+    private let database: Database
+    private let tree: ColumnFamily
+    private let log: ColumnFamily
+    private let batch: WriteBatchWithIndex
+    private var ids: PushIDGenerator
+    private let clock: any MillisecondClock
+    private let queue: CommitQueue
+    private let options: EngineOptions
+    private let logger: Logger
+    private let failure: Mutex<EddyError?>
+    private let onCommit: @Sendable ([LogEntry]) -> Void
+    private var unsyncedSince: Date? = nil
+
+    init(
+        database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
+        logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
+    ) {
+        self.database = database
+        self.tree = database.columnFamily(ColumnFamilies.tree)
+        self.log = database.columnFamily(ColumnFamilies.log)
+        self.batch = WriteBatchWithIndex(database: database)
+        self.ids = PushIDGenerator(after: lastLogID)
+        self.clock = clock
+        self.queue = queue
+        self.options = options
+        self.logger = logger
+        self.failure = Mutex(nil)
+        self.onCommit = onCommit
+    }
+
+    /// The error that stopped the committer, if any.
+    var failed: EddyError? { self.failure.withLock { $0 } }
+
+    func run() {
+        while true {
+            let deadline = self.unsyncedSince.map { $0.addingTimeInterval(self.options.batchedSyncInterval.seconds) }
+            guard let group = self.queue.takeGroup(max: self.options.commitGroupCountMax, deadline: deadline) else { break }
+            if let since = self.unsyncedSince, group.isEmpty || Date() >= since.addingTimeInterval(self.options.batchedSyncInterval.seconds) {
+                self.syncWAL()
+            }
+            if !group.isEmpty { self.commit(group) }
+        }
+        if self.unsyncedSince != nil { self.syncWAL() }
+    }
+
+    private func syncWAL() {
+        do {
+            try self.database.flushWAL(sync: true)
+            self.unsyncedSince = nil
+        } catch {
+            self.fail(EngineErrors.storage(error, while: "syncing the write-ahead log"))
+        }
+    }
+
+    private func commit(_ group: [PendingWrite]) {
+        if let failed = self.failed {
+            for write in group { write.continuation.resume(returning: .failure(failed)) }
+            return
+        }
+        self.batch.clear()
+        var outcomes: [Result<WriteOutcome, EddyError>] = []
+        var entries: [LogEntry] = []
+        outcomes.reserveCapacity(group.count)
+        for write in group {
+            self.batch.setSavePoint()
+            do {
+                let (outcome, entry) = try self.apply(write)
+                outcomes.append(.success(outcome))
+                if let entry { entries.append(entry) }
+            } catch {
+                // Nothing of a failed write may stay in the batch.
+                do {
+                    try self.batch.rollbackToSavePoint()
+                } catch {
+                    self.fail(EngineErrors.storage(error, while: "rolling back a failed write"))
+                }
+                outcomes.append(.failure(error))
+                if error.code == .corruption || error.code == .io { self.fail(error) }
+            }
+        }
+        if let failed = self.failed {
+            for write in group { write.continuation.resume(returning: .failure(failed)) }
+            return
+        }
+        if !entries.isEmpty {
+            do {
+                try self.database.write(self.batch, durability: self.storageDurability)
+                if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = Date() }
+            } catch {
+                let failure = EngineErrors.storage(error, while: "committing \(entries.count) writes")
+                self.fail(failure)
+                for write in group { write.continuation.resume(returning: .failure(failure)) }
+                return
+            }
+        }
+        for (write, outcome) in zip(group, outcomes) { write.continuation.resume(returning: outcome) }
+        if !entries.isEmpty { self.onCommit(entries) }
+    }
+
+    private var storageDurability: WriteDurability {
+        switch self.options.durability {
+        case .sync: return .sync
+        case .batched: return .buffered
+        case .none: return .noWAL
+        }
+    }
+
+    private func fail(_ error: EddyError) {
+        self.failure.withLock { current in
+            if current == nil {
+                self.logger.critical("engine stopped accepting writes", metadata: ["eddy.error": "\(error)"])
+                current = error
+            }
+        }
+    }
+
+    /// Applies one write to the batch; returns its outcome and log entry (nil when refused).
+    private func apply(_ write: PendingWrite) throws(EddyError) -> (WriteOutcome, LogEntry?) {
+        let writer = TreeWriter(tree: self.tree, batch: self.batch)
+        let operation = write.operation
+        if let ifMatch = write.ifMatch {
+            let current = try writer.currentValue(at: operation.location)
+            let etag = ETag.of(current)
+            if etag != ifMatch { return (.preconditionFailed(current: current, etag: etag), nil) }
+        }
+        let now = self.clock.nowMilliseconds()
+        let id = self.ids.next(nowMilliseconds: now)
+        var before: [LogEntry.BeforeImage] = []
+        let kind: LogEntry.Kind
+        var changes: [LogEntry.Change] = []
+        var pushedKey: String? = nil
+        var written: Value
+        switch operation {
+        case .set(let path, let value):
+            kind = .set
+            written = try writer.apply(path: path, value: value, nowMilliseconds: now, before: &before)
+            changes.append(.init(path: .root, value: written))
+        case .remove(let path):
+            kind = .remove
+            written = try writer.apply(path: path, value: .null, nowMilliseconds: now, before: &before)
+            changes.append(.init(path: .root, value: .null))
+        case .push(let path, let value):
+            kind = .push
+            pushedKey = id.rawValue
+            let child = Path(validatedKeys: [id.rawValue])
+            written = try writer.apply(path: path.appending(child), value: value, nowMilliseconds: now, before: &before)
+            changes.append(.init(path: child, value: written))
+        case .update(let path, let requested):
+            kind = .update
+            var object: [String: Value] = [:]
+            for change in requested {
+                let resolved = try writer.apply(
+                    path: path.appending(change.path), value: change.value, nowMilliseconds: now, before: &before)
+                changes.append(.init(path: change.path, value: resolved))
+                object[change.path.keys.joined(separator: "/")] = resolved
+            }
+            written = .object(object)
+        }
+        let entry = LogEntry(
+            id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before)
+        self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
+        return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, attoseconds) = self.components
+        return Double(s) + Double(attoseconds) / 1e18
+    }
+}

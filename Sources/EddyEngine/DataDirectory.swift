@@ -1,0 +1,112 @@
+// The data directory of a daemon: one subdirectory per namespace (`?ns=`), each its own
+// RocksDB database, plus `eddyd.lock`, an advisory lock (flock) held while a daemon or an
+// offline `eddy` command uses the directory, so the two refuse each other clearly.
+//
+// Namespaces are opened on first use and stay open; at most `Limits.namespacesOpenMax`.
+// Thread-safety: the open map is guarded by a Mutex.
+
+import EddyModel
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public final class DataDirectory: Sendable {
+    /// The namespace used when a request names none.
+    public static let defaultNamespace = "default"
+
+    public let path: String
+    private let options: EngineOptions
+    private let logger: Logger
+    private let lockDescriptor: Int32
+    private let engines = Mutex<[String: Engine]>([:])
+    private let closed = Mutex(false)
+
+    /// Opens the directory and takes its lock. Throws `inUse` when another process holds it.
+    public init(path: String, options: EngineOptions, logger: Logger) throws(EddyError) {
+        self.path = path
+        self.options = options
+        self.logger = logger
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw EddyError(.io, "cannot create data directory \(path): \(error.localizedDescription)")
+        }
+        let lockPath = path + "/eddyd.lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw EddyError(.io, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            Glibc.close(fd)
+            throw EddyError(
+                .inUse,
+                "data directory \(path) is in use by another process (is eddyd running?); stop it first")
+        }
+        self.lockDescriptor = fd
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Validates a namespace name: 1 to 63 of `[A-Za-z0-9_-]`, not starting with `-` or `_`.
+    public static func validateNamespace(_ name: String) throws(EddyError) {
+        let bytes = Array(name.utf8)
+        let allowed = bytes.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+        }
+        guard !bytes.isEmpty, bytes.count <= Limits.namespaceBytesMax, allowed, bytes[0] != 0x2D, bytes[0] != 0x5F else {
+            throw EddyError(
+                .invalidArgument,
+                "namespace \"\(name)\" is invalid; use 1 to \(Limits.namespaceBytesMax) letters, digits, '-' or '_', starting with a letter or digit"
+            )
+        }
+    }
+
+    /// The engine of namespace `name`, opened on first use.
+    public func engine(namespace name: String) throws(EddyError) -> Engine {
+        try Self.validateNamespace(name)
+        return try self.engines.withLock { (engines: inout [String: Engine]) throws(EddyError) -> Engine in
+            if let engine = engines[name] { return engine }
+            guard engines.count < Limits.namespacesOpenMax else {
+                throw EddyError(
+                    .limitExceeded, "cannot open namespace \(name): namespacesOpenMax (\(Limits.namespacesOpenMax)) are open")
+            }
+            var logger = self.logger
+            logger[metadataKey: "eddy.ns"] = "\(name)"
+            let engine = try Engine.open(directory: self.path + "/" + name, options: self.options, logger: logger)
+            engines[name] = engine
+            return engine
+        }
+    }
+
+    /// Namespaces present on disk.
+    public func namespacesOnDisk() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.path)) ?? []
+        return names.filter { name in
+            (try? Self.validateNamespace(name)) != nil
+                && FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
+        }.sorted()
+    }
+
+    /// Drains and closes every engine, then releases the lock. Idempotent.
+    public func close() {
+        let open = self.engines.withLock { engines in
+            defer { engines = [:] }
+            return Array(engines.values)
+        }
+        for engine in open { engine.close() }
+        let wasClosed = self.closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        if !wasClosed {
+            flock(self.lockDescriptor, LOCK_UN)
+            Glibc.close(self.lockDescriptor)
+        }
+    }
+}

@@ -1,0 +1,282 @@
+// One Eddy database: a RocksDB directory with the tree, index, log and meta column families,
+// one committer thread that owns every mutation, and a small thread pool for reads (RocksDB
+// calls may block, so they never run on an event loop or the cooperative pool).
+//
+// Lifecycle: `Engine.open` starts the committer; `close()` stops accepting writes, commits
+// everything already queued, stops the threads and closes RocksDB. Readers and writers may
+// call from any task or thread.
+
+import EddyModel
+import EddyStorage
+import Foundation
+import Logging
+import NIOPosix
+import Synchronization
+
+public final class Engine: Sendable {
+    public let directory: String
+    public let options: EngineOptions
+    let database: Database
+    private let queue: CommitQueue
+    private let committer: Committer
+    private let committerDone = DispatchSemaphore(value: 0)
+    private let readers: NIOThreadPool
+    private let closed = Mutex(false)
+    private let logger: Logger
+    private let commitObservers = CommitObservers()
+    /// The database id stored in `meta` (random, fixed at creation).
+    public let databaseID: String
+
+    /// Opens (creating if needed) the database in `directory`.
+    /// Throws `inUse` when another process holds it, `corruption` on an unknown format.
+    public static func open(
+        directory: String, options: EngineOptions = EngineOptions(), clock: any MillisecondClock = SystemMillisecondClock(),
+        logger: Logger = Logger(label: "eddy.engine", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(EddyError) -> Engine {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw EddyError(.io, "cannot create data directory \(directory): \(error.localizedDescription)")
+        }
+        let database: Database
+        do {
+            database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: StorageOptions())
+        } catch {
+            if error.isLockHeld {
+                throw EddyError(
+                    .inUse,
+                    "data directory \(directory) is in use by another process (is eddyd running?); stop it first",
+                    underlying: error)
+            }
+            throw EngineErrors.storage(error, while: "opening \(directory)")
+        }
+        return try Engine(directory: directory, database: database, options: options, clock: clock, logger: logger)
+    }
+
+    private init(
+        directory: String, database: Database, options: EngineOptions, clock: any MillisecondClock, logger: Logger
+    ) throws(EddyError) {
+        self.directory = directory
+        self.options = options
+        self.database = database
+        self.logger = logger
+        self.databaseID = try Self.checkFormat(database, clock: clock)
+        let lastLogID = try Self.lastLogID(database)
+        self.queue = CommitQueue(capacity: options.commitQueueCountMax)
+        let observers = self.commitObservers
+        self.committer = Committer(
+            database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options, logger: logger,
+            onCommit: { entries in observers.notify(entries) })
+        self.readers = NIOThreadPool(numberOfThreads: max(1, options.readerThreads))
+        self.readers.start()
+        let committer = self.committer
+        let done = self.committerDone
+        let thread = Thread {
+            committer.run()
+            done.signal()
+        }
+        thread.name = "eddy-committer"
+        thread.start()
+        logger.info(
+            "opened database",
+            metadata: [
+                "eddy.directory": "\(directory)", "eddy.durability": "\(options.durability.rawValue)",
+                "eddy.last_log_id": "\(lastLogID?.rawValue ?? "none")",
+            ])
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Stops accepting writes, commits every queued write, and closes the database.
+    /// Idempotent; blocks until the committer has drained.
+    public func close() {
+        let wasClosed = self.closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        self.queue.stop()
+        self.committerDone.wait()
+        try? self.readers.syncShutdownGracefully()  // only fails when already shut down
+        if self.options.durability == .none {
+            do {
+                try self.database.flushMemtables()
+            } catch {
+                self.logger.error("flushing memtables at close failed", metadata: ["eddy.error": "\(error)"])
+            }
+        }
+        self.database.close()
+        self.logger.info("closed database", metadata: ["eddy.directory": "\(self.directory)"])
+    }
+
+    /// Nil while healthy; the error that made the engine stop accepting writes otherwise.
+    public var failure: EddyError? { self.committer.failed }
+
+    /// Calls `observer` on the committer thread with the entries of each durable group, in log
+    /// order. Observers must not block.
+    public func observeCommits(_ observer: @escaping @Sendable ([LogEntry]) -> Void) {
+        self.commitObservers.add(observer)
+    }
+
+    // MARK: Writes
+
+    /// Validates and commits a write. `ifMatch` makes it conditional on the current ETag of the
+    /// location (set and remove). Throws validation errors before anything is queued.
+    public func write(_ operation: WriteOperation, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
+        let validated = try Self.validate(operation)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
+            if let refused = self.queue.enqueue(PendingWrite(operation: validated, ifMatch: ifMatch, continuation: continuation)) {
+                continuation.resume(returning: .failure(refused))
+            }
+        }
+        return try result.get()
+    }
+
+    public func set(_ path: Path, _ value: Value, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
+        try await self.write(.set(path, value), ifMatch: ifMatch)
+    }
+
+    public func push(_ path: Path, _ value: Value) async throws(EddyError) -> CommittedWrite {
+        try await self.write(.push(path, value)).committed!
+    }
+
+    public func update(_ path: Path, _ changes: [LogEntry.Change]) async throws(EddyError) -> CommittedWrite {
+        try await self.write(.update(path, changes)).committed!
+    }
+
+    public func remove(_ path: Path, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
+        try await self.write(.remove(path), ifMatch: ifMatch)
+    }
+
+    static func validate(_ operation: WriteOperation) throws(EddyError) -> WriteOperation {
+        switch operation {
+        case .set(let path, let value):
+            return .set(path, try WriteValidator.validate(value, at: path))
+        case .remove(let path):
+            try WriteValidator.validateLocation(path)
+            return .remove(path)
+        case .push(let path, let value):
+            // The child key is a 20-character push ID.
+            let probe = path.appending("--------------------")
+            return .push(path, try WriteValidator.validate(value, at: probe))
+        case .update(let path, let changes):
+            if changes.count > Limits.updatePathsCountMax {
+                throw EddyError(
+                    .limitExceeded,
+                    "update at \(path.abbreviated) has \(changes.count) paths; updatePathsCountMax is \(Limits.updatePathsCountMax)")
+            }
+            var validated: [LogEntry.Change] = []
+            validated.reserveCapacity(changes.count)
+            for change in changes {
+                let absolute = path.appending(change.path)
+                validated.append(.init(path: change.path, value: try WriteValidator.validate(change.value, at: absolute)))
+            }
+            let sorted = validated.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
+            for (a, b) in zip(sorted, sorted.dropFirst()) where a.isAncestorOrSelf(of: b) {
+                let what = a == b ? "twice" : "together with its descendant \(path.appending(b).abbreviated)"
+                throw EddyError(
+                    .invalidPath,
+                    "update at \(path.abbreviated) contains path \(path.appending(a).abbreviated) \(what); a path and its ancestor cannot be updated together"
+                )
+            }
+            return .update(path, validated)
+        }
+    }
+
+    // MARK: Reads (blocking variants run on the caller's thread)
+
+    /// The value at `path` (whole subtree).
+    public func get(_ path: Path) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in try self.readValue(path) }
+    }
+
+    /// Firebase `shallow=true`.
+    public func getShallow(_ path: Path) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in try self.readShallow(path) }
+    }
+
+    /// Blocking read of the value at `path`.
+    public func readValue(_ path: Path) throws(EddyError) -> Value {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        return try TreeReader.readSubtree(iterator, prefix: PathKeyEncoding.encode(path)).value
+    }
+
+    public func readShallow(_ path: Path) throws(EddyError) -> Value {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        return try TreeReader.readShallow(iterator, prefix: PathKeyEncoding.encode(path))
+    }
+
+    func onReader<T: Sendable>(_ body: @escaping @Sendable () throws(EddyError) -> T) async throws(EddyError) -> T {
+        let result: Result<T, EddyError>
+        do {
+            result = try await self.readers.runIfActive { () -> Result<T, EddyError> in
+                do throws(EddyError) { return .success(try body()) } catch { return .failure(error) }
+            }
+        } catch {
+            throw EddyError(.shuttingDown, "the database is shutting down")
+        }
+        return try result.get()
+    }
+
+    // MARK: Open-time checks
+
+    private static func checkFormat(_ database: Database, clock: any MillisecondClock) throws(EddyError) -> String {
+        let meta = database.columnFamily(ColumnFamilies.meta)
+        do {
+            if let version = try database.get(meta, MetaKeys.formatVersion) {
+                guard version == [StorageFormat.version] else {
+                    throw EddyError(
+                        .corruption,
+                        "\(database.path) has storage format \(version.first.map(String.init) ?? "?"); this eddyd reads format \(StorageFormat.version)"
+                    )
+                }
+                guard let id = try database.get(meta, MetaKeys.databaseID) else {
+                    throw EddyError(.corruption, "\(database.path) has no database id in meta")
+                }
+                return String(decoding: id, as: UTF8.self)
+            }
+            var generator = PushIDGenerator()
+            let id = generator.next(nowMilliseconds: clock.nowMilliseconds()).rawValue
+            try database.put(meta, MetaKeys.databaseID, Array(id.utf8), durability: .sync)
+            try database.put(meta, MetaKeys.formatVersion, [StorageFormat.version], durability: .sync)
+            return id
+        } catch let error as EddyError {
+            throw error
+        } catch let error as RocksDBError {
+            throw EngineErrors.storage(error, while: "reading the format version")
+        } catch {
+            throw EddyError(.internal, "\(error)")
+        }
+    }
+
+    static func lastLogID(_ database: Database) throws(EddyError) -> LogID? {
+        let iterator = database.makeIterator(database.columnFamily(ColumnFamilies.log))
+        iterator.seekToLast()
+        guard iterator.isValid else {
+            do {
+                try iterator.checkError()
+            } catch {
+                throw EngineErrors.storage(error, while: "reading the last log id")
+            }
+            return nil
+        }
+        let key = String(decoding: iterator.key, as: UTF8.self)
+        guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
+        return id
+    }
+}
+
+/// Callbacks told about each durable commit group.
+final class CommitObservers: Sendable {
+    private let observers = Mutex<[@Sendable ([LogEntry]) -> Void]>([])
+
+    func add(_ observer: @escaping @Sendable ([LogEntry]) -> Void) {
+        self.observers.withLock { $0.append(observer) }
+    }
+
+    func notify(_ entries: [LogEntry]) {
+        for observer in self.observers.withLock({ $0 }) { observer(entries) }
+    }
+}

@@ -1,0 +1,31 @@
+// Options of one engine (one database). Every field: meaning, unit, default, tradeoff.
+
+import EddyModel
+
+public enum Durability: String, Sendable, CaseIterable {
+    /// Default. A write is acknowledged only after the group's WAL write is fsynced: an
+    /// acknowledged write survives a crash or power loss.
+    case sync
+    /// Acknowledged after the WAL write reaches the OS; the WAL is fsynced at least every
+    /// `batchedSyncInterval`. Survives a process crash; a power loss may lose the last interval.
+    case batched
+    /// No WAL: acknowledged after the memtable write. Data reaches disk at memtable flushes and
+    /// at clean shutdown; a crash loses everything since. For tests and throwaway data.
+    case none
+}
+
+public struct EngineOptions: Sendable {
+    public var durability: Durability = .sync
+    /// How often `batched` durability fsyncs the WAL. Default 100 ms.
+    public var batchedSyncInterval: Duration = .milliseconds(100)
+    /// Writes applied per group commit. Default `Limits.commitGroupCountMax` (512).
+    public var commitGroupCountMax = Limits.commitGroupCountMax
+    /// Writes waiting for the committer before new writes are refused with `busy`. Default 4096.
+    public var commitQueueCountMax = Limits.commitQueueCountMax
+    /// Threads serving reads (RocksDB calls may block, so they never run on an event loop).
+    public var readerThreads = 2
+
+    public init(durability: Durability = .sync) {
+        self.durability = durability
+    }
+}

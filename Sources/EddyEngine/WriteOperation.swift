@@ -1,0 +1,46 @@
+// What callers ask the committer to do, and what they get back.
+
+import EddyModel
+
+/// A validated write. Values are normalized and may still contain server values (`.sv`),
+/// which the committer resolves.
+public enum WriteOperation: Sendable {
+    /// Replace the value at a path (`.null` removes).
+    case set(Path, Value)
+    /// Multi-path update at a location: each relative path is set; none is an ancestor of
+    /// another.
+    case update(Path, [LogEntry.Change])
+    /// Add a child with a new push ID (the entry's log ID) under a path.
+    case push(Path, Value)
+    /// Remove the value at a path.
+    case remove(Path)
+
+    var location: Path {
+        switch self {
+        case .set(let p, _), .update(let p, _), .push(let p, _), .remove(let p): return p
+        }
+    }
+}
+
+public struct CommittedWrite: Sendable, Equatable {
+    /// The log entry that recorded the write.
+    public var logID: LogID
+    /// For a push: the new child's key (equal to `logID`).
+    public var pushedKey: String?
+    /// What was written: the resolved value for set/push, the resolved changes as an object
+    /// keyed by relative path for update, `.null` for remove.
+    public var value: Value
+}
+
+public enum WriteOutcome: Sendable, Equatable {
+    case committed(CommittedWrite)
+    /// `ifMatch` did not match: nothing was written or logged.
+    case preconditionFailed(current: Value, etag: String)
+
+    /// The committed write; a precondition failure is a programmer error where no `ifMatch`
+    /// was given.
+    public var committed: CommittedWrite? {
+        if case .committed(let c) = self { return c }
+        return nil
+    }
+}
