@@ -51,6 +51,8 @@ let package = Package(
                 "EddyEngine", "EddyModel",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -77,6 +79,7 @@ let package = Package(
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",
             dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting"],

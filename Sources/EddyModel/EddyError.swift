@@ -8,7 +8,7 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidKey, invalidPath, invalidValue, invalidJSON, invalidArgument
             case limitExceeded, notFound, methodNotAllowed, preconditionFailed, readOnly
-            case unsupported, inUse, shuttingDown, corruption, io, `internal`
+            case unsupported, inUse, busy, shuttingDown, corruption, io, `internal`
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -34,6 +34,8 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
         /// The data directory is held by another process.
         public static let inUse = Code(.inUse)
+        /// A bounded queue is full; retry later. Nothing was applied.
+        public static let busy = Code(.busy)
         public static let shuttingDown = Code(.shuttingDown)
         /// Stored bytes failed a check; the engine stops accepting writes.
         public static let corruption = Code(.corruption)

@@ -1,0 +1,73 @@
+// Assembles a serving daemon from a configuration: the data directory (one engine per
+// namespace) and the Hummingbird HTTP server, in one ServiceGroup that stops on SIGTERM or
+// SIGINT: the HTTP server stops first, then every commit queue drains and RocksDB closes.
+
+import EddyEngine
+import EddyModel
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum EddyServer {
+    /// Runs until SIGTERM/SIGINT. `onListening` receives the bound HTTP address.
+    public static func serve(
+        _ configuration: ServeConfiguration, logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws {
+        try configuration.validate()
+        var engineOptions = EngineOptions(durability: configuration.durability)
+        engineOptions.readerThreads = 2
+        let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
+        // Open the default namespace now so a broken data directory fails startup, not a request.
+        do {
+            _ = try data.engine(namespace: DataDirectory.defaultNamespace)
+        } catch {
+            data.close()
+            throw error
+        }
+        logger.info(
+            "starting eddyd",
+            metadata: [
+                "eddy.data": "\(configuration.dataDirectory)",
+                "eddy.http": "\(configuration.httpHost):\(configuration.httpPort)",
+                "eddy.durability": "\(configuration.durability.rawValue)",
+                "eddy.request_bytes_max": "\(configuration.requestBytesMax)",
+                "eddy.socket": "\(configuration.effectiveSocketPath) (reserved, not listening yet)",
+                "eddy.replication_socket": "\(configuration.effectiveReplicationSocketPath) (reserved, not listening yet)",
+            ])
+        let app = Application(
+            responder: RESTResponder(data: data, requestBytesMax: configuration.requestBytesMax, logger: logger),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
+            onServerRunning: { channel in
+                let address = channel.localAddress.map { "\($0.ipAddress ?? configuration.httpHost):\($0.port ?? 0)" } ?? "?"
+                onListening(address)
+                SystemdNotifier.notify("READY=1")
+            },
+            logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: DataDirectoryService(data: data)),
+                    .init(service: app),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ))
+        do {
+            try await group.run()
+        } catch {
+            data.close()
+            throw error
+        }
+        SystemdNotifier.notify("STOPPING=1")
+        data.close()
+        logger.info("eddyd stopped")
+    }
+}

@@ -1,0 +1,47 @@
+// An HTTP error answer: status and the Firebase body `{"error": "<message>"}`.
+// The mapping from `EddyError` codes to statuses lives here and nowhere else. Internal
+// failures never put their details in the body; they are logged instead.
+
+import EddyModel
+
+struct RESTError: Error {
+    var status: Int
+    var message: String
+    /// For logging only; never sent.
+    var underlying: EddyError?
+
+    init(status: Int, message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    init(_ error: EddyError) {
+        self.underlying = error
+        switch error.code {
+        case .invalidKey, .invalidPath, .invalidValue, .invalidJSON, .invalidArgument, .limitExceeded, .readOnly,
+            .unsupported:
+            self.status = 400
+            self.message = error.message
+        case .notFound:
+            self.status = 404
+            self.message = error.message
+        case .methodNotAllowed:
+            self.status = 405
+            self.message = error.message
+        case .preconditionFailed:
+            self.status = 412
+            self.message = error.message
+        case .busy, .shuttingDown, .inUse:
+            self.status = 503
+            self.message = error.message
+        case .corruption, .io, .internal:
+            self.status = 500
+            self.message = "internal error; the server log has the details"
+        default:
+            self.status = 500
+            self.message = "internal error; the server log has the details"
+        }
+    }
+
+    var isInternal: Bool { self.status >= 500 && self.status != 503 }
+}

@@ -1,0 +1,107 @@
+// A Firebase REST request, parsed and validated before any engine call:
+// `<METHOD> /<path>.json?ns=&print=&shallow=&format=`.
+//
+// Decisions (documented in README):
+// - The path must end in `.json` (as Firebase's REST API requires); others are 404.
+// - No `ns` selects the namespace `default`.
+// - Query operators (orderBy, startAt, ...) are refused with 400 until ordered queries exist.
+// - Unknown parameters are ignored, as Firebase ignores them (`auth`, `access_token`, ...).
+
+import EddyEngine
+import EddyModel
+
+struct RESTRequest {
+    enum Method: String {
+        case get = "GET", put = "PUT", post = "POST", patch = "PATCH", delete = "DELETE"
+    }
+
+    enum Print { case normal, pretty, silent }
+
+    var method: Method
+    var path: Path
+    var namespace: String
+    var print: Print = .normal
+    var shallow = false
+    /// `/.info/...`: read-only server information.
+    var isInfo = false
+
+    static let queryOperators: Set<String> = [
+        "orderBy", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "limitToFirst", "limitToLast",
+    ]
+
+    /// Parses the raw (still percent-encoded) path and query.
+    init(method: Method, rawPath: String, rawQuery: String?) throws(RESTError) {
+        self.method = method
+        guard rawPath.hasSuffix(".json") else {
+            throw RESTError(
+                status: 404, message: "not found: \(rawPath); REST paths end in .json, e.g. /users/ada.json")
+        }
+        let withoutSuffix = rawPath.dropLast(5)
+        var keys: [Substring] = []
+        for segment in withoutSuffix.split(separator: "/", omittingEmptySubsequences: true) { keys.append(segment) }
+        var decoded: [String] = []
+        for key in keys {
+            do {
+                decoded.append(try PercentDecoding.decode(key, what: "path segment"))
+            } catch {
+                throw RESTError(error)
+            }
+        }
+        if decoded.first == ".info" {
+            self.isInfo = true
+            decoded.removeFirst()
+        }
+        do {
+            for key in decoded { try Key.validate(key, inPath: "/" + decoded.joined(separator: "/")) }
+            self.path = Path(validatedKeys: decoded)
+            try self.path.validateSize()
+        } catch {
+            throw RESTError(error)
+        }
+        self.namespace = DataDirectory.defaultNamespace
+        for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name: String
+            let value: String
+            do {
+                name = try PercentDecoding.decode(parts[0], what: "query parameter name")
+                value = try PercentDecoding.decode(parts.count > 1 ? parts[1] : "", what: "query parameter \(parts[0])")
+            } catch {
+                throw RESTError(error)
+            }
+            switch name {
+            case "ns":
+                do {
+                    try DataDirectory.validateNamespace(value)
+                } catch {
+                    throw RESTError(error)
+                }
+                self.namespace = value
+            case "print":
+                switch value {
+                case "pretty": self.print = .pretty
+                case "silent": self.print = .silent
+                default: throw RESTError(status: 400, message: "print=\(value) is invalid; use print=pretty or print=silent")
+                }
+            case "shallow":
+                switch value {
+                case "true": self.shallow = true
+                case "false": self.shallow = false
+                default: throw RESTError(status: 400, message: "shallow=\(value) is invalid; use shallow=true")
+                }
+            case "format":
+                guard value == "export" else {
+                    throw RESTError(status: 400, message: "format=\(value) is invalid; the only format is export")
+                }
+            default:
+                if Self.queryOperators.contains(name) {
+                    throw RESTError(
+                        status: 400, message: "query parameter \(name) is not supported yet; ordered queries are not available in this version")
+                }
+            }
+        }
+        if self.shallow, self.method != .get {
+            throw RESTError(status: 400, message: "shallow=true is only allowed on GET")
+        }
+    }
+}

@@ -1,0 +1,192 @@
+// Answers every HTTP request with Firebase REST semantics (one responder, no router: any
+// method on any path must get a Firebase-shaped answer, 405 included).
+//
+//   GET     read (shallow=true, X-Firebase-ETag: true -> ETag, if-none-match -> 304)
+//   PUT     replace; answers the written value (if-match -> 412 with current value + ETag)
+//   POST    push; answers {"name": "<push id>"}; X-HTTP-Method-Override selects another method
+//   PATCH   multi-path update; answers the body as written
+//   DELETE  remove; answers null (if-match as PUT)
+// print=silent answers 204 with no body; print=pretty indents.
+
+import EddyEngine
+import EddyModel
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+public struct RESTResponder: HTTPResponder {
+    public typealias Context = BasicRequestContext
+
+    let data: DataDirectory
+    let requestBytesMax: Int
+    let logger: Logger
+
+    public init(data: DataDirectory, requestBytesMax: Int, logger: Logger) {
+        self.data = data
+        self.requestBytesMax = requestBytesMax
+        self.logger = logger
+    }
+
+    static let etagRequest = HTTPField.Name("X-Firebase-ETag")!
+    static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
+
+    public func respond(to request: Request, context: Context) async throws -> Response {
+        do {
+            return try await self.handle(request)
+        } catch let error as RESTError {
+            if error.isInternal {
+                self.logger.error(
+                    "request failed", metadata: ["eddy.error": "\(error.underlying.map { "\($0)" } ?? error.message)"])
+            }
+            return Self.error(error)
+        } catch is NIOTooManyBytesError {
+            return Self.error(
+                RESTError(
+                    status: 413,
+                    message: "request body is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max"))
+        } catch {
+            self.logger.error("request failed", metadata: ["eddy.error": "\(error)"])
+            return Self.error(RESTError(status: 500, message: "internal error; the server log has the details"))
+        }
+    }
+
+    private func handle(_ incoming: Request) async throws -> Response {
+        var request = incoming
+        let method = try Self.method(of: request)
+        let rest = try RESTRequest(method: method, rawPath: request.uri.path, rawQuery: request.uri.query)
+        if rest.isInfo { return try Self.info(rest) }
+        let engine: Engine
+        do {
+            engine = try self.data.engine(namespace: rest.namespace)
+        } catch {
+            throw RESTError(error)
+        }
+        switch method {
+        case .get:
+            return try await self.get(rest, engine: engine, headers: request.headers)
+        case .delete:
+            return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch])
+        case .put, .post, .patch:
+            let body = try await request.collectBody(upTo: self.requestBytesMax)
+            let value: Value
+            do throws(EddyError) {
+                guard body.readableBytes > 0 else {
+                    throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
+                }
+                value = try JSONParser.parse(Array(body.readableBytesView))
+            } catch {
+                throw RESTError(error)
+            }
+            switch method {
+            case .put:
+                return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch])
+            case .post:
+                return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil)
+            default:
+                return try await self.write(.update(rest.path, try Self.changes(value, at: rest.path)), rest, engine: engine, ifMatch: nil)
+            }
+        }
+    }
+
+    private static func method(of request: Request) throws(RESTError) -> RESTRequest.Method {
+        var name = request.method.rawValue
+        if name == "POST", let override = request.headers[methodOverride] { name = override.uppercased() }
+        guard let method = RESTRequest.Method(rawValue: name) else {
+            throw RESTError(status: 405, message: "method \(name) is not allowed; use GET, PUT, POST, PATCH or DELETE")
+        }
+        return method
+    }
+
+    /// A PATCH body: an object whose keys are relative paths (`"a/b"`), none an ancestor of another.
+    static func changes(_ value: Value, at location: Path) throws(RESTError) -> [LogEntry.Change] {
+        guard case .object(let members) = value, !members.isEmpty else {
+            throw RESTError(
+                status: 400, message: "PATCH body must be a non-empty JSON object of paths to values, e.g. {\"a/b\": 1}")
+        }
+        var changes: [LogEntry.Change] = []
+        changes.reserveCapacity(members.count)
+        for (key, child) in members {
+            do throws(EddyError) {
+                let path = try Path(key)
+                guard !path.isRoot else {
+                    throw EddyError(.invalidKey, "PATCH key \"\(key)\" at \(location.abbreviated) names no child")
+                }
+                changes.append(.init(path: path, value: child))
+            } catch {
+                throw RESTError(error)
+            }
+        }
+        return changes
+    }
+
+    private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
+        let value: Value
+        do {
+            value = rest.shallow ? try await engine.getShallow(rest.path) : try await engine.get(rest.path)
+        } catch {
+            throw RESTError(error)
+        }
+        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
+        if let ifNoneMatch = headers[.ifNoneMatch] {
+            let etag = ETag.of(value)
+            if ifNoneMatch == etag {
+                return Response(status: .notModified, headers: [.eTag: etag])
+            }
+            return Self.json(value, rest, etag: etag)
+        }
+        return Self.json(value, rest, etag: wantsETag ? ETag.of(value) : nil)
+    }
+
+    private func write(_ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?) async throws
+        -> Response
+    {
+        let outcome: WriteOutcome
+        do {
+            outcome = try await engine.write(operation, ifMatch: ifMatch)
+        } catch {
+            throw RESTError(error)
+        }
+        switch outcome {
+        case .preconditionFailed(let current, let etag):
+            return Self.json(current, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
+        case .committed(let committed):
+            let newETag = ifMatch == nil ? nil : ETag.of(committed.value)
+            switch operation {
+            case .push: return Self.json(.object(["name": .string(committed.pushedKey!)]), rest)
+            case .remove: return Self.json(.null, rest, etag: newETag)
+            case .set, .update: return Self.json(committed.value, rest, etag: newETag)
+            }
+        }
+    }
+
+    private static func info(_ rest: RESTRequest) throws(RESTError) -> Response {
+        guard rest.method == .get else {
+            throw RESTError(status: 400, message: "Can't modify data under /.info/")
+        }
+        let info: Value = .object(["connected": .bool(true), "serverTimeOffset": .number(0)])
+        return json(info.child(at: rest.path), rest)
+    }
+
+    static func json(
+        _ value: Value, _ rest: RESTRequest, status: HTTPResponse.Status = .ok, etag: String? = nil,
+        ignoreSilent: Bool = false
+    ) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if let etag { headers[.eTag] = etag }
+        if rest.print == .silent, !ignoreSilent {
+            return Response(status: .noContent, headers: headers)
+        }
+        let bytes = JSONWriter.bytes(value, pretty: rest.print == .pretty)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func error(_ error: RESTError) -> Response {
+        let body = JSONWriter.bytes(.object(["error": .string(error.message)]))
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if error.status == 405 { headers[.allow] = "GET, PUT, POST, PATCH, DELETE" }
+        return Response(
+            status: HTTPResponse.Status(code: error.status), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}

@@ -1,0 +1,88 @@
+// The effective configuration of `eddyd serve`: defaults, then the config file, then flags.
+// Every option: meaning, unit, default (also in `eddyd serve --help` and README).
+
+import EddyEngine
+import EddyModel
+
+public struct ServeConfiguration: Sendable, Equatable {
+    /// Directory holding one RocksDB database per namespace. Default `./data`.
+    public var dataDirectory = "./data"
+    /// HTTP listen address. Default 127.0.0.1:9000 (the Firebase emulator's).
+    public var httpHost = "127.0.0.1"
+    public var httpPort = 9000
+    /// Native protocol socket; reserved (the native protocol arrives with live events).
+    /// Default `<data>/eddyd.sock`.
+    public var socketPath: String? = nil
+    /// Follower replication socket; reserved (arrives with followers).
+    /// Default `<data>/replication.sock`.
+    public var replicationSocketPath: String? = nil
+    /// When a write is acknowledged; see `Durability`. Default `sync`.
+    public var durability: Durability = .sync
+    /// Largest accepted request body in bytes. Default 32 MiB, at most 256 MiB.
+    public var requestBytesMax = Limits.requestBytesDefault
+    /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
+    public var logLevel = "info"
+
+    public init() {}
+
+    public var effectiveSocketPath: String { self.socketPath ?? self.dataDirectory + "/eddyd.sock" }
+    public var effectiveReplicationSocketPath: String { self.replicationSocketPath ?? self.dataDirectory + "/replication.sock" }
+
+    /// Checks every value; the message names the option, the value and the allowed range.
+    public func validate() throws(EddyError) {
+        guard (0...65535).contains(self.httpPort) else {
+            throw EddyError(.invalidArgument, "http port \(self.httpPort) is out of range 0...65535")
+        }
+        guard !self.httpHost.isEmpty else { throw EddyError(.invalidArgument, "http host is empty") }
+        guard (1024...Limits.requestBytesMax).contains(self.requestBytesMax) else {
+            throw EddyError(
+                .invalidArgument,
+                "request-bytes-max \(self.requestBytesMax) is out of range 1024...\(Limits.requestBytesMax)")
+        }
+        guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(self.logLevel) else {
+            throw EddyError(.invalidArgument, "log-level \(self.logLevel) is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard !self.dataDirectory.isEmpty else { throw EddyError(.invalidArgument, "data directory is empty") }
+    }
+
+    /// Parses `HOST:PORT` (IPv6 as `[::1]:9000`).
+    public static func parseHostPort(_ text: String) throws(EddyError) -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":") else {
+            throw EddyError(.invalidArgument, "address \"\(text)\" must be HOST:PORT, e.g. 127.0.0.1:9000")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port), !host.isEmpty else {
+            throw EddyError(.invalidArgument, "address \"\(text)\" must be HOST:PORT with a port in 0...65535")
+        }
+        return (host, port)
+    }
+
+    /// Applies `key = value` pairs from a config file (keys as the long flag names).
+    public mutating func apply(configFile values: [String: ConfigFile.Value], path: String) throws(EddyError) {
+        for (key, value) in values {
+            switch (key, value) {
+            case ("data", .string(let s)): self.dataDirectory = s
+            case ("http", .string(let s)): (self.httpHost, self.httpPort) = try Self.parseHostPort(s)
+            case ("socket", .string(let s)): self.socketPath = s
+            case ("replication-socket", .string(let s)): self.replicationSocketPath = s
+            case ("durability", .string(let s)):
+                guard let d = Durability(rawValue: s) else {
+                    throw EddyError(.invalidArgument, "\(path): durability \"\(s)\" is not one of sync, batched, none")
+                }
+                self.durability = d
+            case ("request-bytes-max", .integer(let n)): self.requestBytesMax = n
+            case ("log-level", .string(let s)): self.logLevel = s
+            case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("durability", _), ("log-level", _):
+                throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
+            case ("request-bytes-max", _):
+                throw EddyError(.invalidArgument, "\(path): request-bytes-max must be an integer (bytes)")
+            default:
+                throw EddyError(
+                    .invalidArgument,
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, log-level"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+// eddy: the command-line tool. This version works offline on a data directory (the daemon
+// must not be running: the directory lock refuses both at once). Thin: every command is a
+// call into EddyEngine.
+
+import ArgumentParser
+import EddyEngine
+import EddyModel
+import Foundation
+import Logging
+
+@main
+struct Eddy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eddy",
+        abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
+        subcommands: [Get.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
+    )
+}
+
+struct DataOptions: ParsableArguments {
+    @Option(name: .long, help: "Data directory of the daemon. Default: ./data")
+    var data = "./data"
+
+    @Option(name: .long, help: "Namespace (database) inside the data directory. Default: default")
+    var ns = DataDirectory.defaultNamespace
+
+    /// Runs `body` with the namespace's engine; prints EddyErrors as `eddy: message`, exit 1.
+    func withEngine<T>(mustExist: Bool, _ body: (Engine) async throws(EddyError) -> T) async throws -> T {
+        do {
+            let directory = try DataDirectory(
+                path: self.data, options: EngineOptions(durability: .sync),
+                logger: Logger(label: "eddy", factory: { _ in SwiftLogNoOpLogHandler() }))
+            defer { directory.close() }
+            try DataDirectory.validateNamespace(self.ns)
+            if mustExist, !directory.namespacesOnDisk().contains(self.ns) {
+                let present = directory.namespacesOnDisk()
+                throw EddyError(
+                    .notFound,
+                    "namespace \(self.ns) does not exist in \(self.data) (present: \(present.isEmpty ? "none" : present.joined(separator: ", ")))")
+            }
+            return try await body(try directory.engine(namespace: self.ns))
+        } catch let error as EddyError {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+func parsePath(_ text: String) throws(EddyError) -> Path { try Path(text) }
+
+/// A JSON argument, or standard input when it is "-".
+func parseJSONArgument(_ text: String) throws(EddyError) -> Value {
+    if text == "-" {
+        let data = FileHandle.standardInput.readDataToEndOfFile()
+        return try JSONParser.parse(Array(data))
+    }
+    return try JSONParser.parse(text)
+}
+
+func printLine(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the JSON value at a path.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Path, e.g. /users/ada") var path = "/"
+    @Flag(help: "Children as true instead of their values (Firebase shallow=true).") var shallow = false
+    @Flag(help: "Indent the output.") var pretty = false
+
+    func run() async throws {
+        let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+            let path = try parsePath(self.path)
+            return self.shallow ? try engine.readShallow(path) : try engine.readValue(path)
+        }
+        printLine(JSONWriter.string(value, pretty: self.pretty))
+    }
+}
+
+struct Set: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Replace the value at a path (null removes).")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Path, e.g. /users/ada") var path: String
+    @Argument(help: "JSON value, or - to read standard input") var json: String
+
+    func run() async throws {
+        let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            try await engine.set(try parsePath(self.path), try parseJSONArgument(self.json)).committed!
+        }
+        printLine(JSONWriter.string(written.value))
+    }
+}
+
+struct Update: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Multi-path update: a JSON object of relative paths to values (null removes).")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Location, e.g. /users") var path: String
+    @Argument(help: "JSON object such as {\"ada/born\": 1815}, or - for standard input") var json: String
+
+    func run() async throws {
+        let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            guard case .object(let members) = try parseJSONArgument(self.json), !members.isEmpty else {
+                throw EddyError(.invalidValue, "update takes a non-empty JSON object of paths to values")
+            }
+            var changes: [LogEntry.Change] = []
+            for (key, value) in members { changes.append(.init(path: try Path(key), value: value)) }
+            return try await engine.update(try parsePath(self.path), changes)
+        }
+        printLine(JSONWriter.string(written.value))
+    }
+}
+
+struct Push: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add a child under a new push ID; prints the ID.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Location, e.g. /messages") var path: String
+    @Argument(help: "JSON value, or - for standard input") var json: String
+
+    func run() async throws {
+        let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            try await engine.push(try parsePath(self.path), try parseJSONArgument(self.json))
+        }
+        printLine(JSONWriter.string(.object(["name": .string(written.pushedKey ?? "")])))
+    }
+}
+
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove the value at a path.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Path, e.g. /users/ada") var path: String
+
+    func run() async throws {
+        _ = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            try await engine.remove(try parsePath(self.path))
+        }
+        printLine("null")
+    }
+}
+
+struct Log: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print operation-log entries as JSON lines, oldest first.")
+    @OptionGroup var options: DataOptions
+    @Option(help: "Only entries after this log id.") var since: String?
+    @Option(help: "At most this many entries. Default: all.") var limit: Int?
+
+    func run() async throws {
+        try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+            var after: LogID? = nil
+            if let since = self.since {
+                guard let id = LogID(since) else {
+                    throw EddyError(.invalidArgument, "--since \(since) is not a log id (20 push-ID characters)")
+                }
+                after = id
+            }
+            var remaining = self.limit ?? Int.max
+            while remaining > 0 {
+                let page = try engine.readLogEntries(after: after, limit: min(remaining, Limits.logReadCountMax))
+                for entry in page { printLine(JSONWriter.string(entry.json)) }
+                guard let last = page.last else { break }
+                after = last.id
+                remaining -= page.count
+            }
+        }
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check that the tree is well-formed, the log ordered and decodable, and that they agree.",
+        discussion: "Exit status: 0 healthy, 3 a problem was found (printed), 1 the check could not run.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        let report = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+            try engine.verify()
+        }
+        printLine("namespace \(self.options.ns): \(report)")
+        if !report.isHealthy { throw ExitCode(3) }
+    }
+}

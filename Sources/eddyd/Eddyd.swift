@@ -1,0 +1,106 @@
+// eddyd: the Eddy daemon. Parses the command line and hands over to EddyServer; nothing else.
+
+import ArgumentParser
+import EddyEngine
+import EddyModel
+import EddyServer
+import Foundation
+import Logging
+
+@main
+struct Eddyd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eddyd",
+        abstract: "Eddy: a self-hosted realtime JSON database with the Firebase REST API.",
+        subcommands: [Serve.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the databases in a data directory over HTTP (Firebase REST API).",
+        discussion: """
+            Options come from built-in defaults, then --config FILE, then flags (flags win).
+            The config file takes the long option names as keys, e.g.
+              data = "/var/lib/eddy"
+              http = "127.0.0.1:9000"
+              durability = "sync"
+            SIGTERM or SIGINT stops accepting requests, commits every queued write, then exits.
+            """
+    )
+
+    @Option(name: .long, help: "TOML config file (keys: the long option names). Default: none.")
+    var config: String?
+
+    @Option(name: .long, help: "Data directory, one database per namespace. Default: ./data")
+    var data: String?
+
+    @Option(name: .long, help: "HTTP listen address HOST:PORT (port 0 picks a free port). Default: 127.0.0.1:9000")
+    var http: String?
+
+    @Option(name: .long, help: "Native protocol Unix socket (reserved; not listening in this version). Default: <data>/eddyd.sock")
+    var socket: String?
+
+    @Option(name: .customLong("replication-socket"), help: "Follower replication Unix socket (reserved; not listening in this version). Default: <data>/replication.sock")
+    var replicationSocket: String?
+
+    @Option(
+        name: .long,
+        help: "When writes are acknowledged: sync (fsync before ack), batched (fsync every 100 ms; a power loss may lose the last 100 ms), none (no WAL; tests only). Default: sync"
+    )
+    var durability: String?
+
+    @Option(name: .customLong("request-bytes-max"), help: "Largest request body in bytes (1024 to 268435456). Default: 33554432 (32 MiB)")
+    var requestBytesMax: Int?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
+    var logLevel: String?
+
+    func run() async throws {
+        do {
+            let configuration = try self.effectiveConfiguration()
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
+                return handler
+            }
+            let logger = Logger(label: "eddyd")
+            try await EddyServer.serve(configuration, logger: logger) { address in
+                let line = "eddyd: listening on http://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue))\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            }
+        } catch let error as EddyError {
+            FileHandle.standardError.write(Data("eddyd: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    func effectiveConfiguration() throws(EddyError) -> ServeConfiguration {
+        var configuration = ServeConfiguration()
+        if let config {
+            let text: String
+            do {
+                text = try String(contentsOfFile: config, encoding: .utf8)
+            } catch {
+                throw EddyError(.invalidArgument, "cannot read config file \(config): \(error.localizedDescription)")
+            }
+            try configuration.apply(configFile: ConfigFile.parse(text, path: config), path: config)
+        }
+        if let data { configuration.dataDirectory = data }
+        if let http { (configuration.httpHost, configuration.httpPort) = try ServeConfiguration.parseHostPort(http) }
+        if let socket { configuration.socketPath = socket }
+        if let replicationSocket { configuration.replicationSocketPath = replicationSocket }
+        if let durability {
+            guard let d = Durability(rawValue: durability) else {
+                throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")
+            }
+            configuration.durability = d
+        }
+        if let requestBytesMax { configuration.requestBytesMax = requestBytesMax }
+        if let logLevel { configuration.logLevel = logLevel }
+        try configuration.validate()
+        return configuration
+    }
+}
+
