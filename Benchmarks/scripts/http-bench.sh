@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# HTTP figures for the README/issue: durable pushes with 64 keep-alive clients, and GET of a
+# 1 KiB child (p50/p99). Starts a release eddyd on a free port with a temp data directory,
+# runs wrk (Debian package) against it, stops it. Client and server share the machine's cores.
+#
+#   Benchmarks/scripts/http-bench.sh [SECONDS] [CONNECTIONS] [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-10}
+connections=${2:-64}
+runs=${3:-3}
+command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
+swift build -c release --product eddyd >/dev/null
+data=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+./.build/release/eddyd serve --data "$data" --http 127.0.0.1:$port --durability sync --log-level warning > "$data/out.log" 2>&1 &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 100); do grep -q listening "$data/out.log" && break; sleep 0.1; done
+url=http://127.0.0.1:$port
+# A 1 KiB child to read back.
+payload=$(python3 -c 'import json; print(json.dumps({"text": "x" * 1000, "n": 1}))')
+curl -sf -X PUT "$url/doc/item.json" -d "$payload" >/dev/null
+echo "== POST (push), durability sync, $connections connections, ${seconds}s x $runs runs"
+for i in $(seq "$runs"); do
+  wrk -t2 -c"$connections" -d"${seconds}s" --latency -s Benchmarks/scripts/http-post.lua "$url" | grep -E "Requests/sec|non-200|p50"
+done
+echo "== GET 1 KiB child, $connections connections, ${seconds}s x $runs runs"
+for i in $(seq "$runs"); do
+  wrk -t2 -c"$connections" -d"${seconds}s" --latency -s Benchmarks/scripts/http-get.lua "$url" | grep -E "Requests/sec|non-2xx|p50"
+done
+echo "== GET 1 KiB child, 1 connection (unloaded latency), ${seconds}s"
+wrk -t1 -c1 -d"${seconds}s" --latency -s Benchmarks/scripts/http-get.lua "$url" | grep -E "Requests/sec|non-2xx|p50"

@@ -1,0 +1,77 @@
+import EddyEngine
+import EddyModel
+import Testing
+
+@testable import EddyServer
+
+@Suite struct ConfigFileTests {
+    @Test func parsesStringsIntegersBooleansCommentsAndServeTable() throws {
+        let text = """
+            # sample
+            [serve]
+            data = "/var/lib/eddy"   # trailing comment
+            http = '127.0.0.1:9100'
+            request-bytes-max = 1_048_576
+            flag = true
+            quoted = "a # not a comment \\"x\\""
+            """
+        let values = try ConfigFile.parse(text, path: "eddy.toml")
+        #expect(values["data"] == .string("/var/lib/eddy"))
+        #expect(values["http"] == .string("127.0.0.1:9100"))
+        #expect(values["request-bytes-max"] == .integer(1_048_576))
+        #expect(values["flag"] == .bool(true))
+        #expect(values["quoted"] == .string("a # not a comment \"x\""))
+    }
+
+    @Test(arguments: [
+        ("data", "eddy.toml:1: expected key = value"),
+        ("[other]", "unknown table [other]"),
+        ("a = 1\na = 2", "eddy.toml:2: a is set twice"),
+        ("a = \"open", "unterminated string"),
+        ("a = what", "cannot read value what"),
+    ])
+    func refusesWithFileLineAndReason(text: String, expected: String) {
+        #expect {
+            try ConfigFile.parse(text, path: "eddy.toml")
+        } throws: { error in
+            (error as? EddyError)?.message.contains(expected) == true
+        }
+    }
+
+    @Test func configurationAppliesKnownKeysAndRefusesUnknownOnes() throws {
+        var configuration = ServeConfiguration()
+        try configuration.apply(
+            configFile: ["data": .string("/d"), "http": .string("0.0.0.0:1234"), "durability": .string("batched")],
+            path: "f.toml")
+        #expect(configuration.dataDirectory == "/d")
+        #expect(configuration.httpHost == "0.0.0.0")
+        #expect(configuration.httpPort == 1234)
+        #expect(configuration.durability == .batched)
+        #expect(configuration.effectiveSocketPath == "/d/eddyd.sock")
+        #expect(throws: EddyError.self) { try configuration.apply(configFile: ["bogus": .bool(true)], path: "f.toml") }
+        #expect(throws: EddyError.self) {
+            try configuration.apply(configFile: ["durability": .string("fast")], path: "f.toml")
+        }
+        #expect(throws: EddyError.self) { try configuration.apply(configFile: ["data": .integer(3)], path: "f.toml") }
+    }
+
+    @Test func validateNamesTheOffendingOption() {
+        var configuration = ServeConfiguration()
+        configuration.requestBytesMax = 10
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? EddyError)?.message.contains("request-bytes-max 10") == true
+        }
+        configuration = ServeConfiguration()
+        configuration.logLevel = "loud"
+        #expect(throws: EddyError.self) { try configuration.validate() }
+    }
+
+    @Test func hostPortParsing() throws {
+        #expect(try ServeConfiguration.parseHostPort("127.0.0.1:9000") == ("127.0.0.1", 9000))
+        #expect(try ServeConfiguration.parseHostPort("[::1]:80") == ("::1", 80))
+        #expect(throws: EddyError.self) { try ServeConfiguration.parseHostPort("localhost") }
+        #expect(throws: EddyError.self) { try ServeConfiguration.parseHostPort("h:70000") }
+    }
+}
