@@ -1,0 +1,151 @@
+// Real RocksDB in temp directories: the wrapper's contracts that the engine relies on.
+
+import EddyStorage
+import Foundation
+import Testing
+
+private func temporaryDirectory() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("eddy-storage-\(UUID().uuidString)").path
+}
+
+private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+
+@Suite struct DatabaseTests {
+    @Test func putGetAcrossColumnFamiliesAndReopen() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let db = try Database(path: path, columnFamilies: ["a", "b"], options: StorageOptions())
+            try db.put(db.columnFamily("a"), bytes("k"), bytes("in a"), durability: .sync)
+            try db.put(db.columnFamily("b"), bytes("k"), bytes("in b"), durability: .sync)
+            #expect(try db.get(db.columnFamily("a"), bytes("k")) == bytes("in a"))
+            #expect(try db.get(db.columnFamily("b"), bytes("missing")) == nil)
+            db.close()
+            db.close()  // idempotent
+        }
+        let reopened = try Database(path: path, columnFamilies: ["a", "b"], options: StorageOptions())
+        #expect(try reopened.get(reopened.columnFamily("b"), bytes("k")) == bytes("in b"))
+    }
+
+    @Test func secondOpenOfTheSameDirectoryReportsTheLock() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
+        defer { db.close() }
+        do {
+            _ = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
+            Issue.record("second open succeeded")
+        } catch {
+            #expect(error.isLockHeld, "\(error)")
+        }
+    }
+
+    @Test func writeBatchReadsItsOwnChangesAndCommitsAtomically() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+        defer { db.close() }
+        let t = db.columnFamily("t")
+        try db.put(t, bytes("a"), bytes("1"), durability: .sync)
+        try db.put(t, bytes("c"), bytes("3"), durability: .sync)
+        let batch = WriteBatchWithIndex(database: db)
+        batch.put(t, bytes("b"), bytes("2"))
+        batch.delete(t, bytes("a"))
+        #expect(try batch.get(t, bytes("b")) == bytes("2"))
+        #expect(try batch.get(t, bytes("a")) == nil)
+        #expect(try db.get(t, bytes("b")) == nil, "nothing is visible before the write")
+        let iterator = batch.makeIterator(t)
+        iterator.seekToFirst()
+        var seen: [String] = []
+        while iterator.isValid {
+            seen.append(String(decoding: iterator.key, as: UTF8.self))
+            iterator.next()
+        }
+        #expect(seen == ["b", "c"])
+        try db.write(batch, durability: .sync)
+        #expect(try db.get(t, bytes("a")) == nil)
+        #expect(try db.get(t, bytes("b")) == bytes("2"))
+    }
+
+    @Test func savePointRollsBackOnlyLaterChanges() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+        defer { db.close() }
+        let t = db.columnFamily("t")
+        let batch = WriteBatchWithIndex(database: db)
+        batch.put(t, bytes("kept"), bytes("1"))
+        batch.setSavePoint()
+        batch.put(t, bytes("dropped"), bytes("2"))
+        try batch.rollbackToSavePoint()
+        #expect(batch.count == 1)
+        try db.write(batch, durability: .sync)
+        #expect(try db.get(t, bytes("kept")) == bytes("1"))
+        #expect(try db.get(t, bytes("dropped")) == nil)
+    }
+
+    @Test func snapshotIgnoresLaterWrites() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+        defer { db.close() }
+        let t = db.columnFamily("t")
+        try db.put(t, bytes("k"), bytes("old"), durability: .sync)
+        let snapshot = db.makeSnapshot()
+        try db.put(t, bytes("k"), bytes("new"), durability: .sync)
+        #expect(try db.get(t, bytes("k"), snapshot: snapshot) == bytes("old"))
+        let iterator = db.makeIterator(t, snapshot: snapshot)
+        iterator.seek(bytes("k"))
+        #expect(iterator.isValid && iterator.value == bytes("old"))
+        #expect(try db.get(t, bytes("k")) == bytes("new"))
+    }
+
+    @Test func iteratorSeeksPrefixesAndBackwards() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+        defer { db.close() }
+        let t = db.columnFamily("t")
+        for k in ["a/1", "a/2", "b/1"] { try db.put(t, bytes(k), bytes(k), durability: .noWAL) }
+        let iterator = db.makeIterator(t)
+        iterator.seek(bytes("a/"))
+        #expect(iterator.keyHasPrefix(bytes("a/")))
+        iterator.seekToLast()
+        #expect(iterator.key == bytes("b/1"))
+        iterator.seekForPrev(bytes("a/9"))
+        #expect(iterator.key == bytes("a/2"))
+        iterator.previous()
+        #expect(iterator.key == bytes("a/1"))
+        iterator.previous()
+        #expect(!iterator.isValid)
+        try iterator.checkError()
+    }
+
+    @Test func noWALWritesSurviveAnExplicitFlush() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+            try db.put(db.columnFamily("t"), bytes("k"), bytes("v"), durability: .noWAL)
+            try db.flushMemtables()
+            try db.flushWAL(sync: true)
+            db.close()
+        }
+        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
+        defer { db.close() }
+        #expect(try db.get(db.columnFamily("t"), bytes("k")) == bytes("v"))
+    }
+
+    @Test func errorCodesComeFromTheStatusPrefix() {
+        // The only conversion point: a missing directory with create_if_missing off.
+        var options = StorageOptions()
+        options.createIfMissing = false
+        do {
+            _ = try Database(path: temporaryDirectory(), columnFamilies: ["t"], options: options)
+            Issue.record("opened a missing database")
+        } catch {
+            #expect(error.code == .invalidArgument, "\(error)")
+            #expect(error.message.contains("does not exist"), "\(error)")
+        }
+    }
+}
