@@ -22,8 +22,8 @@ public final class DataDirectory: Sendable {
     private let options: EngineOptions
     private let logger: Logger
     private let lockDescriptor: Int32
-    private let engines = Mutex<[String: Engine]>([:])
-    private let closed = Mutex(false)
+    /// Open engines and whether `close()` began; one lock so no engine opens after close.
+    private let state = Mutex<(engines: [String: Engine], closed: Bool)>(([:], false))
 
     /// Opens the directory and takes its lock. Throws `inUse` when another process holds it.
     public init(path: String, options: EngineOptions, logger: Logger) throws(EddyError) {
@@ -70,16 +70,19 @@ public final class DataDirectory: Sendable {
     /// The engine of namespace `name`, opened on first use.
     public func engine(namespace name: String) throws(EddyError) -> Engine {
         try Self.validateNamespace(name)
-        return try self.engines.withLock { (engines: inout [String: Engine]) throws(EddyError) -> Engine in
-            if let engine = engines[name] { return engine }
-            guard engines.count < Limits.namespacesOpenMax else {
+        return try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Engine in
+            if state.closed {
+                throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
+            }
+            if let engine = state.engines[name] { return engine }
+            guard state.engines.count < Limits.namespacesOpenMax else {
                 throw EddyError(
                     .limitExceeded, "cannot open namespace \(name): namespacesOpenMax (\(Limits.namespacesOpenMax)) are open")
             }
             var logger = self.logger
             logger[metadataKey: "eddy.ns"] = "\(name)"
             let engine = try Engine.open(directory: self.path + "/" + name, options: self.options, logger: logger)
-            engines[name] = engine
+            state.engines[name] = engine
             return engine
         }
     }
@@ -95,15 +98,14 @@ public final class DataDirectory: Sendable {
 
     /// Drains and closes every engine, then releases the lock. Idempotent.
     public func close() {
-        let open = self.engines.withLock { engines in
-            defer { engines = [:] }
-            return Array(engines.values)
+        let (open, wasClosed) = self.state.withLock { state in
+            defer {
+                state.engines = [:]
+                state.closed = true
+            }
+            return (Array(state.engines.values), state.closed)
         }
         for engine in open { engine.close() }
-        let wasClosed = self.closed.withLock { closed in
-            defer { closed = true }
-            return closed
-        }
         if !wasClosed {
             flock(self.lockDescriptor, LOCK_UN)
             Glibc.close(self.lockDescriptor)

@@ -121,13 +121,17 @@ public struct RESTResponder: HTTPResponder {
     }
 
     private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
+        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
+        if rest.shallow, wantsETag || headers[.ifNoneMatch] != nil {
+            // An ETag of the shallow form would never match the data in a later if-match.
+            throw RESTError(status: 400, message: "shallow=true cannot be combined with ETags (X-Firebase-ETag, if-none-match)")
+        }
         let value: Value
         do {
             value = rest.shallow ? try await engine.getShallow(rest.path) : try await engine.get(rest.path)
         } catch {
             throw RESTError(error)
         }
-        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
         if let ifNoneMatch = headers[.ifNoneMatch] {
             let etag = ETag.of(value)
             if ifNoneMatch == etag {

@@ -1,0 +1,204 @@
+"""Shared fixtures for the Eddy integration tests: real `eddyd` processes on free ports in
+temporary directories, and the offline `eddy` CLI.
+
+Binaries: `$EDDYD` / `$EDDY`, else `<repo>/.build/debug/eddyd` / `<repo>/.build/debug/eddy`
+(build them with `swift build --product eddyd --product eddy`).
+"""
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EDDYD = os.environ.get("EDDYD") or str(REPO / ".build" / "debug" / "eddyd")
+EDDY = os.environ.get("EDDY") or str(REPO / ".build" / "debug" / "eddy")
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+LISTENING = re.compile(r"eddyd: listening on (http://\S+?:(\d+))\b")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running test (still run by default)")
+
+
+class Daemon:
+    """One `eddyd serve` process over a data directory. `restart()` reuses the directory; the
+    port may change on every start (it binds port 0), so read `base_url` after each start."""
+
+    def __init__(self, data_dir, args=(), log_path=None):
+        self.data_dir = str(data_dir)
+        self.args = list(args)
+        self.log_path = str(log_path or (Path(self.data_dir).parent / (Path(self.data_dir).name + ".eddyd.log")))
+        self.process = None
+        self.base_url = None
+        self.port = None
+        self.starts = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self):
+        assert self.process is None or self.process.poll() is not None, "daemon already running"
+        if not os.access(EDDYD, os.X_OK):
+            pytest.fail(f"eddyd binary not found at {EDDYD}; build it or set $EDDYD")
+        log = open(self.log_path, "ab")
+        log.write(f"\n==== start #{self.starts + 1}: {self.args}\n".encode())
+        log.flush()
+        cmd = [EDDYD, "serve", "--data", self.data_dir, "--http", "127.0.0.1:0", *self.args]
+        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        self.starts += 1
+        lines = queue.Queue()
+
+        def pump(stream):
+            for raw in iter(stream.readline, b""):
+                lines.put(raw.decode("utf-8", "replace"))
+            lines.put(None)
+
+        threading.Thread(target=pump, args=(self.process.stdout,), daemon=True).start()
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                pytest.fail(f"eddyd did not print its listening line within {READY_TIMEOUT} s; log: {self.log_tail()}")
+            try:
+                line = lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                code = self.process.wait()
+                self.process = None
+                pytest.fail(f"eddyd exited with {code} before listening; log: {self.log_tail()}")
+            match = LISTENING.search(line)
+            if match:
+                self.base_url = match.group(1)
+                self.port = int(match.group(2))
+                return self
+
+    @property
+    def running(self):
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        """SIGTERM, wait, and assert a clean exit (status 0)."""
+        assert self.process is not None, "daemon not started"
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"eddyd did not exit within {timeout} s of SIGTERM; log: {self.log_tail()}")
+        self.process = None
+        assert code == 0, f"eddyd exited with {code} after SIGTERM; log: {self.log_tail()}"
+
+    def kill(self):
+        """SIGKILL: no drain, no cleanup (a crash)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.process = None
+
+    def restart(self):
+        if self.running:
+            self.stop()
+        return self.start()
+
+    def log_tail(self, size=4000):
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - size))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def url(self, path, **params):
+        """`/a/b` -> `http://host:port/a/b.json?params` (path used as given, not encoded)."""
+        path = "/" + path.strip("/")
+        url = self.base_url + (path if path != "/" else "") + ("/.json" if path == "/" else ".json")
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        return url
+
+
+class DaemonFactory:
+    def __init__(self, tmp_path_factory):
+        self.tmp_path_factory = tmp_path_factory
+        self.daemons = []
+
+    def __call__(self, *args, data_dir=None, start=True):
+        if data_dir is None:
+            data_dir = self.tmp_path_factory.mktemp("eddy") / "data"
+        daemon = Daemon(data_dir, args)
+        self.daemons.append(daemon)
+        if start:
+            daemon.start()
+        return daemon
+
+    def cleanup(self):
+        for daemon in self.daemons:
+            daemon.kill()
+
+
+@pytest.fixture
+def daemon_factory(tmp_path_factory):
+    """Starts daemons with custom flags: `daemon_factory("--durability", "none")`."""
+    factory = DaemonFactory(tmp_path_factory)
+    yield factory
+    factory.cleanup()
+
+
+@pytest.fixture
+def daemon(daemon_factory):
+    """A fresh daemon (default flags) for one test."""
+    return daemon_factory()
+
+
+@pytest.fixture(scope="module")
+def module_daemon_factory(tmp_path_factory):
+    factory = DaemonFactory(tmp_path_factory)
+    yield factory
+    factory.cleanup()
+
+
+@pytest.fixture(scope="module")
+def module_daemon(module_daemon_factory):
+    """One daemon shared by a test module (tests use distinct paths)."""
+    return module_daemon_factory()
+
+
+# -- the offline CLI ------------------------------------------------------------------------
+
+
+def run_eddy(*args, check=True, timeout=120):
+    if not os.access(EDDY, os.X_OK):
+        pytest.fail(f"eddy binary not found at {EDDY}; build it or set $EDDY")
+    result = subprocess.run([EDDY, *map(str, args)], capture_output=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, (
+            f"eddy {' '.join(map(str, args))} exited {result.returncode}: "
+            f"{result.stderr.decode('utf-8', 'replace')}{result.stdout.decode('utf-8', 'replace')[-2000:]}"
+        )
+    return result
+
+
+def eddy_log(data_dir, ns=None):
+    """`eddy log` entries as dicts, oldest first."""
+    args = ["log", "--data", data_dir] + (["--ns", ns] if ns else [])
+    out = run_eddy(*args).stdout.decode("utf-8")
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
