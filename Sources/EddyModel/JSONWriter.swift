@@ -89,7 +89,8 @@ public enum JSONWriter {
     }
 
     public static func writeNumber(_ n: Double, into out: inout [UInt8]) {
-        if n == n.rounded(.towardZero), abs(n) < 9_007_199_254_740_992 {
+        // `<=`: Swift's `description` writes ±2^53 (and only it) as "9007199254740992.0".
+        if n == n.rounded(.towardZero), abs(n) <= 9_007_199_254_740_992 {
             out.append(contentsOf: String(Int64(n)).utf8)
         } else {
             out.append(contentsOf: n.description.utf8)

@@ -59,6 +59,7 @@ public enum PathKeyEncoding {
         case intTag:
             guard bytes.count >= 6 else { throw corrupt("short integer segment") }
             let start = bytes.startIndex
+            let biased = bytes[start..<start + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             let length = Int(bytes[start + 4]) << 8 | Int(bytes[start + 5])
             bytes.removeFirst(6)
             guard bytes.count > length, bytes[bytes.startIndex + length] == 0 else {
@@ -67,6 +68,9 @@ public enum PathKeyEncoding {
             let raw = bytes.prefix(length)
             bytes.removeFirst(length + 1)
             guard let key = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
+            guard Key.integerValue(key) == Int32(bitPattern: biased ^ 0x8000_0000) else {
+                throw corrupt("integer segment value does not match its key")
+            }
             return key
         case stringTag:
             guard let end = bytes.firstIndex(of: 0) else { throw corrupt("unterminated string segment") }
@@ -77,6 +81,7 @@ public enum PathKeyEncoding {
             }
             bytes.removeFirst(end - bytes.startIndex + 1)
             guard let key = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
+            guard Key.integerValue(key) == nil else { throw corrupt("integer-like key in a string segment") }
             return key
         default:
             throw corrupt("unknown segment tag 0x\(String(tag, radix: 16))")

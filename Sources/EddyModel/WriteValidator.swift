@@ -51,7 +51,8 @@ public enum WriteValidator {
         return value.normalized()
     }
 
-    /// Refuses writes to read-only locations.
+    /// Checks a write location against the path limits. (`/.info` never reaches here: its
+    /// leading key is refused by key validation and the REST layer answers it read-only.)
     public static func validateLocation(_ path: Path) throws(EddyError) {
         try path.validateSize()
     }

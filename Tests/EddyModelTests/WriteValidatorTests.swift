@@ -1,0 +1,155 @@
+// Write validation: each rule refused with a message naming the key, path or limit; nulls and
+// empty objects normalized away; server values accepted or refused.
+
+import EddyModel
+import EddyTesting
+import Testing
+
+@Suite struct WriteValidatorTests {
+    static let base = try! Path("users/alice")
+
+    @Test func validValueIsReturnedNormalized() throws {
+        let value = try JSONParser.parse(#"{"name":"Alice","age":30,"tags":["a","b"],"gone":null,"empty":{},"deep":{"x":{"y":null}}}"#)
+        let normalized = try WriteValidator.validate(value, at: Self.base)
+        #expect(normalized == (try JSONParser.parse(#"{"name":"Alice","age":30,"tags":["a","b"]}"#)))
+    }
+
+    @Test(arguments: ["{}", "null", #"{"a":null}"#, #"{"a":{}}"#, #"{"a":{"b":{"c":null}},"d":[]}"#, "[]", "[null]"])
+    func emptyObjectsAndNestedNullsNormalizeToNull(text: String) throws {
+        #expect(try WriteValidator.validate(JSONParser.parse(text), at: Self.base) == .null)
+    }
+
+    @Test func primitivesPassThrough() throws {
+        for value in [Value.bool(true), .number(-0.5), .string("x"), .string("")] {
+            #expect(try WriteValidator.validate(value, at: Self.base) == value)
+        }
+        #expect(try WriteValidator.validate(.number(1), at: .root) == .number(1))
+    }
+
+    @Test(arguments: [".", "$", "#", "[", "]", "/", "\u{0}", "\u{1F}", "\u{7F}"])
+    func invalidKeyIsRefusedNamingKeyAndPath(character: String) {
+        let value = Value.object(["ok": .object(["bad\(character)key": .number(1)])])
+        expectEddyError(.invalidKey, mentioning: ["bad", "in path \"/users/alice/ok\""]) {
+            _ = try WriteValidator.validate(value, at: Self.base)
+        }
+    }
+
+    @Test func invalidKeyUnderANullIsStillRefused() {
+        // Firebase validates the whole object, even parts that would be pruned.
+        expectEddyError(.invalidKey, mentioning: ["a.b"]) {
+            _ = try WriteValidator.validate(.object(["a.b": .null]), at: Self.base)
+        }
+    }
+
+    @Test func emptyKeyIsRefused() {
+        expectEddyError(.invalidKey, mentioning: ["empty key", "/users/alice"]) {
+            _ = try WriteValidator.validate(.object(["": .number(1)]), at: Self.base)
+        }
+    }
+
+    @Test func overlongKeyIsRefused() {
+        let key = String(repeating: "k", count: Limits.keyBytesMax + 1)
+        expectEddyError(.invalidKey, mentioning: ["keyBytesMax is \(Limits.keyBytesMax)"]) {
+            _ = try WriteValidator.validate(.object([key: .number(1)]), at: .root)
+        }
+    }
+
+    static func nested(_ keys: [String], _ leaf: Value) -> Value {
+        keys.reversed().reduce(leaf) { .object([$1: $0]) }
+    }
+
+    @Test func leafDepthIsBoundedByPathDepthMax() throws {
+        let base = Path(validatedKeys: (0..<30).map { "b\($0)" })
+        _ = try WriteValidator.validate(Self.nested(["x", "y"], .number(1)), at: base)  // leaf at depth 32
+        expectEddyError(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
+            _ = try WriteValidator.validate(Self.nested(["x", "y", "z"], .number(1)), at: base)
+        }
+        // A server value is a leaf too.
+        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) {
+            _ = try WriteValidator.validate(Self.nested(["x", "y", "z"], .object([".sv": .string("timestamp")])), at: base)
+        }
+    }
+
+    @Test func leafPathBytesAreBoundedByPathBytesMax() throws {
+        let base = Path(validatedKeys: [String(repeating: "a", count: 500)])
+        let fits = String(repeating: "b", count: 767 - 500)  // 500 + "/" + 267 = 768
+        _ = try WriteValidator.validate(.object([fits: .bool(true)]), at: base)
+        expectEddyError(.invalidPath, mentioning: ["769 bytes", "pathBytesMax is 768"]) {
+            _ = try WriteValidator.validate(.object([fits + "c": .bool(true)]), at: base)
+        }
+    }
+
+    @Test func baseLocationIsChecked() {
+        let deep = Path(validatedKeys: Array(repeating: "a", count: 33))
+        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) { _ = try WriteValidator.validate(.null, at: deep) }
+        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) { try WriteValidator.validateLocation(deep) }
+    }
+
+    @Test func stringsAreBoundedByStringBytesMax() throws {
+        let fits = String(repeating: "s", count: Limits.stringBytesMax)
+        #expect(try WriteValidator.validate(.string(fits), at: Self.base) == .string(fits))
+        expectEddyError(.limitExceeded, mentioning: ["/users/alice/big", "\(Limits.stringBytesMax + 1) bytes", "stringBytesMax"]) {
+            _ = try WriteValidator.validate(.object(["big": .string(fits + "s")]), at: Self.base)
+        }
+    }
+
+    @Test(arguments: [Double.nan, .infinity, -.infinity, .signalingNaN])
+    func nonFiniteNumbersAreRefused(number: Double) {
+        expectEddyError(.invalidValue, mentioning: ["/users/alice/n", "not finite"]) {
+            _ = try WriteValidator.validate(.object(["n": .number(number)]), at: Self.base)
+        }
+    }
+
+    @Test(arguments: [".priority", ".value"])
+    func priorityKeysAreUnsupported(key: String) {
+        expectEddyError(.unsupported, mentioning: [key, "/users/alice"]) {
+            _ = try WriteValidator.validate(.object([key: .number(1)]), at: Self.base)
+        }
+    }
+
+    @Test func serverValuesAreAccepted() throws {
+        let timestamp = Value.object([".sv": .string("timestamp")])
+        #expect(try WriteValidator.validate(timestamp, at: Self.base) == timestamp)
+        #expect(WriteValidator.serverValue(timestamp) == .timestamp)
+        let increment = Value.object([".sv": .object(["increment": .number(-2.5)])])
+        #expect(try WriteValidator.validate(increment, at: Self.base) == increment)
+        #expect(WriteValidator.serverValue(increment) == .increment(-2.5))
+        let nested = Value.object(["at": timestamp, "count": increment, "n": .number(1)])
+        #expect(try WriteValidator.validate(nested, at: Self.base) == nested)
+        #expect(try WriteValidator.validate(try JSONParser.parse(#"{".sv":"timestamp"}"#), at: .root) == timestamp)
+    }
+
+    @Test func serverValueOfPlainValuesIsNil() {
+        #expect(WriteValidator.serverValue(.number(1)) == nil)
+        #expect(WriteValidator.serverValue(.object(["a": .number(1)])) == nil)
+        #expect(WriteValidator.serverValue(.null) == nil)
+    }
+
+    @Test(arguments: [
+        #"{".sv":"now"}"#, #"{".sv":5}"#, #"{".sv":true}"#, #"{".sv":null}"#, #"{".sv":{"increment":"1"}}"#,
+        #"{".sv":{"increment":1,"x":2}}"#, #"{".sv":{"add":1}}"#, #"{".sv":{}}"#, #"{".sv":"timestamp","a":1}"#,
+        #"{"x":{".sv":"TIMESTAMP"}}"#,
+    ])
+    func malformedServerValuesAreRefused(text: String) throws {
+        let value = try JSONParser.parse(text)
+        expectEddyError(.invalidValue, mentioning: ["server value at /users/alice"]) {
+            _ = try WriteValidator.validate(value, at: Self.base)
+        }
+    }
+
+    @Test func nonFiniteIncrementIsRefused() {
+        let value = Value.object([".sv": .object(["increment": .number(.infinity)])])
+        expectEddyError(.invalidValue, mentioning: ["increment"]) { _ = try WriteValidator.validate(value, at: Self.base) }
+    }
+
+    @Test func randomValidValuesValidateToTheirNormalForm() throws {
+        let seed = SeededGenerator.seedFromEnvironment()
+        var g = SeededGenerator(seed: seed)
+        for _ in 0..<propertyIterations {
+            let raw = RandomValues.value(&g, normalized: false)
+            let base = RandomValues.path(&g, depthMax: 1)  // with value depth 3, leaf paths stay within pathBytesMax
+            let result = try WriteValidator.validate(raw, at: base)
+            #expect(result == raw.normalized(), Comment("seed \(seed): \(raw)"))
+        }
+    }
+}
