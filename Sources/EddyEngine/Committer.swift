@@ -23,6 +23,7 @@ final class Committer: @unchecked Sendable {
     private let tree: ColumnFamily
     private let log: ColumnFamily
     private let batch: WriteBatchWithIndex
+    private let treeWriter: TreeWriter
     private var ids: PushIDGenerator
     private let clock: any MillisecondClock
     private let queue: CommitQueue
@@ -40,6 +41,7 @@ final class Committer: @unchecked Sendable {
         self.tree = database.columnFamily(ColumnFamilies.tree)
         self.log = database.columnFamily(ColumnFamilies.log)
         self.batch = WriteBatchWithIndex(database: database)
+        self.treeWriter = TreeWriter(tree: self.tree, batch: self.batch)
         self.ids = PushIDGenerator(after: lastLogID)
         self.clock = clock
         self.queue = queue
@@ -82,6 +84,7 @@ final class Committer: @unchecked Sendable {
         var outcomes: [Result<WriteOutcome, EddyError>] = []
         var entries: [LogEntry] = []
         outcomes.reserveCapacity(group.count)
+        self.treeWriter.beginGroup()
         for write in group {
             self.batch.setSavePoint()
             do {
@@ -89,16 +92,21 @@ final class Committer: @unchecked Sendable {
                 outcomes.append(.success(outcome))
                 if let entry { entries.append(entry) }
             } catch {
-                // Nothing of a failed write may stay in the batch.
+                // Nothing of a failed write may stay in the batch. A rollback rebuilds the
+                // batch index, so the group iterator is dropped first and made anew.
+                self.treeWriter.endGroup()
                 do {
                     try self.batch.rollbackToSavePoint()
                 } catch {
                     self.fail(EngineErrors.storage(error, while: "rolling back a failed write"))
                 }
+                self.treeWriter.forgetCachedFacts()
+                self.treeWriter.beginGroup()
                 outcomes.append(.failure(error))
                 if error.code == .corruption || error.code == .io { self.fail(error) }
             }
         }
+        self.treeWriter.endGroup()
         if let failed = self.failed {
             for write in group { write.continuation.resume(returning: .failure(failed)) }
             return
@@ -108,6 +116,7 @@ final class Committer: @unchecked Sendable {
                 try self.database.write(self.batch, durability: self.storageDurability)
                 if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = Date() }
             } catch {
+                self.treeWriter.forgetCachedFacts()
                 let failure = EngineErrors.storage(error, while: "committing \(entries.count) writes")
                 self.fail(failure)
                 for write in group { write.continuation.resume(returning: .failure(failure)) }
@@ -137,7 +146,7 @@ final class Committer: @unchecked Sendable {
 
     /// Applies one write to the batch; returns its outcome and log entry (nil when refused).
     private func apply(_ write: PendingWrite) throws(EddyError) -> (WriteOutcome, LogEntry?) {
-        let writer = TreeWriter(tree: self.tree, batch: self.batch)
+        let writer = self.treeWriter
         let operation = write.operation
         if let ifMatch = write.ifMatch {
             let current = try writer.currentValue(at: operation.location)

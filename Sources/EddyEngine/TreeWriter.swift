@@ -1,23 +1,60 @@
 // Turns one change (set the value at an absolute path) into `tree` record puts and deletes in
-// the committer's write batch, and records what it replaced.
+// the committer's write batch, and records what it replaced. Owned by the committer thread.
 //
 // Invariants kept:
 // 1. A primitive never has descendants: writing below a primitive deletes it first (its old
 //    value becomes a before-image); writing at a path deletes every leaf below it.
 // 2. Reads go through the batch, so a change sees the earlier changes of its group.
 // Server values are resolved here, against the value being replaced.
+//
+// Two costs are paid once instead of per write (the committer's CPU bounds group commit):
+// - one batch iterator per group (`beginGroup`/`endGroup`): the delta part of a
+//   batch-with-base iterator sees batch updates made after it was created, and every read
+//   seeks first, so reusing it is safe; it is dropped before the batch is cleared.
+// - `keysWithoutPrimitive`: encoded paths known to hold no primitive, so the ancestor check of
+//   repeated writes under the same parent costs a hash lookup. Only the committer writes, and
+//   every leaf put removes its key, so an entry stays true across groups; it is cleared after
+//   a rollback and when it reaches `keysWithoutPrimitiveMax`.
 
 import EddyModel
 import EddyStorage
 
-struct TreeWriter {
+final class TreeWriter {
     let tree: ColumnFamily
     let batch: WriteBatchWithIndex
+    private var iterator: Iterator?
+    private var keysWithoutPrimitive: Set<[UInt8]> = []
+    private let keysWithoutPrimitiveMax = 4096
+
+    init(tree: ColumnFamily, batch: WriteBatchWithIndex) {
+        self.tree = tree
+        self.batch = batch
+    }
+
+    func beginGroup() {
+        precondition(self.iterator == nil, "beginGroup twice")
+        self.iterator = self.batch.makeIterator(self.tree)
+    }
+
+    /// Must run before the batch is cleared or written.
+    func endGroup() {
+        self.iterator = nil
+    }
+
+    /// Call after the batch was rolled back: cached facts may describe undone changes.
+    func forgetCachedFacts() {
+        self.keysWithoutPrimitive.removeAll(keepingCapacity: true)
+    }
+
+    private var groupIterator: Iterator {
+        guard let iterator = self.iterator else { preconditionFailure("TreeWriter used outside a group") }
+        return iterator
+    }
 
     /// The current value at `path` as the batch would leave it (`.null` when a primitive
     /// ancestor holds the location).
     func currentValue(at path: Path) throws(EddyError) -> Value {
-        try TreeReader.readSubtree(self.batch.makeIterator(self.tree), prefix: PathKeyEncoding.encode(path)).value
+        try TreeReader.readSubtree(self.groupIterator, prefix: PathKeyEncoding.encode(path)).value
     }
 
     /// Sets `value` (normalized, may contain server values) at `path`. Returns the resolved
@@ -26,36 +63,49 @@ struct TreeWriter {
         path: Path, value: Value, nowMilliseconds: UInt64, before: inout [LogEntry.BeforeImage]
     ) throws(EddyError) -> Value {
         var ancestorEnds: [Int] = []
+        ancestorEnds.reserveCapacity(path.depth)
         var prefix: [UInt8] = []
+        prefix.reserveCapacity(64)
         for key in path.keys {
             ancestorEnds.append(prefix.count)
             PathKeyEncoding.appendSegment(key, to: &prefix)
         }
-        let (old, oldKeys) = try TreeReader.readSubtree(self.batch.makeIterator(self.tree), prefix: prefix, collectKeys: true)
+        let (old, oldKeys) = try TreeReader.readSubtree(self.groupIterator, prefix: prefix, collectKeys: true)
         before.append(LogEntry.BeforeImage(path: path, value: old))
         let resolved = Self.containsServerValue(value) ? Self.resolve(value, old: old, now: nowMilliseconds) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
         guard !resolved.isNull else { return .null }
-        // A primitive at an ancestor must go: at most one can exist (invariant 1).
         if oldKeys.isEmpty {
-            for (depth, end) in ancestorEnds.enumerated() {
-                let ancestorKey = Array(prefix[..<end])
-                let existing: [UInt8]?
-                do {
-                    existing = try self.batch.get(self.tree, ancestorKey)
-                } catch {
-                    throw EngineErrors.storage(error, while: "reading \(path.abbreviated)")
-                }
-                if let existing {
-                    let leaf = try LeafEncoding.decode(existing)
-                    before.append(LogEntry.BeforeImage(path: Path(validatedKeys: Array(path.keys[..<depth])), value: leaf))
-                    self.batch.delete(self.tree, ancestorKey)
-                    break
-                }
-            }
+            try self.removePrimitiveAncestor(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
         }
         self.putLeaves(resolved, prefix: prefix)
         return resolved
+    }
+
+    /// Deletes the primitive at an ancestor of `path`, if any (at most one exists, by
+    /// invariant 1), recording its before-image.
+    private func removePrimitiveAncestor(
+        of path: Path, prefix: [UInt8], ancestorEnds: [Int], before: inout [LogEntry.BeforeImage]
+    ) throws(EddyError) {
+        for (depth, end) in ancestorEnds.enumerated() {
+            let ancestorKey = Array(prefix[..<end])
+            if self.keysWithoutPrimitive.contains(ancestorKey) { continue }
+            let existing: [UInt8]?
+            do {
+                existing = try self.batch.get(self.tree, ancestorKey)
+            } catch {
+                throw EngineErrors.storage(error, while: "reading \(path.abbreviated)")
+            }
+            guard let existing else {
+                if self.keysWithoutPrimitive.count >= self.keysWithoutPrimitiveMax { self.forgetCachedFacts() }
+                self.keysWithoutPrimitive.insert(ancestorKey)
+                continue
+            }
+            let leaf = try LeafEncoding.decode(existing)
+            before.append(LogEntry.BeforeImage(path: Path(validatedKeys: Array(path.keys[..<depth])), value: leaf))
+            self.batch.delete(self.tree, ancestorKey)
+            return
+        }
     }
 
     private func putLeaves(_ value: Value, prefix: [UInt8]) {
@@ -63,7 +113,9 @@ struct TreeWriter {
         while let (node, key) = stack.popLast() {
             switch node {
             case .null: continue
-            case .bool, .number, .string: self.batch.put(self.tree, key, LeafEncoding.encode(node))
+            case .bool, .number, .string:
+                if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(key) }
+                self.batch.put(self.tree, key, LeafEncoding.encode(node))
             case .object(let children):
                 for (childKey, child) in children {
                     var childPrefix = key
@@ -75,6 +127,7 @@ struct TreeWriter {
     }
 
     static func containsServerValue(_ value: Value) -> Bool {
+        guard case .object = value else { return false }
         var stack = [value]
         while let node = stack.popLast() {
             guard case .object(let children) = node else { continue }
