@@ -22,7 +22,13 @@ final class CommitQueue: @unchecked Sendable {
 
     init(capacity: Int) {
         self.capacity = capacity
-        self.pending.reserveCapacity(capacity)
+    }
+
+    /// True when no write is waiting (a hint: writers may arrive right after).
+    var isEmpty: Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.pending.isEmpty
     }
 
     /// Queues a write. Refuses (without queuing) when full or stopping.
@@ -53,9 +59,13 @@ final class CommitQueue: @unchecked Sendable {
                 self.condition.wait()
             }
         }
-        let count = min(max, self.pending.count)
-        let group = Array(self.pending.prefix(count))
-        self.pending.removeFirst(count)
+        if self.pending.count <= max {
+            var group: [PendingWrite] = []
+            swap(&group, &self.pending)
+            return group
+        }
+        let group = Array(self.pending.prefix(max))
+        self.pending.removeFirst(max)
         return group
     }
 

@@ -7,9 +7,15 @@
 // 1. Log IDs are assigned here, in commit order, each greater than every key in the log.
 // 2. A write's tree changes and its log entry are in the same RocksDB write batch.
 // 3. A writer is acknowledged only after the batch containing its write was written with the
-//    configured durability. A refused write (precondition failed) changes nothing.
+//    configured durability; under `sync` the batch is written without fsync and the WAL is
+//    then fsynced (by this thread or the syncer, see `SyncQueue`) before any acknowledgement,
+//    so the committer applies the next group while the previous one syncs. Acknowledgements
+//    and commit observers follow log order. A refused write (precondition failed) changes
+//    nothing. (A read may see a group in the microseconds between its write and its fsync;
+//    it is not acknowledged, and only a power loss, not a process crash, could undo it.)
 // 4. After a storage failure the engine fails stop: every later write is refused.
 // Thread-safety: `run()` is called once, on the committer thread; nothing else touches `batch`.
+// The syncer thread only calls `syncAndAcknowledge`.
 
 import EddyModel
 import EddyStorage
@@ -24,6 +30,7 @@ final class Committer: @unchecked Sendable {
     private let log: ColumnFamily
     private let batch: WriteBatchWithIndex
     private let treeWriter: TreeWriter
+    private let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
     private let clock: any MillisecondClock
     private let queue: CommitQueue
@@ -55,6 +62,17 @@ final class Committer: @unchecked Sendable {
     var failed: EddyError? { self.failure.withLock { $0 } }
 
     func run() {
+        let syncerDone = DispatchSemaphore(value: 0)
+        let syncer = Thread { [self] in
+            self.runSyncer()
+            syncerDone.signal()
+        }
+        syncer.name = "eddy-syncer"
+        syncer.start()
+        defer {
+            self.syncQueue.stop()
+            syncerDone.wait()
+        }
         while true {
             let deadline = self.unsyncedSince.map { $0.addingTimeInterval(self.options.batchedSyncInterval.seconds) }
             guard let group = self.queue.takeGroup(max: self.options.commitGroupCountMax, deadline: deadline) else { break }
@@ -123,13 +141,58 @@ final class Committer: @unchecked Sendable {
                 return
             }
         }
-        for (write, outcome) in zip(group, outcomes) { write.continuation.resume(returning: outcome) }
-        if !entries.isEmpty { self.onCommit(entries) }
+        let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries)
+        guard self.options.durability == .sync else {
+            self.acknowledge([ticket])
+            return
+        }
+        if entries.isEmpty {
+            // Only refusals: nothing to sync, but answer after any group still syncing.
+            if self.syncQueue.isIdle { self.acknowledge([ticket]) } else { self.syncQueue.enqueue(ticket) }
+            return
+        }
+        // Pipeline: while the syncer fsyncs this group, apply the next one. Alone (nothing
+        // waiting, syncer idle), sync here and save the thread hop.
+        if self.queue.isEmpty, self.syncQueue.isIdle {
+            self.syncAndAcknowledge([ticket])
+        } else {
+            self.syncQueue.enqueue(ticket)
+        }
+    }
+
+    /// The syncer thread: fsync once for every group written so far, then acknowledge them.
+    private func runSyncer() {
+        while let tickets = self.syncQueue.take() {
+            self.syncAndAcknowledge(tickets)
+            self.syncQueue.finished()
+        }
+    }
+
+    private func syncAndAcknowledge(_ tickets: [SyncTicket]) {
+        do {
+            try self.database.flushWAL(sync: true)
+        } catch {
+            let failure = EngineErrors.storage(error, while: "syncing the write-ahead log")
+            self.fail(failure)
+            for ticket in tickets {
+                for write in ticket.writes { write.continuation.resume(returning: .failure(failure)) }
+            }
+            return
+        }
+        self.acknowledge(tickets)
+    }
+
+    /// Resumes the writers and tells observers, in log order.
+    private func acknowledge(_ tickets: [SyncTicket]) {
+        for ticket in tickets {
+            for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.continuation.resume(returning: outcome) }
+            if !ticket.entries.isEmpty { self.onCommit(ticket.entries) }
+        }
     }
 
     private var storageDurability: WriteDurability {
         switch self.options.durability {
-        case .sync: return .sync
+        case .sync: return .buffered  // fsynced by `syncAndAcknowledge` before any ack
         case .batched: return .buffered
         case .none: return .noWAL
         }
