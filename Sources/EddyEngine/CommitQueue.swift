@@ -10,6 +10,8 @@ import Foundation
 struct PendingWrite: Sendable {
     var operation: WriteOperation
     var ifMatch: String?
+    /// `operation.approximateBytes`, computed by the caller (off the committer thread).
+    var approximateBytes: Int
     var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
 }
 
@@ -46,9 +48,10 @@ final class CommitQueue: @unchecked Sendable {
         return nil
     }
 
-    /// Waits for writes and takes up to `max` of them. With `deadline`, returns an empty
-    /// group when it passes first. Returns nil when stopping and drained.
-    func takeGroup(max: Int, deadline: Date?) -> [PendingWrite]? {
+    /// Waits for writes and takes up to `max` of them, stopping early once they hold
+    /// `bytesMax` (at least one is always taken). With `deadline`, returns an empty group when
+    /// it passes first. Returns nil when stopping and drained.
+    func takeGroup(max: Int, bytesMax: Int, deadline: Date?) -> [PendingWrite]? {
         self.condition.lock()
         defer { self.condition.unlock() }
         while self.pending.isEmpty {
@@ -59,13 +62,19 @@ final class CommitQueue: @unchecked Sendable {
                 self.condition.wait()
             }
         }
-        if self.pending.count <= max {
+        var count = 0
+        var bytes = 0
+        while count < min(max, self.pending.count), count == 0 || bytes + self.pending[count].approximateBytes <= bytesMax {
+            bytes += self.pending[count].approximateBytes
+            count += 1
+        }
+        if count == self.pending.count {
             var group: [PendingWrite] = []
             swap(&group, &self.pending)
             return group
         }
-        let group = Array(self.pending.prefix(max))
-        self.pending.removeFirst(max)
+        let group = Array(self.pending.prefix(count))
+        self.pending.removeFirst(count)
         return group
     }
 

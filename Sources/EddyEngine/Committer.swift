@@ -75,7 +75,8 @@ final class Committer: @unchecked Sendable {
         }
         while true {
             let deadline = self.unsyncedSince.map { $0.addingTimeInterval(self.options.batchedSyncInterval.seconds) }
-            guard let group = self.queue.takeGroup(max: self.options.commitGroupCountMax, deadline: deadline) else { break }
+            guard let group = self.queue.takeGroup(
+                    max: self.options.commitGroupCountMax, bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
             if let since = self.unsyncedSince, group.isEmpty || Date() >= since.addingTimeInterval(self.options.batchedSyncInterval.seconds) {
                 self.syncWAL()
             }

@@ -127,7 +127,9 @@ public final class Engine: Sendable {
     public func write(_ operation: WriteOperation, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
         let validated = try Self.validate(operation)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
-            if let refused = self.queue.enqueue(PendingWrite(operation: validated, ifMatch: ifMatch, continuation: continuation)) {
+            let pending = PendingWrite(
+                operation: validated, ifMatch: ifMatch, approximateBytes: validated.approximateBytes, continuation: continuation)
+            if let refused = self.queue.enqueue(pending) {
                 continuation.resume(returning: .failure(refused))
             }
         }

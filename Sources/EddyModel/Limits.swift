@@ -21,12 +21,14 @@ public enum Limits {
     public static let requestBytesDefault = 32 * 1024 * 1024
     /// Upper bound for `--request-bytes-max`.
     public static let requestBytesMax = 256 * 1024 * 1024
-    /// Writes waiting for the committer. A full queue makes callers wait (back-pressure);
-    /// nothing is dropped.
+    /// Writes waiting for the committer. A write arriving at a full queue is refused with
+    /// `busy` (HTTP 503) before anything is applied, so the caller can retry; nothing queued is
+    /// ever dropped.
     public static let commitQueueCountMax = 4096
     /// Writes applied in one group commit (one synced RocksDB write).
     public static let commitGroupCountMax = 512
-    /// Bytes of resolved values in one group commit; a group stops growing past this.
+    /// Approximate bytes of values in one group commit: a group stops growing once it holds
+    /// this much (a single larger write still commits alone). Bounds the batch's memory.
     public static let commitGroupBytesMax = 64 * 1024 * 1024
     /// Paths in one multi-path update (PATCH). Bounds the ancestor check and the log entry.
     public static let updatePathsCountMax = 10_000

@@ -76,6 +76,26 @@ public enum Value: Sendable, Hashable {
         return kept.isEmpty ? .null : .object(kept)
     }
 
+    /// Rough size in bytes (string bytes plus a fixed cost per node); what bounds a commit
+    /// group's memory. Walks with an explicit stack.
+    public var approximateBytes: Int {
+        var total = 0
+        var stack = [self]
+        while let node = stack.popLast() {
+            switch node {
+            case .null, .bool, .number: total += 16
+            case .string(let s): total += 16 + s.utf8.count
+            case .object(let children):
+                total += 16
+                for (key, child) in children {
+                    total += key.utf8.count
+                    stack.append(child)
+                }
+            }
+        }
+        return total
+    }
+
     /// Number of leaves (primitives) in this value.
     public var leafCount: Int {
         switch self {

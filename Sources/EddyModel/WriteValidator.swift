@@ -54,6 +54,8 @@ public enum WriteValidator {
     /// Checks a write location against the path limits. (`/.info` never reaches here: its
     /// leading key is refused by key validation and the REST layer answers it read-only.)
     public static func validateLocation(_ path: Path) throws(EddyError) {
+        // Paths built with `Path(validatedKeys:)` reach here too; a bad key must never be stored.
+        for key in path.keys { try Key.validate(key, inPath: path.description) }
         try path.validateSize()
     }
 
