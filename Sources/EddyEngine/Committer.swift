@@ -130,9 +130,12 @@ final class Committer: @unchecked Sendable {
             for write in group { write.continuation.resume(returning: .failure(failed)) }
             return
         }
+        // Alone (nothing waiting, syncer idle), a synced write acknowledges right here with one
+        // fsync and no thread hop; otherwise the group is pipelined through the syncer.
+        let alone = self.options.durability == .sync && self.queue.isEmpty && self.syncQueue.isIdle
         if !entries.isEmpty {
             do {
-                try self.database.write(self.batch, durability: self.storageDurability)
+                try self.database.write(self.batch, durability: alone ? .sync : self.storageDurability)
                 if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = Date() }
             } catch {
                 self.treeWriter.forgetCachedFacts()
@@ -143,7 +146,7 @@ final class Committer: @unchecked Sendable {
             }
         }
         let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries)
-        guard self.options.durability == .sync else {
+        guard self.options.durability == .sync, !alone else {
             self.acknowledge([ticket])
             return
         }
@@ -152,13 +155,8 @@ final class Committer: @unchecked Sendable {
             if self.syncQueue.isIdle { self.acknowledge([ticket]) } else { self.syncQueue.enqueue(ticket) }
             return
         }
-        // Pipeline: while the syncer fsyncs this group, apply the next one. Alone (nothing
-        // waiting, syncer idle), sync here and save the thread hop.
-        if self.queue.isEmpty, self.syncQueue.isIdle {
-            self.syncAndAcknowledge([ticket])
-        } else {
-            self.syncQueue.enqueue(ticket)
-        }
+        // Pipeline: while the syncer fsyncs this group, the committer applies the next one.
+        self.syncQueue.enqueue(ticket)
     }
 
     /// The syncer thread: fsync once for every group written so far, then acknowledge them.
