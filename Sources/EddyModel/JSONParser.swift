@@ -115,6 +115,12 @@ public struct JSONParser {
             }
             self.index += 1
             self.skipWhitespace()
+            if let existing = children.index(forKey: key), !children[existing].key.utf8.elementsEqual(key.utf8) {
+                // Swift merges canonically equivalent keys; a later NFC check could not see both.
+                throw EddyError(
+                    .invalidKey,
+                    "object has keys \(children[existing].key.debugDescription) and \(key.debugDescription) that differ only in Unicode normalization; send keys in NFC")
+            }
             children[key] = try self.parseValue()
             self.skipWhitespace()
             guard self.index < self.bytes.count else { throw self.error("unexpected end of input in object") }

@@ -1,4 +1,5 @@
-// Firebase's key rules and key order (`nameCompare` in firebase-js-sdk core/util/util.ts).
+// Firebase's key rules and key order (`nameCompare` in firebase-js-sdk core/util/util.ts),
+// plus one rule of Eddy's own: non-ASCII keys must be in Unicode NFC (see `isNFC`).
 //
 // Key order: integer-like keys first (`^-?(0*)[0-9]{1,10}$` within int32), ascending by value,
 // equal values by string length (shorter first), and — where Firebase would answer "equal" for
@@ -18,6 +19,7 @@ public enum Key {
                 .invalidKey,
                 "key \"\(abbreviate(key))\"\(place) is \(bytes) bytes; keyBytesMax is \(Limits.keyBytesMax)")
         }
+        var ascii = true
         for byte in key.utf8 {
             if let name = forbiddenCharacterName(byte) {
                 throw EddyError(
@@ -25,7 +27,23 @@ public enum Key {
                     "key \"\(printable(key))\"\(place) contains \(name); keys may not contain . $ # [ ] / or ASCII control characters"
                 )
             }
+            if byte >= 0x80 { ascii = false }
         }
+        if !ascii, !isNFC(key) {
+            throw EddyError(
+                .invalidKey,
+                "key \"\(printable(key))\"\(place) is not in Unicode NFC (composed) form; send keys in NFC, e.g. \"\\u00e9\" rather than \"e\\u0301\""
+            )
+        }
+    }
+
+    /// Keys must be in Unicode NFC. Eddy stores keys byte for byte (as Firebase does) but
+    /// Swift's `String` equality, and so every `[String: Value]` object, is canonical
+    /// equivalence: "é" and "e" + U+0301 would be two keys on disk and one when read. Among
+    /// NFC strings canonical equivalence is byte equality, so refusing other forms keeps the
+    /// two views identical. (`_nfcCodeUnits` is the standard library's NFC normalizer.)
+    static func isNFC(_ key: String) -> Bool {
+        key._nfcCodeUnits.elementsEqual(key.utf8)
     }
 
     static func forbiddenCharacterName(_ byte: UInt8) -> String? {

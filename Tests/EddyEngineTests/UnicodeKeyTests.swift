@@ -26,25 +26,37 @@ import Testing
     }
 
     /// Swift's `String` equality (and so `[String: Value]`) uses canonical equivalence, while
-    /// the tree stores keys byte-exactly, as Firebase does (Java/JS compare UTF-16 code units,
-    /// no normalization). "é" (U+00E9) and "e" + U+0301 are two keys in the tree but one key in
-    /// a `Value`: reading the parent drops a child and `verify()` reports a healthy database
-    /// as corrupt. Reported to the lead; this test flips to failing once that is fixed.
-    @Test func canonicallyEquivalentKeysStayDistinct() async throws {
+    /// the tree stores keys byte-exactly, as Firebase does. Eddy therefore refuses keys that are
+    /// not in NFC: "é" (U+00E9) is accepted, "e" + U+0301 is refused by name and nothing of the
+    /// write is applied or logged, so the stored tree and every `Value` agree.
+    @Test func decomposedKeysAreRefusedAndComposedOnesStored() async throws {
         try await withEngine { engine in
             let composed = "\u{E9}"
             let decomposed = "e\u{301}"
             #expect(Array(composed.utf8) != Array(decomposed.utf8))
             _ = try await engine.set(Path(validatedKeys: ["k", composed]), .number(1))
-            _ = try await engine.set(Path(validatedKeys: ["k", decomposed]), .number(2))
-            #expect(try await engine.get(Path(validatedKeys: ["k", composed])) == .number(1))
-            #expect(try await engine.get(Path(validatedKeys: ["k", decomposed])) == .number(2))
-            try await withKnownIssue("canonically equivalent keys collapse in Value's [String: Value]") {
-                let parent = try await engine.get(p("/k"))
-                #expect(parent.leafCount == 2, "\(parent)")
-                let report = try engine.verify()
-                #expect(report.isHealthy, "\(report)")
+            let lastID = try engine.lastLogID()
+            for operation in [
+                WriteOperation.set(Path(validatedKeys: ["k", decomposed]), .number(2)),
+                WriteOperation.set(p("/k"), .object([decomposed: .number(2)])),
+            ] {
+                do {
+                    _ = try await engine.write(operation)
+                    Issue.record("a decomposed key was accepted")
+                } catch let error as EddyError {
+                    #expect(error.code == .invalidKey)
+                    #expect(error.message.contains("NFC"), "\(error.message)")
+                } catch {
+                    Issue.record("unexpected error \(error)")
+                }
             }
+            #expect(try engine.lastLogID() == lastID)
+            #expect(try await engine.get(p("/k")) == .object([composed: .number(1)]))
+            #expect(try engine.verify().isHealthy)
         }
+    }
+
+    @Test func jsonObjectWithEquivalentKeysIsRefused() {
+        #expect(throws: EddyError.self) { try JSONParser.parse("{\"\u{E9}\": 1, \"e\u{301}\": 2}") }
     }
 }
