@@ -17,22 +17,22 @@ public enum LogEntryCodec {
 
     public static func encode(_ entry: LogEntry) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(64)
+        out.reserveCapacity(256)
         out.append(formatVersion)
         out.append(entry.kind.rawValue)
         for shift in stride(from: 0, to: 64, by: 8) {
             out.append(UInt8(truncatingIfNeeded: entry.timestampMilliseconds >> UInt64(shift)))
         }
-        appendString(entry.location.keys.joined(separator: "/"), to: &out)
+        appendPath(entry.location, to: &out)
         appendVarint(UInt64(entry.changes.count), to: &out)
         for change in entry.changes {
-            appendString(change.path.keys.joined(separator: "/"), to: &out)
-            appendBytes(JSONWriter.bytes(change.value), to: &out)
+            appendPath(change.path, to: &out)
+            appendJSON(change.value, to: &out)
         }
         appendVarint(UInt64(entry.before.count), to: &out)
         for image in entry.before {
-            appendString(image.path.keys.joined(separator: "/"), to: &out)
-            appendBytes(JSONWriter.bytes(image.value), to: &out)
+            appendPath(image.path, to: &out)
+            appendJSON(image.value, to: &out)
         }
         let crc = CRC32C.checksum(out)
         for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8(truncatingIfNeeded: crc >> UInt32(shift))) }
@@ -115,6 +115,27 @@ public enum LogEntryCodec {
     static func appendString(_ s: String, to out: inout [UInt8]) {
         appendVarint(UInt64(s.utf8.count), to: &out)
         out.append(contentsOf: s.utf8)
+    }
+
+    /// `string` of the "/"-joined keys, written without building the joined String.
+    static func appendPath(_ path: Path, to out: inout [UInt8]) {
+        appendVarint(UInt64(path.byteCount), to: &out)
+        for (i, key) in path.keys.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: "/")) }
+            out.append(contentsOf: key.utf8)
+        }
+    }
+
+    /// `json` of a value; the frequent `null` (before-image of a new child) without rendering.
+    static func appendJSON(_ value: Value, to out: inout [UInt8]) {
+        switch value {
+        case .null:
+            out.append(4)
+            out.append(contentsOf: "null".utf8)
+        default:
+            let json = JSONWriter.bytes(value)
+            appendBytes(json, to: &out)
+        }
     }
 
     static func appendBytes(_ b: [UInt8], to out: inout [UInt8]) {

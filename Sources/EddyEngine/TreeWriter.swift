@@ -23,7 +23,8 @@ final class TreeWriter {
     let tree: ColumnFamily
     let batch: WriteBatchWithIndex
     private var iterator: Iterator?
-    private var keysWithoutPrimitive: Set<[UInt8]> = []
+    /// Slices hash and compare by their elements, so a lookup needs no copy of the prefix.
+    private var keysWithoutPrimitive: Set<ArraySlice<UInt8>> = []
     private let keysWithoutPrimitiveMax = 4096
 
     init(tree: ColumnFamily, batch: WriteBatchWithIndex) {
@@ -88,8 +89,8 @@ final class TreeWriter {
         of path: Path, prefix: [UInt8], ancestorEnds: [Int], before: inout [LogEntry.BeforeImage]
     ) throws(EddyError) {
         for (depth, end) in ancestorEnds.enumerated() {
+            if self.keysWithoutPrimitive.contains(prefix[..<end]) { continue }
             let ancestorKey = Array(prefix[..<end])
-            if self.keysWithoutPrimitive.contains(ancestorKey) { continue }
             let existing: [UInt8]?
             do {
                 existing = try self.batch.get(self.tree, ancestorKey)
@@ -98,7 +99,7 @@ final class TreeWriter {
             }
             guard let existing else {
                 if self.keysWithoutPrimitive.count >= self.keysWithoutPrimitiveMax { self.forgetCachedFacts() }
-                self.keysWithoutPrimitive.insert(ancestorKey)
+                self.keysWithoutPrimitive.insert(ancestorKey[...])
                 continue
             }
             let leaf = try LeafEncoding.decode(existing)
@@ -114,7 +115,7 @@ final class TreeWriter {
             switch node {
             case .null: continue
             case .bool, .number, .string:
-                if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(key) }
+                if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(key[...]) }
                 self.batch.put(self.tree, key, LeafEncoding.encode(node))
             case .object(let children):
                 for (childKey, child) in children {
