@@ -10,7 +10,7 @@ import Foundation
 struct PendingWrite: Sendable {
     var operation: WriteOperation
     var ifMatch: String?
-    /// `operation.approximateBytes`, computed by the caller (off the committer thread).
+    /// Rough bytes of the write (`WriteValidator`), computed by the caller, off the committer.
     var approximateBytes: Int
     var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
 }

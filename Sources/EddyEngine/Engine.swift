@@ -125,10 +125,11 @@ public final class Engine: Sendable {
     /// Validates and commits a write. `ifMatch` makes it conditional on the current ETag of the
     /// location (set and remove). Throws validation errors before anything is queued.
     public func write(_ operation: WriteOperation, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
-        let validated = try Self.validate(operation)
+        var approximateBytes = 0
+        let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
             let pending = PendingWrite(
-                operation: validated, ifMatch: ifMatch, approximateBytes: validated.approximateBytes, continuation: continuation)
+                operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, continuation: continuation)
             if let refused = self.queue.enqueue(pending) {
                 continuation.resume(returning: .failure(refused))
             }
@@ -152,17 +153,18 @@ public final class Engine: Sendable {
         try await self.write(.remove(path), ifMatch: ifMatch)
     }
 
-    static func validate(_ operation: WriteOperation) throws(EddyError) -> WriteOperation {
+    /// Validates and normalizes a write; adds its rough size to `approximateBytes`.
+    static func validate(_ operation: WriteOperation, approximateBytes: inout Int) throws(EddyError) -> WriteOperation {
         switch operation {
         case .set(let path, let value):
-            return .set(path, try WriteValidator.validate(value, at: path))
+            return .set(path, try WriteValidator.validate(value, at: path, approximateBytes: &approximateBytes))
         case .remove(let path):
             try WriteValidator.validateLocation(path)
             return .remove(path)
         case .push(let path, let value):
             // The child key is a 20-character push ID.
             let probe = path.appending("--------------------")
-            return .push(path, try WriteValidator.validate(value, at: probe))
+            return .push(path, try WriteValidator.validate(value, at: probe, approximateBytes: &approximateBytes))
         case .update(let path, let changes):
             if changes.count > Limits.updatePathsCountMax {
                 throw EddyError(
@@ -173,7 +175,10 @@ public final class Engine: Sendable {
             validated.reserveCapacity(changes.count)
             for change in changes {
                 let absolute = path.appending(change.path)
-                validated.append(.init(path: change.path, value: try WriteValidator.validate(change.value, at: absolute)))
+                validated.append(
+                    .init(
+                        path: change.path,
+                        value: try WriteValidator.validate(change.value, at: absolute, approximateBytes: &approximateBytes)))
             }
             let sorted = validated.map(\.path).sorted { $0.keys.lexicographicallyPrecedes($1.keys) }
             for (a, b) in zip(sorted, sorted.dropFirst()) where a.isAncestorOrSelf(of: b) {

@@ -15,16 +15,6 @@ public enum WriteOperation: Sendable {
     /// Remove the value at a path.
     case remove(Path)
 
-    /// Rough bytes of the values this write carries (see `Value.approximateBytes`).
-    var approximateBytes: Int {
-        switch self {
-        case .set(let p, let v), .push(let p, let v): return p.byteCount + v.approximateBytes
-        case .remove(let p): return p.byteCount
-        case .update(let p, let changes):
-            return changes.reduce(p.byteCount) { $0 + $1.path.byteCount + $1.value.approximateBytes }
-        }
-    }
-
     var location: Path {
         switch self {
         case .set(let p, _), .update(let p, _), .push(let p, _), .remove(let p): return p

@@ -4,6 +4,7 @@
 // `Limits.pathDepthMax` or longer than `Limits.pathBytesMax`, strings over
 // `Limits.stringBytesMax`, non-finite numbers, malformed server values, and the legacy dotted
 // keys Eddy does not support yet (`.priority`, `.value`). Walks with an explicit stack.
+// Validation runs on the writer's task for every write, so the walk allocates little.
 
 public enum WriteValidator {
     public static let serverValueKey = ".sv"
@@ -11,51 +12,96 @@ public enum WriteValidator {
     /// Returns `value` normalized (nulls and empty objects pruned) after checking every rule
     /// for a write at `base`.
     public static func validate(_ value: Value, at base: Path) throws(EddyError) -> Value {
+        var bytes = 0
+        return try validate(value, at: base, approximateBytes: &bytes)
+    }
+
+    /// As `validate(_:at:)`, also adding the value's `Value.approximateBytes` to
+    /// `approximateBytes` in the same walk. Builds no `Path` unless it has to name one in an
+    /// error: nodes record their key and parent, and a path is rebuilt from them on failure.
+    public static func validate(_ value: Value, at base: Path, approximateBytes: inout Int) throws(EddyError) -> Value {
         try validateLocation(base)
-        // (value, path of that value) pairs still to check.
-        var stack: [(Value, Path)] = [(value, base)]
-        while let (node, path) = stack.popLast() {
+        // nodes[i]: a key below `base`, its parent node (-1: base), depth and path bytes.
+        var nodes: [(key: String, parent: Int, depth: Int, bytes: Int)] = []
+        var stack: [(value: Value, node: Int)] = [(value, -1)]
+        var needsNormalization = false
+        var size = 0
+        func path(_ node: Int) -> Path {
+            var keys: [String] = []
+            var i = node
+            while i >= 0 {
+                keys.append(nodes[i].key)
+                i = nodes[i].parent
+            }
+            return base.appending(Path(validatedKeys: keys.reversed()))
+        }
+        while let (node, index) = stack.popLast() {
             switch node {
-            case .null: continue
-            case .bool: try checkLeafPath(path)
+            case .null:
+                needsNormalization = true
+            case .bool:
+                size += 16
             case .number(let n):
                 guard n.isFinite else {
-                    throw EddyError(.invalidValue, "number at \(path.abbreviated) is not finite; only finite numbers can be stored")
+                    throw EddyError(.invalidValue, "number at \(path(index).abbreviated) is not finite; only finite numbers can be stored")
                 }
-                try checkLeafPath(path)
+                size += 16
             case .string(let s):
                 let bytes = s.utf8.count
                 if bytes > Limits.stringBytesMax {
                     throw EddyError(
                         .limitExceeded,
-                        "string at \(path.abbreviated) is \(bytes) bytes; stringBytesMax is \(Limits.stringBytesMax)")
+                        "string at \(path(index).abbreviated) is \(bytes) bytes; stringBytesMax is \(Limits.stringBytesMax)")
                 }
-                try checkLeafPath(path)
+                size += 16 + bytes
             case .object(let children):
+                size += 16
+                if children.isEmpty { needsNormalization = true }
                 if children[serverValueKey] != nil {
-                    try validateServerValue(children, at: path)
-                    try checkLeafPath(path)
+                    try validateServerValue(children, at: path(index))
                     continue
                 }
+                let depth = index < 0 ? base.depth : nodes[index].depth
+                let bytes = index < 0 ? base.byteCount : nodes[index].bytes
                 for (key, child) in children {
                     if key == ".priority" || key == ".value" {
                         throw EddyError(
                             .unsupported,
-                            "key \"\(key)\" at \(path.abbreviated): priorities are not supported yet; write plain values")
+                            "key \"\(key)\" at \(path(index).abbreviated): priorities are not supported yet; write plain values")
                     }
-                    try Key.validate(key, inPath: path.description)
-                    stack.append((child, path.appending(key)))
+                    do {
+                        try Key.validate(key)
+                    } catch {
+                        try Key.validate(key, inPath: path(index).description)  // the same error, with its path
+                        throw error
+                    }
+                    let childBytes = bytes + (depth == 0 ? 0 : 1) + key.utf8.count
+                    nodes.append((key, index, depth + 1, childBytes))
+                    let childIndex = nodes.count - 1
+                    if depth + 1 > Limits.pathDepthMax || childBytes > Limits.pathBytesMax {
+                        try path(childIndex).validateSize()
+                    }
+                    size += key.utf8.count
+                    stack.append((child, childIndex))
                 }
             }
         }
-        return value.normalized()
+        approximateBytes += size
+        return needsNormalization ? value.normalized() : value
     }
 
     /// Checks a write location against the path limits. (`/.info` never reaches here: its
     /// leading key is refused by key validation and the REST layer answers it read-only.)
     public static func validateLocation(_ path: Path) throws(EddyError) {
         // Paths built with `Path(validatedKeys:)` reach here too; a bad key must never be stored.
-        for key in path.keys { try Key.validate(key, inPath: path.description) }
+        for key in path.keys {
+            do {
+                try Key.validate(key)
+            } catch {
+                try Key.validate(key, inPath: path.description)
+                throw error
+            }
+        }
         try path.validateSize()
     }
 
