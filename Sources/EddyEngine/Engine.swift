@@ -22,6 +22,7 @@ public final class Engine: Sendable {
     private let committerDone = DispatchSemaphore(value: 0)
     private let readers: NIOThreadPool
     private let closed = Mutex(false)
+    private let readsInFlight = Mutex(0)
     private let logger: Logger
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).
@@ -215,7 +216,20 @@ public final class Engine: Sendable {
         return try TreeReader.readShallow(iterator, prefix: PathKeyEncoding.encode(path))
     }
 
+    /// Runs a blocking read on the reader pool. At most `Limits.readQueueCountMax` reads wait
+    /// or run at once; beyond that a read is refused with `busy` (the pool's own queue is
+    /// unbounded, so this counter is its bound).
     func onReader<T: Sendable>(_ body: @escaping @Sendable () throws(EddyError) -> T) async throws(EddyError) -> T {
+        let admitted = self.readsInFlight.withLock { count in
+            guard count < Limits.readQueueCountMax else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            throw EddyError(
+                .busy, "too many reads in flight (readQueueCountMax is \(Limits.readQueueCountMax)); nothing was read, retry")
+        }
+        defer { self.readsInFlight.withLock { $0 -= 1 } }
         let result: Result<T, EddyError>
         do {
             result = try await self.readers.runIfActive { () -> Result<T, EddyError> in

@@ -32,6 +32,9 @@ public enum Limits {
     public static let commitGroupBytesMax = 64 * 1024 * 1024
     /// Paths in one multi-path update (PATCH). Bounds the ancestor check and the log entry.
     public static let updatePathsCountMax = 10_000
+    /// Reads waiting for or running on a database's reader threads; more are refused with
+    /// `busy` (HTTP 503) instead of queueing without bound.
+    public static let readQueueCountMax = 4096
     /// Log entries returned by one `Engine.logEntries(after:limit:)` call.
     public static let logReadCountMax = 10_000
     /// Namespaces (databases) one daemon keeps open at once; each has its own RocksDB and
