@@ -37,8 +37,14 @@ final class Committer: @unchecked Sendable {
     private let options: EngineOptions
     private let logger: Logger
     private let failure: Mutex<EddyError?>
+    /// The newest log id that is durable under the configured durability (acknowledged).
+    /// Log readers stop here, so nobody (a follower, `eddy log`) sees an entry that a power
+    /// loss could still take back.
+    private let durable: Mutex<LogID?>
     private let onCommit: @Sendable ([LogEntry]) -> Void
-    private var unsyncedSince: Date? = nil
+    /// When the oldest write not yet fsynced under `batched` durability was written
+    /// (monotonic, so a wall-clock step cannot stretch the interval).
+    private var unsyncedSince: ContinuousClock.Instant? = nil
 
     init(
         database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
@@ -55,8 +61,11 @@ final class Committer: @unchecked Sendable {
         self.options = options
         self.logger = logger
         self.failure = Mutex(nil)
+        self.durable = Mutex(lastLogID)
         self.onCommit = onCommit
     }
+
+    var durableLogID: LogID? { self.durable.withLock { $0 } }
 
     /// The error that stopped the committer, if any.
     var failed: EddyError? { self.failure.withLock { $0 } }
@@ -74,10 +83,12 @@ final class Committer: @unchecked Sendable {
             syncerDone.wait()
         }
         while true {
-            let deadline = self.unsyncedSince.map { $0.addingTimeInterval(self.options.batchedSyncInterval.seconds) }
+            let syncDue = self.unsyncedSince.map { $0.advanced(by: self.options.batchedSyncInterval) }
+            // NSCondition waits on wall time; derive that deadline from the monotonic one.
+            let deadline = syncDue.map { Date().addingTimeInterval((ContinuousClock.now.duration(to: $0)).seconds) }
             guard let group = self.queue.takeGroup(
-                    max: self.options.commitGroupCountMax, bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
-            if let since = self.unsyncedSince, group.isEmpty || Date() >= since.addingTimeInterval(self.options.batchedSyncInterval.seconds) {
+                    max: max(1, self.options.commitGroupCountMax), bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
+            if let syncDue, group.isEmpty || ContinuousClock.now >= syncDue {
                 self.syncWAL()
             }
             if !group.isEmpty { self.commit(group) }
@@ -136,7 +147,7 @@ final class Committer: @unchecked Sendable {
         if !entries.isEmpty {
             do {
                 try self.database.write(self.batch, durability: alone ? .sync : self.storageDurability)
-                if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = Date() }
+                if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = .now }
             } catch {
                 self.treeWriter.forgetCachedFacts()
                 let failure = EngineErrors.storage(error, while: "committing \(entries.count) writes")
@@ -168,10 +179,20 @@ final class Committer: @unchecked Sendable {
     }
 
     private func syncAndAcknowledge(_ tickets: [SyncTicket]) {
+        // After a failed fsync, a later fsync may "succeed" although the kernel dropped the
+        // earlier pages (Linux clears the error once reported), so nothing written after a
+        // failure is ever acknowledged.
+        if let failed = self.failed {
+            for ticket in tickets {
+                for write in ticket.writes { write.continuation.resume(returning: .failure(failed)) }
+            }
+            return
+        }
         do {
             try self.database.flushWAL(sync: true)
         } catch {
-            let failure = EngineErrors.storage(error, while: "syncing the write-ahead log")
+            let failure = EngineErrors.storage(
+                error, while: "syncing the write-ahead log (the write may or may not be durable; the database stopped accepting writes)")
             self.fail(failure)
             for ticket in tickets {
                 for write in ticket.writes { write.continuation.resume(returning: .failure(failure)) }
@@ -183,6 +204,9 @@ final class Committer: @unchecked Sendable {
 
     /// Resumes the writers and tells observers, in log order.
     private func acknowledge(_ tickets: [SyncTicket]) {
+        if let last = tickets.last(where: { !$0.entries.isEmpty })?.entries.last?.id {
+            self.durable.withLock { $0 = last }
+        }
         for ticket in tickets {
             for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.continuation.resume(returning: outcome) }
             if !ticket.entries.isEmpty { self.onCommit(ticket.entries) }

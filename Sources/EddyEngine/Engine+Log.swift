@@ -5,7 +5,8 @@ import EddyStorage
 
 extension Engine {
     /// Up to `limit` entries with ids greater than `after` (from the start when nil), in log
-    /// order. Blocking; `limit` is capped at `Limits.logReadCountMax`.
+    /// order, never past the newest acknowledged entry. Blocking; `limit` is capped at
+    /// `Limits.logReadCountMax`.
     public func readLogEntries(after: LogID?, limit: Int) throws(EddyError) -> [LogEntry] {
         let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
         if let after {
@@ -16,9 +17,11 @@ extension Engine {
         }
         var entries: [LogEntry] = []
         let count = min(max(0, limit), Limits.logReadCountMax)
+        guard let durable = self.committer.durableLogID else { return [] }
         while iterator.isValid, entries.count < count {
             let key = String(decoding: iterator.key, as: UTF8.self)
             guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
+            if durable < id { break }  // written, not yet acknowledged
             entries.append(try LogEntryCodec.decode(id: id, iterator.value))
             iterator.next()
         }
@@ -34,8 +37,8 @@ extension Engine {
         try await self.onReader { () throws(EddyError) in try self.readLogEntries(after: after, limit: limit) }
     }
 
-    /// The id of the newest log entry, nil when the log is empty.
+    /// The id of the newest acknowledged log entry, nil when the log is empty.
     public func lastLogID() throws(EddyError) -> LogID? {
-        try Self.lastLogID(self.database)
+        self.committer.durableLogID
     }
 }

@@ -18,7 +18,7 @@ public final class Engine: Sendable {
     public let options: EngineOptions
     let database: Database
     private let queue: CommitQueue
-    private let committer: Committer
+    let committer: Committer
     private let committerDone = DispatchSemaphore(value: 0)
     private let readers: NIOThreadPool
     private let closed = Mutex(false)
@@ -115,8 +115,9 @@ public final class Engine: Sendable {
     /// Nil while healthy; the error that made the engine stop accepting writes otherwise.
     public var failure: EddyError? { self.committer.failed }
 
-    /// Calls `observer` on the committer thread with the entries of each durable group, in log
-    /// order. Observers must not block.
+    /// Calls `observer` with the entries of each durable group, in log order, on the committer
+    /// or the syncer thread (never both at once). Observers must not block and must not close
+    /// the engine (close waits for those threads).
     public func observeCommits(_ observer: @escaping @Sendable ([LogEntry]) -> Void) {
         self.commitObservers.add(observer)
     }

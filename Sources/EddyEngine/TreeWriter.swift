@@ -73,7 +73,8 @@ final class TreeWriter {
         }
         let (old, oldKeys) = try TreeReader.readSubtree(self.groupIterator, prefix: prefix, collectKeys: true)
         before.append(LogEntry.BeforeImage(path: path, value: old))
-        let resolved = Self.containsServerValue(value) ? Self.resolve(value, old: old, now: nowMilliseconds) : value
+        let resolved =
+            Self.containsServerValue(value) ? try Self.resolve(value, old: old, now: nowMilliseconds, path: path) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
         guard !resolved.isNull else { return .null }
         if oldKeys.isEmpty {
@@ -139,19 +140,29 @@ final class TreeWriter {
     }
 
     /// Replaces each server value by its result. Recursion depth is bounded by
-    /// `Limits.pathDepthMax` (values were validated).
-    static func resolve(_ value: Value, old: Value, now: UInt64) -> Value {
+    /// `Limits.pathDepthMax` (values were validated). An increment whose result is not finite
+    /// (e.g. 1e308 + 1e308) is refused: only finite numbers may be stored. `path` is only for
+    /// that message.
+    static func resolve(_ value: Value, old: Value, now: UInt64, path: Path) throws(EddyError) -> Value {
         if let op = WriteValidator.serverValue(value) {
             switch op {
             case .timestamp: return .number(Double(now))
             case .increment(let n):
-                if case .number(let current) = old { return .number(current + n) }
-                return .number(n)
+                guard case .number(let current) = old else { return .number(n) }
+                let sum = current + n
+                guard sum.isFinite else {
+                    throw EddyError(
+                        .invalidValue,
+                        "increment by \(n) at \(path.abbreviated) would make \(current) non-finite; only finite numbers can be stored")
+                }
+                return .number(sum)
             }
         }
         guard case .object(let children) = value else { return value }
         var out: [String: Value] = [:]
-        for (key, child) in children { out[key] = resolve(child, old: old[key], now: now) }
+        for (key, child) in children {
+            out[key] = try resolve(child, old: old[key], now: now, path: path.appending(key))
+        }
         return .object(out)
     }
 }

@@ -13,8 +13,11 @@ public enum LeafEncoding {
         case .bool(false): return [0x01]
         case .bool(true): return [0x02]
         case .number(let n):
+            // Validation and server-value resolution admit finite numbers only; -0 is stored
+            // as +0, which is what its JSON ("0") in the log replays to.
+            precondition(n.isFinite, "LeafEncoding.encode called with a non-finite number")
             var out: [UInt8] = [0x03]
-            let bits = n.bitPattern
+            let bits = (n == 0 ? 0.0 : n).bitPattern
             for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
             return out
         case .string(let s):

@@ -31,3 +31,28 @@ import Testing
         #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.id < $1.id })
     }
 }
+
+@Suite struct ServerValueOverflowTests {
+    /// 1e308 + 1e308 is infinite: the increment is refused, nothing is stored or logged, and
+    /// the engine keeps accepting writes (it once stored inf and then failed stop on reading it).
+    @Test func anIncrementThatOverflowsIsRefusedAndTheEngineStaysHealthy() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("eddy-overflow-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let engine = try Engine.open(directory: dir, options: EngineOptions(durability: .none))
+        defer { engine.close() }
+        _ = try await engine.set(try Path("/x"), .number(1e308))
+        let before = try engine.lastLogID()
+        do {
+            _ = try await engine.set(try Path("/x"), try JSONParser.parse(#"{".sv": {"increment": 1e308}}"#))
+            Issue.record("an infinite increment was accepted")
+        } catch {
+            #expect(error.code == .invalidValue)
+            #expect(error.message.contains("/x"), "\(error.message)")
+        }
+        #expect(try engine.lastLogID() == before)
+        #expect(try await engine.get(try Path("/x")) == .number(1e308))
+        _ = try await engine.set(try Path("/y"), .number(5))
+        #expect(engine.failure == nil)
+        #expect(try engine.verify().isHealthy)
+    }
+}
