@@ -20,6 +20,8 @@ public final class Engine: Sendable {
     private let queue: CommitQueue
     let committer: Committer
     private let committerDone = DispatchSemaphore(value: 0)
+    /// Signalled when the first `close()` finished; later callers wait on it and pass it on.
+    private let closeDone = DispatchSemaphore(value: 0)
     private let readers: NIOThreadPool
     private let closed = Mutex(false)
     private let readsInFlight = Mutex(0)
@@ -97,7 +99,13 @@ public final class Engine: Sendable {
             defer { closed = true }
             return closed
         }
-        guard !wasClosed else { return }
+        guard !wasClosed else {
+            // Another caller is closing: return only once it is done, as documented.
+            self.closeDone.wait()
+            self.closeDone.signal()
+            return
+        }
+        defer { self.closeDone.signal() }
         self.queue.stop()
         self.committerDone.wait()
         try? self.readers.syncShutdownGracefully()  // only fails when already shut down

@@ -168,7 +168,8 @@ public final class Database: @unchecked Sendable {
 
     public func makeIterator(_ family: ColumnFamily, snapshot: Snapshot? = nil) -> Iterator {
         let readOptions = snapshot?.readOptions ?? self.readOptions
-        return Iterator(rocksdb_create_iterator_cf(self.db, readOptions, family.handle)!, retaining: snapshot)
+        // The iterator keeps its snapshot (which keeps the database) or the database alive.
+        return Iterator(rocksdb_create_iterator_cf(self.db, readOptions, family.handle)!, retaining: snapshot ?? self)
     }
 
     public func makeSnapshot() -> Snapshot {
