@@ -36,6 +36,31 @@ public struct JSONParser {
         try parse(Array(string.utf8))
     }
 
+    /// Parses comma-separated JSON values (`3,"b"` for a query bound with a key tie-break).
+    public static func parseList(_ string: String) throws(EddyError) -> [Value] {
+        let array = Array(string.utf8)
+        do {
+            return try array.withUnsafeBufferPointer { buffer in
+                var parser = JSONParser(bytes: buffer)
+                var values: [Value] = []
+                while true {
+                    parser.skipWhitespace()
+                    values.append(try parser.parseValue())
+                    parser.skipWhitespace()
+                    if parser.index == buffer.count { return values }
+                    guard buffer[parser.index] == UInt8(ascii: ","), values.count < 2 else {
+                        throw parser.error("expected at most two comma-separated JSON values")
+                    }
+                    parser.index += 1
+                }
+            }
+        } catch let error as EddyError {
+            throw error
+        } catch {
+            throw EddyError(.internal, "JSON parser failed: \(error)")
+        }
+    }
+
     private init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }

@@ -13,7 +13,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
-        subcommands: [Get.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
+        subcommands: [Get.self, QueryCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
     )
 }
 
@@ -72,6 +72,39 @@ struct Get: AsyncParsableCommand {
         let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
             let path = try parsePath(self.path)
             return self.shallow ? try engine.readShallow(path) : try engine.readValue(path)
+        }
+        printLine(JSONWriter.string(value, pretty: self.pretty))
+    }
+}
+
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Run an ordered query; options take JSON values as in the REST API.",
+        discussion: #"Example: eddy query /users --order-by '"$key"' --start-at '"b"' --limit-to-first 10"#)
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Location whose children are queried, e.g. /users") var path: String
+    @Option(name: .customLong("order-by"), help: #"JSON: "$key", "$value" or "child/path""#) var orderBy: String
+    @Option(name: .customLong("start-at"), help: "JSON value[,\"key\"]") var startAt: String?
+    @Option(name: .customLong("start-after"), help: "JSON value[,\"key\"]") var startAfter: String?
+    @Option(name: .customLong("end-at"), help: "JSON value[,\"key\"]") var endAt: String?
+    @Option(name: .customLong("end-before"), help: "JSON value[,\"key\"]") var endBefore: String?
+    @Option(name: .customLong("equal-to"), help: "JSON value[,\"key\"]") var equalTo: String?
+    @Option(name: .customLong("limit-to-first"), help: "Positive integer") var limitToFirst: Int?
+    @Option(name: .customLong("limit-to-last"), help: "Positive integer") var limitToLast: Int?
+    @Flag(help: "Indent the output.") var pretty = false
+
+    func run() async throws {
+        let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+            var parameters = QueryParameters()
+            let given: [(String, String?)] = [
+                ("orderBy", self.orderBy), ("startAt", self.startAt), ("startAfter", self.startAfter),
+                ("endAt", self.endAt), ("endBefore", self.endBefore), ("equalTo", self.equalTo),
+                ("limitToFirst", self.limitToFirst.map(String.init)), ("limitToLast", self.limitToLast.map(String.init)),
+            ]
+            for (name, value) in given { if let value { try parameters.add(name, value) } }
+            guard let query = try parameters.build() else { return Value.null }
+            return try engine.readQuery(try parsePath(self.path), query)
         }
         printLine(JSONWriter.string(value, pretty: self.pretty))
     }

@@ -34,7 +34,14 @@ import Testing
         ("/a.json", "print=loud", 400, "print=loud"),
         ("/a.json", "shallow=maybe", 400, "shallow=maybe"),
         ("/a.json", "ns=bad!name", 400, "namespace \"bad!name\""),
-        ("/a.json", "orderBy=%22$key%22", 400, "orderBy"),
+        ("/a.json", "startAt=1", 400, "orderBy must be defined when other query parameters are defined"),
+        ("/a.json", "orderBy=%22$key%22&startAt=1", 400, "Provided key index type is invalid, must be string"),
+        ("/a.json", "orderBy=%22$key%22&orderBy=%22a%22", 400, "You can't combine multiple orderBy calls"),
+        ("/a.json", "orderBy=%22a%22&startAt=1&equalTo=2", 400, "Starting point was already set"),
+        ("/a.json", "orderBy=%22a%22&endAt=1&endBefore=2", 400, "Ending point was already set"),
+        ("/a.json", "orderBy=%22a%22&limitToFirst=1&limitToLast=1", 400, "Limit was already set"),
+        ("/a.json", "orderBy=%22a%22&limitToFirst=0", 400, "positive integer"),
+        ("/a.json", "orderBy=%22$key%22&shallow=true", 400, "shallow=true cannot be combined"),
         ("/a.json", "format=csv", 400, "format=csv"),
     ])
     func refusesWithStatusAndMessage(path: String, query: String?, status: Int, fragment: String) {
@@ -44,6 +51,24 @@ import Testing
         } catch {
             #expect(error.status == status)
             #expect(error.message.contains(fragment), "\(error.message)")
+        }
+    }
+
+    @Test func queryParametersBecomeAQuery() throws {
+        let request = try RESTRequest(
+            method: .get, rawPath: "/items.json",
+            rawQuery: "endAt=5&limitToFirst=2&orderBy=%22stats/score%22&startAt=2.5,%22k%22&ns=x")
+        #expect(
+            request.query
+                == Query(
+                    order: .child(try Path("stats/score")),
+                    start: .init(value: .number(2.5), key: "k", inclusive: true),
+                    end: .init(value: .number(5), inclusive: true), limit: .first(2)))
+        let keyQuery = try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "orderBy=\"$key\"&equalTo=\"a+b\"")
+        #expect(keyQuery.query?.start == .init(value: .string("a+b"), inclusive: true))
+        #expect(keyQuery.query?.end == .init(value: .string("a+b"), inclusive: true))
+        #expect(throws: RESTError.self) {
+            try RESTRequest(method: .put, rawPath: "/a.json", rawQuery: "orderBy=%22$key%22")
         }
     }
 

@@ -4,7 +4,8 @@
 // Decisions (documented in README):
 // - The path must end in `.json` (as Firebase's REST API requires); others are 404.
 // - No `ns` selects the namespace `default`.
-// - Query operators (orderBy, startAt, ...) are refused with 400 until ordered queries exist.
+// - Query parameters (orderBy, startAt, ...) are parsed into a `Query` with Firebase's errors;
+//   they are allowed on GET only and not together with shallow=true.
 // - Unknown parameters are ignored, as Firebase ignores them (`auth`, `access_token`, ...).
 
 import EddyEngine
@@ -24,10 +25,8 @@ struct RESTRequest {
     var shallow = false
     /// `/.info/...`: read-only server information.
     var isInfo = false
-
-    static let queryOperators: Set<String> = [
-        "orderBy", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "limitToFirst", "limitToLast",
-    ]
+    /// An ordered query (`orderBy=...`), nil for a plain read or write.
+    var query: Query?
 
     /// Parses the raw (still percent-encoded) path and query.
     init(method: Method, rawPath: String, rawQuery: String?) throws(RESTError) {
@@ -59,6 +58,7 @@ struct RESTRequest {
             throw RESTError(error)
         }
         self.namespace = DataDirectory.defaultNamespace
+        var queryParameters = QueryParameters()
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name: String
@@ -94,14 +94,30 @@ struct RESTRequest {
                     throw RESTError(status: 400, message: "format=\(value) is invalid; the only format is export")
                 }
             default:
-                if Self.queryOperators.contains(name) {
-                    throw RESTError(
-                        status: 400, message: "query parameter \(name) is not supported yet; ordered queries are not available in this version")
+                if QueryParameters.names.contains(name) {
+                    do {
+                        try queryParameters.add(name, value)
+                    } catch {
+                        throw RESTError(error)
+                    }
                 }
             }
         }
+        do {
+            self.query = try queryParameters.build()
+        } catch {
+            throw RESTError(error)
+        }
         if self.shallow, self.method != .get {
             throw RESTError(status: 400, message: "shallow=true is only allowed on GET")
+        }
+        if self.query != nil {
+            guard self.method == .get else {
+                throw RESTError(status: 400, message: "query parameters (orderBy, startAt, ...) are only allowed on GET")
+            }
+            guard !self.shallow else {
+                throw RESTError(status: 400, message: "shallow=true cannot be combined with a query (orderBy)")
+            }
         }
     }
 }

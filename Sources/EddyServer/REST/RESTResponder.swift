@@ -1,7 +1,7 @@
 // Answers every HTTP request with Firebase REST semantics (one responder, no router: any
 // method on any path must get a Firebase-shaped answer, 405 included).
 //
-//   GET     read (shallow=true, X-Firebase-ETag: true -> ETag, if-none-match -> 304)
+//   GET     read (shallow=true, orderBy queries, X-Firebase-ETag: true -> ETag, if-none-match -> 304)
 //   PUT     replace; answers the written value (if-match -> 412 with current value + ETag)
 //   POST    push; answers {"name": "<push id>"}; X-HTTP-Method-Override selects another method
 //   PATCH   multi-path update; answers the body as written
@@ -128,7 +128,11 @@ public struct RESTResponder: HTTPResponder {
         }
         let value: Value
         do {
-            value = rest.shallow ? try await engine.getShallow(rest.path) : try await engine.get(rest.path)
+            if let query = rest.query {
+                value = try await engine.query(rest.path, query)
+            } else {
+                value = rest.shallow ? try await engine.getShallow(rest.path) : try await engine.get(rest.path)
+            }
         } catch {
             throw RESTError(error)
         }
