@@ -37,39 +37,54 @@ extension Engine {
     }
 }
 
+/// Where a key bound sits among encoded child segments.
+enum KeyBoundPosition {
+    /// The segment of a key that may be stored: the bound can equal a child.
+    case key([UInt8])
+    /// A string no stored key can equal (it holds a byte keys never contain): the bytes sort
+    /// after every child segment smaller than the bound and before every greater one.
+    case between([UInt8])
+
+    /// Stored keys contain no forbidden byte, so a bound P + c + … (c forbidden) compares with
+    /// every stored key exactly as the point just past P's own segment and subtree (c == 0x00:
+    /// `P 0x00 0xFF`) or as `P c` (c > 0x00: every key byte after P is above or below c).
+    init(_ key: String) {
+        let bytes = Array(key.utf8)
+        guard let i = bytes.firstIndex(where: Key.isForbidden) else {
+            var segment: [UInt8] = []
+            PathKeyEncoding.appendSegment(key, to: &segment)
+            self = .key(segment)
+            return
+        }
+        var between: [UInt8] = [PathKeyEncoding.stringTag]
+        for byte in bytes[..<i] { between.append(Key.utf16OrderRank(byte)) }
+        if bytes[i] == 0 { between += [0x00, 0xFF] } else { between.append(bytes[i]) }
+        self = .between(between)
+    }
+}
+
 /// Reads the window of a key-ordered query from the tree.
 struct KeyQueryReader {
     let iterator: Iterator
     let location: [UInt8]
     let query: Query
 
-    private func segment(_ bound: Query.Bound?) -> [UInt8]? {
+    private func position(_ bound: Query.Bound?) -> (KeyBoundPosition, inclusive: Bool)? {
         guard let bound, case .string(let key) = bound.value else { return nil }
-        var out: [UInt8] = []
-        PathKeyEncoding.appendSegment(key, to: &out)
-        return out
+        return (KeyBoundPosition(key), bound.inclusive)
     }
 
     func read() throws(EddyError) -> Value {
-        let start = self.segment(self.query.start)
-        let end = self.segment(self.query.end)
-        let startInclusive = self.query.start?.inclusive ?? true
-        let endInclusive = self.query.end?.inclusive ?? true
-        if let start, let end {
-            let order = compare(start[...], end[...])
-            if order > 0 || (order == 0 && !(startInclusive && endInclusive)) { return .null }
-        }
+        let start = self.position(self.query.start)
+        let end = self.position(self.query.end)
         var children: [String: Value] = [:]
         switch self.query.limit {
         case .last(let count):
-            try self.readBackward(start: start, startInclusive: startInclusive, end: end, endInclusive: endInclusive,
-                                  count: count, into: &children)
+            try self.readBackward(start: start, end: end, count: count, into: &children)
         case .first(let count):
-            try self.readForward(start: start, startInclusive: startInclusive, end: end, endInclusive: endInclusive,
-                                 count: count, into: &children)
+            try self.readForward(start: start, end: end, count: count, into: &children)
         case nil:
-            try self.readForward(start: start, startInclusive: startInclusive, end: end, endInclusive: endInclusive,
-                                 count: Int.max, into: &children)
+            try self.readForward(start: start, end: end, count: Int.max, into: &children)
         }
         return children.isEmpty ? .null : .object(children)
     }
@@ -85,24 +100,43 @@ struct KeyQueryReader {
         return (key[self.location.count..<end], Array(key[..<end]), child)
     }
 
+    /// True when a child with `segment` lies after an end bound (outside the window).
+    private func isAfter(_ segment: ArraySlice<UInt8>, _ end: (KeyBoundPosition, inclusive: Bool)) -> Bool {
+        switch end.0 {
+        case .key(let e):
+            let order = compare(segment, e[...])
+            return order > 0 || (order == 0 && !end.inclusive)
+        case .between(let x):
+            return compare(segment, x[...]) > 0
+        }
+    }
+
+    /// True when a child with `segment` lies before a start bound (outside the window).
+    private func isBefore(_ segment: ArraySlice<UInt8>, _ start: (KeyBoundPosition, inclusive: Bool)) -> Bool {
+        switch start.0 {
+        case .key(let s):
+            let order = compare(segment, s[...])
+            return order < 0 || (order == 0 && !start.inclusive)
+        case .between(let x):
+            return compare(segment, x[...]) < 0
+        }
+    }
+
     private func readForward(
-        start: [UInt8]?, startInclusive: Bool, end: [UInt8]?, endInclusive: Bool, count: Int,
+        start: (KeyBoundPosition, inclusive: Bool)?, end: (KeyBoundPosition, inclusive: Bool)?, count: Int,
         into children: inout [String: Value]
     ) throws(EddyError) {
-        if let start {
-            self.iterator.seek(self.location + start + (startInclusive ? [] : [0xFF]))
-        } else {
-            self.iterator.seek(self.location)
+        switch start {
+        case nil: self.iterator.seek(self.location)
+        case (.key(let s), let inclusive)?: self.iterator.seek(self.location + s + (inclusive ? [] : [0xFF]))
+        case (.between(let x), _)?: self.iterator.seek(self.location + x)
         }
         while children.count < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
             guard let child = try self.currentChild() else {
                 self.iterator.next()  // a primitive at the location has no children
                 continue
             }
-            if let end {
-                let order = compare(child.segment, end[...])
-                if order > 0 || (order == 0 && !endInclusive) { break }
-            }
+            if let end, self.isAfter(child.segment, end) { break }
             // Reading the subtree leaves the iterator on the next child.
             children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix).value
         }
@@ -110,24 +144,24 @@ struct KeyQueryReader {
     }
 
     private func readBackward(
-        start: [UInt8]?, startInclusive: Bool, end: [UInt8]?, endInclusive: Bool, count: Int,
+        start: (KeyBoundPosition, inclusive: Bool)?, end: (KeyBoundPosition, inclusive: Bool)?, count: Int,
         into children: inout [String: Value]
     ) throws(EddyError) {
-        // Position on the last leaf at or before the end of the window.
+        // Position on the last record at or before the end of the window.
         let upper: [UInt8]
-        if let end {
-            upper = self.location + end + (endInclusive ? [0xFF] : [])
-        } else {
-            upper = self.location + [0xFF]
+        var exclusiveKey = false
+        switch end {
+        case nil: upper = self.location + [0xFF]
+        case (.key(let e), let inclusive)?:
+            upper = self.location + e + (inclusive ? [0xFF] : [])
+            exclusiveKey = !inclusive
+        case (.between(let x), _)?: upper = self.location + x
         }
         self.iterator.seekForPrev(upper)
-        if !endInclusive, self.iterator.isValid, self.iterator.key == upper { self.iterator.previous() }
+        if exclusiveKey, self.iterator.isValid, self.iterator.key == upper { self.iterator.previous() }
         while children.count < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
             guard let child = try self.currentChild() else { break }  // the location's own primitive
-            if let start {
-                let order = compare(child.segment, start[...])
-                if order < 0 || (order == 0 && !startInclusive) { break }
-            }
+            if let start, self.isBefore(child.segment, start) { break }
             children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix).value
             // Step before this child's first record.
             self.iterator.seekForPrev(child.prefix)

@@ -46,6 +46,9 @@ public enum Key {
         key._nfcCodeUnits.elementsEqual(key.utf8)
     }
 
+    /// True for a byte no stored key contains (`. $ # [ ] /` and ASCII control characters).
+    public static func isForbidden(_ byte: UInt8) -> Bool { forbiddenCharacterName(byte) != nil }
+
     static func forbiddenCharacterName(_ byte: UInt8) -> String? {
         switch byte {
         case UInt8(ascii: "."): return "\".\""

@@ -109,7 +109,7 @@ public struct QueryParameters: Sendable {
             }
             self.end = (name, try Self.bound(rawValue, name))
         case "equalTo":
-            guard self.start == nil else {
+            guard self.start == nil, self.equal == nil else {
                 throw Self.error(
                     "equalTo: Starting point was already set (by another call to startAt, startAfter, or equalTo).")
             }
@@ -121,7 +121,7 @@ public struct QueryParameters: Sendable {
             guard self.limit == nil else {
                 throw Self.error("\(name): Limit was already set (by another call to limitToFirst or limitToLast).")
             }
-            guard let n = Int(rawValue), n > 0 else {
+            guard rawValue.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let n = Int(rawValue), n > 0 else {
                 throw Self.error("\(name): First argument must be a positive integer, not \(rawValue)")
             }
             self.limit = name == "limitToFirst" ? .first(n) : .last(n)
@@ -163,8 +163,12 @@ public struct QueryParameters: Sendable {
                 throw error(
                     "When ordering by key, you may only pass one argument to startAt(), endAt(), or equalTo().")
             }
-            guard case .string = values[0] else {
+            guard case .string(let bound) = values[0] else {
                 throw error("Provided key index type is invalid, must be string")
+            }
+            let bytes = bound.utf8.count
+            guard bytes <= Limits.keyBytesMax else {
+                throw error("a key bound is \(bytes) bytes; keys are at most keyBytesMax (\(Limits.keyBytesMax)) bytes")
             }
         }
         return Query.Bound(value: values[0], key: key, inclusive: inclusive)

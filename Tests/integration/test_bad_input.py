@@ -397,7 +397,8 @@ def test_bad_shallow_and_format(h):
 
 def test_query_parameters_on_writes(h):
     h.refuse("PUT", "/guard", '"new"', 400, "orderBy", params={"orderBy": '"$key"'})
-    h.refuse("DELETE", "/guard", None, 400, "limitToFirst", params={"limitToFirst": "1"})
+    h.refuse("DELETE", "/guard", None, 400, "only allowed on GET", params={"orderBy": '"$key"', "limitToFirst": "1"})
+    h.refuse("DELETE", "/guard", None, 400, "orderBy must be defined", params={"limitToFirst": "1"})
 
 
 @pytest.mark.parametrize("method", ["PUT", "PATCH", "POST", "DELETE"])
