@@ -14,6 +14,8 @@ import subprocess
 import threading
 import time
 import urllib.parse
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,28 @@ def eddy_log(data_dir, ns=None):
     args = ["log", "--data", data_dir] + (["--ns", ns] if ns else [])
     out = run_eddy(*args).stdout.decode("utf-8")
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+EMULATOR_ENV = "FIREBASE_DATABASE_EMULATOR_HOST"
+
+
+@contextmanager
+def firebase_app(port, ns, name_prefix="eddy"):
+    """A firebase-admin app in emulator mode talking to the eddyd on `port`, namespace `ns`."""
+    import firebase_admin
+    from firebase_admin import db
+
+    old = os.environ.get(EMULATOR_ENV)
+    os.environ[EMULATOR_ENV] = f"127.0.0.1:{port}"
+    app = firebase_admin.initialize_app(
+        None, {"databaseURL": f"https://{ns}.firebaseio.com"}, name=f"{name_prefix}-{uuid.uuid4().hex}"
+    )
+    try:
+        db.reference("/", app=app)  # the database service reads the environment variable now
+        yield app
+    finally:
+        firebase_admin.delete_app(app)
+        if old is None:
+            os.environ.pop(EMULATOR_ENV, None)
+        else:
+            os.environ[EMULATOR_ENV] = old

@@ -11,30 +11,19 @@ import uuid
 
 import firebase_admin
 import pytest
+
+from conftest import firebase_app
 import requests
 from firebase_admin import db, exceptions
 
-ENV = "FIREBASE_DATABASE_EMULATOR_HOST"
 NS = "fake-project-id"
 PUSH_ID = re.compile(r"^[-0-9A-Z_a-z]{20}$")
 
 
 @pytest.fixture(scope="module")
 def app(module_daemon):
-    old = os.environ.get(ENV)
-    os.environ[ENV] = f"127.0.0.1:{module_daemon.port}"
-    app = firebase_admin.initialize_app(
-        None, {"databaseURL": f"https://{NS}.firebaseio.com"}, name=f"eddy-{uuid.uuid4().hex}"
-    )
-    try:
-        db.reference("/", app=app)  # the database service reads the environment variable now
+    with firebase_app(module_daemon.port, NS, "eddy") as app:
         yield app
-    finally:
-        firebase_admin.delete_app(app)
-        if old is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = old
 
 
 @pytest.fixture

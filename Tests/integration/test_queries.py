@@ -16,6 +16,8 @@ import uuid
 
 import firebase_admin
 import pytest
+
+from conftest import firebase_app
 import requests
 from firebase_admin import db, exceptions
 
@@ -576,25 +578,13 @@ def test_shallow_with_a_query_is_refused(d, http, items):
 
 # -- firebase-admin ------------------------------------------------------------------------------
 
-ENV = "FIREBASE_DATABASE_EMULATOR_HOST"
 NS = "fake-project-id"
 
 
 @pytest.fixture(scope="module")
 def app(d):
-    old = os.environ.get(ENV)
-    os.environ[ENV] = f"127.0.0.1:{d.port}"
-    app = firebase_admin.initialize_app(None, {"databaseURL": f"https://{NS}.firebaseio.com"},
-                                        name=f"eddy-q-{uuid.uuid4().hex}")
-    try:
-        db.reference("/", app=app)
+    with firebase_app(d.port, NS, "eddy-q") as app:
         yield app
-    finally:
-        firebase_admin.delete_app(app)
-        if old is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = old
 
 
 @pytest.fixture(scope="module")
