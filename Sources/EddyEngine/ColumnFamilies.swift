@@ -16,6 +16,8 @@ enum ColumnFamilies {
 enum MetaKeys {
     static let formatVersion = Array("format-version".utf8)
     static let databaseID = Array("database-id".utf8)
+    /// The rules document (canonical JSON), absent until rules are set.
+    static let rules = Array("rules".utf8)
 }
 
 public enum StorageFormat {

@@ -12,24 +12,31 @@ extension Engine {
     /// The children of `path` that `query` selects, as an object (`.null` when none). A query on
     /// a primitive selects nothing.
     public func query(_ path: Path, _ query: Query) async throws(EddyError) -> Value {
-        try Self.checkIndexed(path, query)
+        try self.checkIndexed(path, query)
         return try await self.onReader { () throws(EddyError) in try self.readQuery(path, query) }
     }
 
     /// Blocking variant of `query`.
     public func readQuery(_ path: Path, _ query: Query) throws(EddyError) -> Value {
-        try Self.checkIndexed(path, query)
+        try self.checkIndexed(path, query)
         let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
         return try KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: query).read()
     }
 
-    static func checkIndexed(_ path: Path, _ query: Query) throws(EddyError) {
+    func checkIndexed(_ path: Path, _ query: Query) throws(EddyError) {
         switch query.order {
         case .key:
             return
         case .priority:
             throw EddyError(.unsupported, "orderBy \"$priority\": priorities are not supported yet")
         case .value, .child:
+            let on: Rules.IndexDeclaration.On = query.order == .value ? .value : .child(query.childPath!)
+            if try self.rules().indexes.contains(where: { $0.on == on && $0.matches(path) }) {
+                throw EddyError(
+                    .unsupported,
+                    "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is declared, but queries by value or child are not available in this version; orderBy \"$key\" is"
+                )
+            }
             throw EddyError(
                 .invalidArgument,
                 "Index not defined, add \".indexOn\": \"\(query.indexOnName ?? "")\", for path \"\(path)\", to the rules")

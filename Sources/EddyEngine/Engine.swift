@@ -25,6 +25,8 @@ public final class Engine: Sendable {
     private let readers: NIOThreadPool
     private let closed = Mutex(false)
     private let readsInFlight = Mutex(0)
+    /// Orders concurrent `setRules` calls.
+    let rulesLock = Mutex(())
     private let logger: Logger
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).

@@ -45,6 +45,12 @@ public struct Query: Sendable, Equatable {
         self.limit = limit
     }
 
+    /// The child path of a child order.
+    public var childPath: Path? {
+        if case .child(let path) = self.order { return path }
+        return nil
+    }
+
     /// The `.indexOn` value a rule needs for this order (nil for key order).
     public var indexOnName: String? {
         switch self.order {

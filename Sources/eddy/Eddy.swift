@@ -13,7 +13,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
-        subcommands: [Get.self, QueryCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
+        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
     )
 }
 
@@ -107,6 +107,45 @@ struct QueryCommand: AsyncParsableCommand {
             return try engine.readQuery(try parsePath(self.path), query)
         }
         printLine(JSONWriter.string(value, pretty: self.pretty))
+    }
+}
+
+struct RulesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rules", abstract: "Print or replace the rules document ({\"rules\": {...}}).",
+        subcommands: [RulesGet.self, RulesSet.self])
+}
+
+struct RulesGet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print the rules document.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        let rules = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in try engine.rules() }
+        printLine(JSONWriter.string(rules.json, pretty: true))
+    }
+}
+
+struct RulesSet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set", abstract: "Replace the rules document with a JSON file (- for standard input).")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "File holding {\"rules\": {...}}, or -") var file: String
+
+    func run() async throws {
+        let rules = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            let document: Value
+            if self.file == "-" {
+                document = try parseJSONArgument("-")
+            } else {
+                guard let data = FileManager.default.contents(atPath: self.file) else {
+                    throw EddyError(.notFound, "cannot read rules file \(self.file)")
+                }
+                document = try JSONParser.parse(Array(data))
+            }
+            return try engine.setRules(document)
+        }
+        printLine("rules set: \(rules.indexes.count) .indexOn declaration(s)")
     }
 }
 

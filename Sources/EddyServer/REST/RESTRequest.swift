@@ -25,6 +25,8 @@ struct RESTRequest {
     var shallow = false
     /// `/.info/...`: read-only server information.
     var isInfo = false
+    /// `/.settings/rules.json`: the database's rules document.
+    var isRules = false
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
 
@@ -46,7 +48,10 @@ struct RESTRequest {
                 throw RESTError(error)
             }
         }
-        if decoded.first == ".info" {
+        if decoded == [".settings", "rules"] {
+            self.isRules = true
+            decoded = []
+        } else if decoded.first == ".info" {
             self.isInfo = true
             decoded.removeFirst()
         }
@@ -90,8 +95,8 @@ struct RESTRequest {
                 default: throw RESTError(status: 400, message: "shallow=\(value) is invalid; use shallow=true")
                 }
             case "format":
-                guard value == "export" else {
-                    throw RESTError(status: 400, message: "format=\(value) is invalid; the only format is export")
+                guard value == "export" || value == "strict" else {
+                    throw RESTError(status: 400, message: "format=\(value) is invalid; use format=export (data) or format=strict (rules)")
                 }
             default:
                 if QueryParameters.names.contains(name) {

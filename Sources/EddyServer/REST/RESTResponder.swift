@@ -7,6 +7,7 @@
 //   PATCH   multi-path update; answers the body as written
 //   DELETE  remove; answers null (if-match as PUT)
 // print=silent answers 204 with no body; print=pretty indents.
+// /.settings/rules.json: GET the rules document, PUT to replace it.
 
 import EddyEngine
 import EddyModel
@@ -62,6 +63,7 @@ public struct RESTResponder: HTTPResponder {
         } catch {
             throw RESTError(error)
         }
+        if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
         switch method {
         case .get:
             return try await self.get(rest, engine: engine, headers: request.headers)
@@ -165,6 +167,30 @@ public struct RESTResponder: HTTPResponder {
             case .remove: return Self.json(.null, rest, etag: newETag)
             case .set, .update: return Self.json(committed.value, rest, etag: newETag)
             }
+        }
+    }
+
+    /// `GET` answers the rules document; `PUT` replaces it (validated first) and answers
+    /// `{"status": "ok"}`, as the Firebase emulator does. No authentication exists yet, so
+    /// every client acts as the admin (`Authorization: Bearer owner`).
+    private func rules(_ rest: RESTRequest, engine: Engine, request: inout Request) async throws -> Response {
+        switch rest.method {
+        case .get:
+            do {
+                return Self.json(try engine.rules().json, rest)
+            } catch {
+                throw RESTError(error)
+            }
+        case .put:
+            let body = try await request.collectBody(upTo: self.requestBytesMax)
+            do throws(EddyError) {
+                _ = try engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
+            } catch {
+                throw RESTError(error)
+            }
+            return Self.json(.object(["status": .string("ok")]), rest)
+        case .post, .patch, .delete:
+            throw RESTError(status: 405, message: "rules are read with GET and replaced with PUT")
         }
     }
 

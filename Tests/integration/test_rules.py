@@ -1,0 +1,92 @@
+"""`/.settings/rules.json` on a real eddyd: the default document, replacing it (as the Firebase
+emulator answers), refusals that name the rules path, namespaces, persistence across a restart,
+`eddy rules get|set`, and firebase-admin's private rules client (FIREBASE_REFERENCE §9.4)."""
+
+import json
+
+import pytest
+import requests
+
+from conftest import firebase_app, run_eddy
+
+OWNER = {"Authorization": "Bearer owner"}
+DOC = {"rules": {".read": "auth != null", "users": {"$uid": {".indexOn": ["age", "metrics/views"]}}}}
+
+
+def rules_url(d, **params):
+    url = d.base_url + "/.settings/rules.json"
+    if params:
+        url += "?" + "&".join(f"{k}={v}" for k, v in params.items())
+    return url
+
+
+def test_default_rules_allow_everything(daemon):
+    r = requests.get(rules_url(daemon, format="strict"), headers=OWNER)
+    assert r.status_code == 200
+    assert r.json() == {"rules": {".read": True, ".write": True}}
+
+
+def test_put_replaces_rules_per_namespace_and_survives_a_restart(daemon):
+    r = requests.put(rules_url(daemon, ns="proj-a"), headers=OWNER, data=json.dumps(DOC))
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    assert requests.get(rules_url(daemon, ns="proj-a")).json() == DOC
+    assert requests.get(rules_url(daemon, ns="proj-b")).json() == {"rules": {".read": True, ".write": True}}
+    # A PUT replaces the whole document.
+    replacement = {"rules": {"scores": {".indexOn": ".value"}}}
+    assert requests.put(rules_url(daemon, ns="proj-a"), data=json.dumps(replacement)).status_code == 200
+    daemon.restart()
+    assert requests.get(rules_url(daemon, ns="proj-a")).json() == replacement
+
+
+@pytest.mark.parametrize("document, fragment", [
+    ({"rules": 1}, 'one member "rules"'),
+    ({"rules": {".foo": {}}}, "unknown rule .foo"),
+    ({"rules": {"a": {".indexOn": 3}}}, "rules at /a: .indexOn must be a string or an array"),
+    ({"rules": {"a": {"b": {".indexOn": "x.y"}}}}, "rules at /a/b"),
+    ({"rules": {"a": {".write": 2}}}, ".write must be a boolean"),
+])
+def test_bad_rules_are_refused_and_nothing_changes(daemon, document, fragment):
+    before = requests.get(rules_url(daemon)).json()
+    r = requests.put(rules_url(daemon), data=json.dumps(document))
+    assert r.status_code == 400
+    assert fragment in r.json()["error"]
+    assert requests.get(rules_url(daemon)).json() == before
+
+
+def test_rules_methods_and_declared_index_queries(daemon):
+    assert requests.delete(rules_url(daemon)).status_code == 405
+    assert requests.post(rules_url(daemon), data="{}").status_code == 405
+    requests.put(rules_url(daemon), data=json.dumps({"rules": {"users": {".indexOn": "age"}}}))
+    r = requests.get(daemon.url("/users") + '?orderBy="age"')
+    assert r.status_code == 400 and "is declared" in r.json()["error"]
+    r = requests.get(daemon.url("/users") + '?orderBy="name"')
+    assert r.status_code == 400 and 'Index not defined, add ".indexOn": "name", for path "/users"' in r.json()["error"]
+
+
+def test_cli_rules_get_and_set(daemon_factory, tmp_path):
+    daemon = daemon_factory()
+    requests.put(rules_url(daemon), data=json.dumps(DOC))
+    daemon.stop()
+    out = run_eddy("rules", "get", "--data", str(daemon.data_dir)).stdout.decode()
+    assert json.loads(out) == DOC
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"rules": {"x": {".indexOn": "y"}}}))
+    out = run_eddy("rules", "set", str(path), "--data", str(daemon.data_dir)).stdout.decode()
+    assert "1 .indexOn" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rules": {".nope": {}}}))
+    r = run_eddy("rules", "set", str(bad), "--data", str(daemon.data_dir), check=False)
+    assert r.returncode == 1 and "unknown rule .nope" in r.stderr.decode()
+    assert json.loads(run_eddy("rules", "get", "--data", str(daemon.data_dir)).stdout) == {"rules": {"x": {".indexOn": "y"}}}
+
+
+def test_firebase_admin_private_rules_client(daemon):
+    # What tooling built on firebase-admin does: its private client against /.settings/rules.json.
+    from firebase_admin import db
+    with firebase_app(daemon.port, "fake-project-id", "eddy-rules") as app:
+        client = db.reference("/", app=app)._client
+        # The client adds ns=fake-project-id itself; extra params are a query string.
+        client.request("put", "/.settings/rules.json", json=DOC)
+        got = client.body("get", "/.settings/rules.json", params="format=strict")
+        assert got == DOC
+    assert requests.get(rules_url(daemon, ns="fake-project-id")).json() == DOC
