@@ -3,6 +3,7 @@
 
 import EddyEngine
 import EddyModel
+import EddyTesting
 import Testing
 
 @Suite struct DataDirectoryTests {

@@ -6,6 +6,7 @@
 
 import EddyEngine
 import EddyModel
+import EddyTesting
 import Testing
 
 @Suite struct EngineTests {

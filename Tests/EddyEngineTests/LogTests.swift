@@ -4,6 +4,7 @@
 
 import EddyEngine
 import EddyModel
+import EddyTesting
 import Testing
 
 @Suite struct LogTests {

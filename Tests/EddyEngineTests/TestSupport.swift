@@ -109,59 +109,6 @@ func json(_ text: String) -> Value {
 /// The canonical JSON text of a value (arrays rendered, keys in Firebase order).
 func text(_ value: Value) -> String { JSONWriter.string(value) }
 
-/// Runs `body`, expects it to throw an `EddyError` with `code` whose message contains every
-/// fragment, and returns the error for further checks.
-@discardableResult
-func expectEddyError(
-    _ code: EddyError.Code,
-    mentioning fragments: [String] = [],
-    _ comment: String = "",
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () async throws -> Void
-) async -> EddyError? {
-    do {
-        try await body()
-    } catch let error as EddyError {
-        #expect(error.code == code, "wrong code for: \(error.message) \(comment)", sourceLocation: sourceLocation)
-        for fragment in fragments {
-            #expect(
-                error.message.contains(fragment), "message \"\(error.message)\" should mention \"\(fragment)\" \(comment)",
-                sourceLocation: sourceLocation)
-        }
-        return error
-    } catch {
-        Issue.record("expected EddyError(\(code)), got \(error) \(comment)", sourceLocation: sourceLocation)
-        return nil
-    }
-    Issue.record("expected EddyError(\(code)), nothing was thrown \(comment)", sourceLocation: sourceLocation)
-    return nil
-}
-
-/// Synchronous variant for blocking APIs (codec, data directory).
-@discardableResult
-func expectEddyErrorSync(
-    _ code: EddyError.Code,
-    mentioning fragments: [String] = [],
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () throws -> Void
-) -> EddyError? {
-    do {
-        try body()
-    } catch let error as EddyError {
-        #expect(error.code == code, "wrong code for: \(error.message)", sourceLocation: sourceLocation)
-        for fragment in fragments {
-            #expect(
-                error.message.contains(fragment), "message \"\(error.message)\" should mention \"\(fragment)\"",
-                sourceLocation: sourceLocation)
-        }
-        return error
-    } catch {
-        Issue.record("expected EddyError(\(code)), got \(error)", sourceLocation: sourceLocation)
-        return nil
-    }
-    Issue.record("expected EddyError(\(code)), nothing was thrown", sourceLocation: sourceLocation)
-    return nil
-}
 
 extension Engine {
     /// Number of entries in the log (reads it all; tests only).

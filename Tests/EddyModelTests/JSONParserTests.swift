@@ -2,6 +2,7 @@
 // validation, trailing data, non-finite numbers, the nesting limit and error offsets.
 
 import EddyModel
+import EddyTesting
 import Testing
 
 @Suite struct JSONParserTests {
@@ -60,7 +61,7 @@ import Testing
 
     @Test(arguments: [#""\uD83D""#, #""\uD83Dx""#, #""\uDE00""#, #""\uD83D\u0041""#, #""\uD83D\n""#, #""a\uDFFFb""#])
     func loneSurrogateIsRefused(text: String) {
-        expectEddyError(.invalidJSON, mentioning: ["at byte", "surrogate"]) { _ = try JSONParser.parse(text) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["at byte", "surrogate"]) { _ = try JSONParser.parse(text) }
     }
 
     @Test(arguments: [
@@ -69,24 +70,24 @@ import Testing
         [0x7B, 0x22, 0xFE, 0x22, 0x3A, 0x31, 0x7D],
     ] as [[UInt8]])
     func invalidUTF8IsRefused(bytes: [UInt8]) {
-        expectEddyError(.invalidJSON, mentioning: ["invalid UTF-8", "byte"]) { _ = try JSONParser.parse(bytes) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["invalid UTF-8", "byte"]) { _ = try JSONParser.parse(bytes) }
     }
 
     @Test(arguments: [("1 2", 2), ("{} x", 3), ("truex", 4), ("\"a\"\"b\"", 3), ("[1]]", 3), ("null,", 4)])
     func trailingDataIsRefused(text: String, offset: Int) {
-        expectEddyError(.invalidJSON, mentioning: ["at byte \(offset)", "after the JSON value"]) {
+        expectEddyErrorSync(.invalidJSON, mentioning: ["at byte \(offset)", "after the JSON value"]) {
             _ = try JSONParser.parse(text)
         }
     }
 
     @Test(arguments: ["NaN", "-NaN", "Infinity", "-Infinity", "nan"])
     func nonFiniteLiteralsAreRefused(text: String) {
-        expectEddyError(.invalidJSON, mentioning: ["at byte"]) { _ = try JSONParser.parse(text) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["at byte"]) { _ = try JSONParser.parse(text) }
     }
 
     @Test(arguments: ["1e999", "-1e999", "[1e400]", "{\"a\":123e45678}"])
     func overflowingNumbersAreRefused(text: String) {
-        expectEddyError(.invalidValue, mentioning: ["not finite"]) { _ = try JSONParser.parse(text) }
+        expectEddyErrorSync(.invalidValue, mentioning: ["not finite"]) { _ = try JSONParser.parse(text) }
     }
 
     @Test(arguments: [
@@ -95,12 +96,12 @@ import Testing
         ("\"\\x\"", 3), ("\"\\u12G4\"", 5), ("[1 2]", 3), ("{\"a\":1 \"b\":2}", 7),
     ])
     func malformedDocumentsNameTheByteOffset(text: String, offset: Int) {
-        expectEddyError(.invalidJSON, mentioning: ["invalid JSON at byte \(offset)"]) { _ = try JSONParser.parse(text) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["invalid JSON at byte \(offset)"]) { _ = try JSONParser.parse(text) }
     }
 
     @Test func unescapedControlCharacterInStringIsRefused() {
-        expectEddyError(.invalidJSON, mentioning: ["at byte 2", "control character"]) { _ = try JSONParser.parse("\"a\u{1}\"") }
-        expectEddyError(.invalidJSON, mentioning: ["control character"]) { _ = try JSONParser.parse("\"\\n\n\"") }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["at byte 2", "control character"]) { _ = try JSONParser.parse("\"a\u{1}\"") }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["control character"]) { _ = try JSONParser.parse("\"\\n\n\"") }
     }
 
     @Test func nestingIsBoundedByJSONDepthMax() throws {
@@ -110,11 +111,11 @@ import Testing
         let objects = String(repeating: "{\"a\":", count: depth) + "1" + String(repeating: "}", count: depth)
         #expect(try JSONParser.parse(objects).leafCount == 1)
         let tooDeep = "[" + arrays + "]"
-        expectEddyError(.invalidJSON, mentioning: ["deeper than \(depth)"]) { _ = try JSONParser.parse(tooDeep) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["deeper than \(depth)"]) { _ = try JSONParser.parse(tooDeep) }
         let tooDeepObjects = "{\"a\":" + objects + "}"
-        expectEddyError(.invalidJSON, mentioning: ["deeper than \(depth)"]) { _ = try JSONParser.parse(tooDeepObjects) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["deeper than \(depth)"]) { _ = try JSONParser.parse(tooDeepObjects) }
         // Far beyond the limit fails the same way instead of overflowing the stack.
         let huge = String(repeating: "[", count: 100_000)
-        expectEddyError(.invalidJSON, mentioning: ["deeper than"]) { _ = try JSONParser.parse(huge) }
+        expectEddyErrorSync(.invalidJSON, mentioning: ["deeper than"]) { _ = try JSONParser.parse(huge) }
     }
 }

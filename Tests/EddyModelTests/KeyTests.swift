@@ -16,18 +16,18 @@ import Testing
     }
 
     @Test func emptyKeyIsRefused() {
-        expectEddyError(.invalidKey, mentioning: ["empty key", "non-empty"]) { try Key.validate("") }
-        expectEddyError(.invalidKey, mentioning: ["empty key", "in path \"a/b\""]) { try Key.validate("", inPath: "a/b") }
+        expectEddyErrorSync(.invalidKey, mentioning: ["empty key", "non-empty"]) { try Key.validate("") }
+        expectEddyErrorSync(.invalidKey, mentioning: ["empty key", "in path \"a/b\""]) { try Key.validate("", inPath: "a/b") }
     }
 
     @Test(arguments: [".", "$", "#", "[", "]", "/"])
     func forbiddenCharacterIsRefused(character: String) {
         for key in [character, "a\(character)b", "abc\(character)", "\(character)xyz"] {
-            expectEddyError(.invalidKey, mentioning: ["key \"\(key)\"", "contains \"\(character)\""]) {
+            expectEddyErrorSync(.invalidKey, mentioning: ["key \"\(key)\"", "contains \"\(character)\""]) {
                 try Key.validate(key)
             }
         }
-        expectEddyError(.invalidKey, mentioning: ["a\(character)b", "in path \"/x/y\""]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["a\(character)b", "in path \"/x/y\""]) {
             try Key.validate("a\(character)b", inPath: "/x/y")
         }
     }
@@ -38,7 +38,7 @@ import Testing
         let hexUpper = String(byte, radix: 16, uppercase: true)
         let hexLower = String(byte, radix: 16)
         let escaped = "a\\u" + String(repeating: "0", count: 4 - hexLower.count) + hexLower + "b"
-        expectEddyError(.invalidKey, mentioning: ["control character 0x\(hexUpper)", "key \"\(escaped)\""]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["control character 0x\(hexUpper)", "key \"\(escaped)\""]) {
             try Key.validate(key)
         }
     }
@@ -48,17 +48,17 @@ import Testing
         try Key.validate(String(repeating: "\u{4E2D}", count: 256))  // 3 bytes each
         try Key.validate(String(repeating: "\u{1F600}", count: 192))  // 4 bytes each
         let long = String(repeating: "k", count: 769)
-        expectEddyError(.invalidKey, mentioning: ["is 769 bytes", "keyBytesMax is 768", String(repeating: "k", count: 80)]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["is 769 bytes", "keyBytesMax is 768", String(repeating: "k", count: 80)]) {
             try Key.validate(long)
         }
-        expectEddyError(.invalidKey, mentioning: ["is 769 bytes", "keyBytesMax"]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["is 769 bytes", "keyBytesMax"]) {
             try Key.validate(String(repeating: "\u{1F600}", count: 192) + "a")
         }
     }
 
     @Test func longKeyIsAbbreviatedInMessages() throws {
         let key = String(repeating: "x", count: 200) + "."
-        let error = try #require(expectEddyError(.invalidKey, mentioning: ["contains \".\""]) {
+        let error = try #require(expectEddyErrorSync(.invalidKey, mentioning: ["contains \".\""]) {
             try Key.validate(key)
         })
         #expect(error.message.contains(String(repeating: "x", count: 80) + "…"))

@@ -63,9 +63,9 @@ import Testing
         [0x04, 0xED, 0xA0, 0x80],  // encoded surrogate
     ] as [[UInt8]])
     func corruptBytesThrowCorruption(bytes: [UInt8]) {
-        expectEddyError(.corruption) { _ = try LeafEncoding.decode(bytes) }
+        expectEddyErrorSync(.corruption) { _ = try LeafEncoding.decode(bytes) }
         _ = bytes.withUnsafeBytes { raw in
-            expectEddyError(.corruption) { _ = try LeafEncoding.decode(raw) }
+            expectEddyErrorSync(.corruption) { _ = try LeafEncoding.decode(raw) }
         }
     }
 

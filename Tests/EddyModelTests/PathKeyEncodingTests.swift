@@ -112,7 +112,7 @@ import Testing
         [0x02, 0x31, 0x00],  // string tag, integer-like key "1"
     ] as [[UInt8]])
     func malformedBytesAreCorruption(bytes: [UInt8]) {
-        expectEddyError(.corruption, mentioning: ["malformed tree key"]) { _ = try PathKeyEncoding.decode(bytes) }
+        expectEddyErrorSync(.corruption, mentioning: ["malformed tree key"]) { _ = try PathKeyEncoding.decode(bytes) }
     }
 
     @Test func decodeSegmentConsumesOneSegment() throws {

@@ -2,6 +2,7 @@
 // segments, and the structural helpers.
 
 import EddyModel
+import EddyTesting
 import Testing
 
 @Suite struct PathTests {
@@ -11,10 +12,10 @@ import Testing
 
     @Test func depth32IsAcceptedAnd33Refused() throws {
         #expect(try Path(Self.path(depth: 32)).depth == 32)
-        expectEddyError(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
+        expectEddyErrorSync(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
             _ = try Path(Self.path(depth: 33))
         }
-        expectEddyError(.invalidPath, mentioning: ["pathDepthMax is 32"]) {
+        expectEddyErrorSync(.invalidPath, mentioning: ["pathDepthMax is 32"]) {
             try Path(validatedKeys: Array(repeating: "a", count: 33)).validateSize()
         }
     }
@@ -25,7 +26,7 @@ import Testing
         let path = try Path(ok)
         #expect(path.byteCount == 768)
         let tooLong = String(repeating: "a", count: 384) + "/" + String(repeating: "b", count: 384)
-        let error = expectEddyError(.invalidPath, mentioning: ["is 769 bytes", "pathBytesMax is 768"]) {
+        let error = expectEddyErrorSync(.invalidPath, mentioning: ["is 769 bytes", "pathBytesMax is 768"]) {
             _ = try Path(tooLong)
         }
         // The path in the message is abbreviated so it stays readable.
@@ -33,9 +34,9 @@ import Testing
         // Multi-byte characters count in UTF-8 bytes.
         let emoji = String(repeating: "\u{1F600}", count: 96)  // 384 bytes
         #expect(try Path(emoji + "/" + String(repeating: "c", count: 383)).byteCount == 768)
-        expectEddyError(.invalidPath, mentioning: ["pathBytesMax"]) { _ = try Path(emoji + "/" + emoji) }
+        expectEddyErrorSync(.invalidPath, mentioning: ["pathBytesMax"]) { _ = try Path(emoji + "/" + emoji) }
         // One over-long key fails the key rule first.
-        expectEddyError(.invalidKey, mentioning: ["keyBytesMax"]) { _ = try Path(String(repeating: "a", count: 769)) }
+        expectEddyErrorSync(.invalidKey, mentioning: ["keyBytesMax"]) { _ = try Path(String(repeating: "a", count: 769)) }
     }
 
     @Test(arguments: ["a/b", "/a/b", "a/b/", "//a//b//", "/a///b"])
@@ -58,9 +59,9 @@ import Testing
     }
 
     @Test func invalidSegmentNamesKeyAndPath() {
-        expectEddyError(.invalidKey, mentioning: ["key \"b.c\"", "in path \"/a/b.c/d\""]) { _ = try Path("/a/b.c/d") }
-        expectEddyError(.invalidKey, mentioning: ["\"$\""]) { _ = try Path("a/$b") }
-        expectEddyError(.invalidKey, mentioning: ["control character 0xA"]) { _ = try Path("a/b\nc") }
+        expectEddyErrorSync(.invalidKey, mentioning: ["key \"b.c\"", "in path \"/a/b.c/d\""]) { _ = try Path("/a/b.c/d") }
+        expectEddyErrorSync(.invalidKey, mentioning: ["\"$\""]) { _ = try Path("a/$b") }
+        expectEddyErrorSync(.invalidKey, mentioning: ["control character 0xA"]) { _ = try Path("a/b\nc") }
     }
 
     @Test func structure() throws {

@@ -99,6 +99,6 @@ import Testing
     ] as [[UInt8]])
     func malformedBytesAreCorruption(bytes: [UInt8]) {
         var slice = bytes[...]
-        expectEddyError(.corruption, mentioning: ["malformed sort value"]) { _ = try SortValueEncoding.decode(&slice) }
+        expectEddyErrorSync(.corruption, mentioning: ["malformed sort value"]) { _ = try SortValueEncoding.decode(&slice) }
     }
 }

@@ -1,36 +1,9 @@
-// Helpers shared by the EddyModel suites: expecting an `EddyError` with a given code whose
-// message names what the user needs (key, path, limit), and the property-test run settings.
+// Helpers shared by the EddyModel suites: the property-test run settings and comparisons.
+// (`expectEddyErrorSync` lives in EddyTesting, shared with the engine suites.)
 
 import EddyModel
 import EddyTesting
 import Testing
-
-/// Runs `body`, expects it to throw an `EddyError` with `code` whose message contains every
-/// fragment, and returns the error for further checks.
-@discardableResult
-func expectEddyError(
-    _ code: EddyError.Code,
-    mentioning fragments: [String] = [],
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () throws -> Void
-) -> EddyError? {
-    do {
-        try body()
-    } catch let error as EddyError {
-        #expect(error.code == code, "wrong code for: \(error.message)", sourceLocation: sourceLocation)
-        for fragment in fragments {
-            #expect(
-                error.message.contains(fragment), "message \"\(error.message)\" should mention \"\(fragment)\"",
-                sourceLocation: sourceLocation)
-        }
-        return error
-    } catch {
-        Issue.record("expected EddyError(\(code)), got \(error)", sourceLocation: sourceLocation)
-        return nil
-    }
-    Issue.record("expected EddyError(\(code)), nothing was thrown", sourceLocation: sourceLocation)
-    return nil
-}
 
 /// Iterations of a property test: 2000 by default, `EDDY_EVENTS_MAX` to change it.
 let propertyIterations = SeededGenerator.eventsMaxFromEnvironment(default: 2000)

@@ -29,27 +29,27 @@ import Testing
     @Test(arguments: [".", "$", "#", "[", "]", "/", "\u{0}", "\u{1F}", "\u{7F}"])
     func invalidKeyIsRefusedNamingKeyAndPath(character: String) {
         let value = Value.object(["ok": .object(["bad\(character)key": .number(1)])])
-        expectEddyError(.invalidKey, mentioning: ["bad", "in path \"/users/alice/ok\""]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["bad", "in path \"/users/alice/ok\""]) {
             _ = try WriteValidator.validate(value, at: Self.base)
         }
     }
 
     @Test func invalidKeyUnderANullIsStillRefused() {
         // Firebase validates the whole object, even parts that would be pruned.
-        expectEddyError(.invalidKey, mentioning: ["a.b"]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["a.b"]) {
             _ = try WriteValidator.validate(.object(["a.b": .null]), at: Self.base)
         }
     }
 
     @Test func emptyKeyIsRefused() {
-        expectEddyError(.invalidKey, mentioning: ["empty key", "/users/alice"]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["empty key", "/users/alice"]) {
             _ = try WriteValidator.validate(.object(["": .number(1)]), at: Self.base)
         }
     }
 
     @Test func overlongKeyIsRefused() {
         let key = String(repeating: "k", count: Limits.keyBytesMax + 1)
-        expectEddyError(.invalidKey, mentioning: ["keyBytesMax is \(Limits.keyBytesMax)"]) {
+        expectEddyErrorSync(.invalidKey, mentioning: ["keyBytesMax is \(Limits.keyBytesMax)"]) {
             _ = try WriteValidator.validate(.object([key: .number(1)]), at: .root)
         }
     }
@@ -61,11 +61,11 @@ import Testing
     @Test func leafDepthIsBoundedByPathDepthMax() throws {
         let base = Path(validatedKeys: (0..<30).map { "b\($0)" })
         _ = try WriteValidator.validate(Self.nested(["x", "y"], .number(1)), at: base)  // leaf at depth 32
-        expectEddyError(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
+        expectEddyErrorSync(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
             _ = try WriteValidator.validate(Self.nested(["x", "y", "z"], .number(1)), at: base)
         }
         // A server value is a leaf too.
-        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) {
+        expectEddyErrorSync(.invalidPath, mentioning: ["pathDepthMax"]) {
             _ = try WriteValidator.validate(Self.nested(["x", "y", "z"], .object([".sv": .string("timestamp")])), at: base)
         }
     }
@@ -74,35 +74,35 @@ import Testing
         let base = Path(validatedKeys: [String(repeating: "a", count: 500)])
         let fits = String(repeating: "b", count: 767 - 500)  // 500 + "/" + 267 = 768
         _ = try WriteValidator.validate(.object([fits: .bool(true)]), at: base)
-        expectEddyError(.invalidPath, mentioning: ["769 bytes", "pathBytesMax is 768"]) {
+        expectEddyErrorSync(.invalidPath, mentioning: ["769 bytes", "pathBytesMax is 768"]) {
             _ = try WriteValidator.validate(.object([fits + "c": .bool(true)]), at: base)
         }
     }
 
     @Test func baseLocationIsChecked() {
         let deep = Path(validatedKeys: Array(repeating: "a", count: 33))
-        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) { _ = try WriteValidator.validate(.null, at: deep) }
-        expectEddyError(.invalidPath, mentioning: ["pathDepthMax"]) { try WriteValidator.validateLocation(deep) }
+        expectEddyErrorSync(.invalidPath, mentioning: ["pathDepthMax"]) { _ = try WriteValidator.validate(.null, at: deep) }
+        expectEddyErrorSync(.invalidPath, mentioning: ["pathDepthMax"]) { try WriteValidator.validateLocation(deep) }
     }
 
     @Test func stringsAreBoundedByStringBytesMax() throws {
         let fits = String(repeating: "s", count: Limits.stringBytesMax)
         #expect(try WriteValidator.validate(.string(fits), at: Self.base) == .string(fits))
-        expectEddyError(.limitExceeded, mentioning: ["/users/alice/big", "\(Limits.stringBytesMax + 1) bytes", "stringBytesMax"]) {
+        expectEddyErrorSync(.limitExceeded, mentioning: ["/users/alice/big", "\(Limits.stringBytesMax + 1) bytes", "stringBytesMax"]) {
             _ = try WriteValidator.validate(.object(["big": .string(fits + "s")]), at: Self.base)
         }
     }
 
     @Test(arguments: [Double.nan, .infinity, -.infinity, .signalingNaN])
     func nonFiniteNumbersAreRefused(number: Double) {
-        expectEddyError(.invalidValue, mentioning: ["/users/alice/n", "not finite"]) {
+        expectEddyErrorSync(.invalidValue, mentioning: ["/users/alice/n", "not finite"]) {
             _ = try WriteValidator.validate(.object(["n": .number(number)]), at: Self.base)
         }
     }
 
     @Test(arguments: [".priority", ".value"])
     func priorityKeysAreUnsupported(key: String) {
-        expectEddyError(.unsupported, mentioning: [key, "/users/alice"]) {
+        expectEddyErrorSync(.unsupported, mentioning: [key, "/users/alice"]) {
             _ = try WriteValidator.validate(.object([key: .number(1)]), at: Self.base)
         }
     }
@@ -132,14 +132,14 @@ import Testing
     ])
     func malformedServerValuesAreRefused(text: String) throws {
         let value = try JSONParser.parse(text)
-        expectEddyError(.invalidValue, mentioning: ["server value at /users/alice"]) {
+        expectEddyErrorSync(.invalidValue, mentioning: ["server value at /users/alice"]) {
             _ = try WriteValidator.validate(value, at: Self.base)
         }
     }
 
     @Test func nonFiniteIncrementIsRefused() {
         let value = Value.object([".sv": .object(["increment": .number(.infinity)])])
-        expectEddyError(.invalidValue, mentioning: ["increment"]) { _ = try WriteValidator.validate(value, at: Self.base) }
+        expectEddyErrorSync(.invalidValue, mentioning: ["increment"]) { _ = try WriteValidator.validate(value, at: Self.base) }
     }
 
     @Test func randomValidValuesValidateToTheirNormalForm() throws {
