@@ -15,6 +15,26 @@ public enum WriteOperation: Sendable {
     /// Remove the value at a path.
     case remove(Path)
 
+    /// The update a PATCH body (or `eddy update`) describes: a non-empty object whose keys are
+    /// paths relative to `location` (`"a/b"`), each naming a child. Ancestor conflicts are
+    /// checked when the write is validated.
+    public static func update(at location: Path, body: Value) throws(EddyError) -> WriteOperation {
+        guard case .object(let members) = body, !members.isEmpty else {
+            throw EddyError(
+                .invalidValue, "an update (PATCH body) must be a non-empty JSON object of paths to values, e.g. {\"a/b\": 1}")
+        }
+        var changes: [LogEntry.Change] = []
+        changes.reserveCapacity(members.count)
+        for (key, child) in members {
+            let path = try Path(key)
+            guard !path.isRoot else {
+                throw EddyError(.invalidKey, "update key \"\(key)\" at \(location.abbreviated) names no child")
+            }
+            changes.append(.init(path: path, value: child))
+        }
+        return .update(location, changes)
+    }
+
     var location: Path {
         switch self {
         case .set(let p, _), .update(let p, _), .push(let p, _), .remove(let p): return p

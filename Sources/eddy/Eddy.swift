@@ -172,12 +172,8 @@ struct Update: AsyncParsableCommand {
 
     func run() async throws {
         let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
-            guard case .object(let members) = try parseJSONArgument(self.json), !members.isEmpty else {
-                throw EddyError(.invalidValue, "update takes a non-empty JSON object of paths to values")
-            }
-            var changes: [LogEntry.Change] = []
-            for (key, value) in members { changes.append(.init(path: try Path(key), value: value)) }
-            return try await engine.update(try parsePath(self.path), changes)
+            let update = try WriteOperation.update(at: try parsePath(self.path), body: try parseJSONArgument(self.json))
+            return try await engine.write(update).committed!
         }
         printLine(JSONWriter.string(written.value))
     }

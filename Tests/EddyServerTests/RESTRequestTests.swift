@@ -77,11 +77,15 @@ import Testing
     }
 
     @Test func patchBodyBecomesChanges() throws {
-        let changes = try RESTResponder.changes(try JSONParser.parse(#"{"a/b": 1, "c": null}"#), at: .root)
+        guard case .update(_, let changes) = try WriteOperation.update(at: .root, body: try JSONParser.parse(#"{"a/b": 1, "c": null}"#))
+        else {
+            Issue.record("not an update")
+            return
+        }
         #expect(Set(changes.map { $0.path.description }) == ["/a/b", "/c"])
-        #expect(throws: RESTError.self) { try RESTResponder.changes(.number(1), at: .root) }
-        #expect(throws: RESTError.self) { try RESTResponder.changes(.object([:]), at: .root) }
-        #expect(throws: RESTError.self) { try RESTResponder.changes(try JSONParser.parse(#"{"a.b": 1}"#), at: .root) }
+        #expect(throws: EddyError.self) { try WriteOperation.update(at: .root, body: .number(1)) }
+        #expect(throws: EddyError.self) { try WriteOperation.update(at: .root, body: .object([:])) }
+        #expect(throws: EddyError.self) { try WriteOperation.update(at: .root, body: try JSONParser.parse(#"{"a.b": 1}"#)) }
     }
 
     @Test func errorMappingKeepsInternalsOutOfTheBody() {

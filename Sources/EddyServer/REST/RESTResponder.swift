@@ -86,7 +86,13 @@ public struct RESTResponder: HTTPResponder {
             case .post:
                 return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil)
             default:
-                return try await self.write(.update(rest.path, try Self.changes(value, at: rest.path)), rest, engine: engine, ifMatch: nil)
+                let update: WriteOperation
+                do {
+                    update = try WriteOperation.update(at: rest.path, body: value)
+                } catch {
+                    throw RESTError(error)
+                }
+                return try await self.write(update, rest, engine: engine, ifMatch: nil)
             }
         }
     }
@@ -98,28 +104,6 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(status: 405, message: "method \(name) is not allowed; use GET, PUT, POST, PATCH or DELETE")
         }
         return method
-    }
-
-    /// A PATCH body: an object whose keys are relative paths (`"a/b"`), none an ancestor of another.
-    static func changes(_ value: Value, at location: Path) throws(RESTError) -> [LogEntry.Change] {
-        guard case .object(let members) = value, !members.isEmpty else {
-            throw RESTError(
-                status: 400, message: "PATCH body must be a non-empty JSON object of paths to values, e.g. {\"a/b\": 1}")
-        }
-        var changes: [LogEntry.Change] = []
-        changes.reserveCapacity(members.count)
-        for (key, child) in members {
-            do throws(EddyError) {
-                let path = try Path(key)
-                guard !path.isRoot else {
-                    throw EddyError(.invalidKey, "PATCH key \"\(key)\" at \(location.abbreviated) names no child")
-                }
-                changes.append(.init(path: path, value: child))
-            } catch {
-                throw RESTError(error)
-            }
-        }
-        return changes
     }
 
     private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
