@@ -176,7 +176,7 @@ public final class Database: @unchecked Sendable {
         Snapshot(database: self)
     }
 
-    private func writeOptions(_ durability: WriteDurability) -> OpaquePointer {
+    func writeOptions(_ durability: WriteDurability) -> OpaquePointer {
         switch durability {
         case .sync: return self.syncWrite
         case .buffered: return self.bufferedWrite

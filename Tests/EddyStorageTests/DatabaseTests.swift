@@ -27,6 +27,29 @@ private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
         #expect(try reopened.get(reopened.columnFamily("b"), bytes("k")) == bytes("in b"))
     }
 
+    @Test func plainWriteBatchAppliesPutsDeletesAndRangeDeletesAtomically() throws {
+        let path = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let db = try Database(path: path, columnFamilies: ["a", "b"], options: StorageOptions())
+        defer { db.close() }
+        let a = db.columnFamily("a")
+        for k in ["k1", "k2", "k3", "x"] { try db.put(a, bytes(k), bytes("old"), durability: .buffered) }
+        let batch = WriteBatch()
+        batch.deleteRange(a, from: bytes("k1"), to: bytes("k3"))  // k1, k2; not k3
+        batch.delete(a, bytes("x"))
+        batch.put(db.columnFamily("b"), bytes("new"), bytes("v"))
+        #expect(batch.count == 3)
+        #expect(try db.get(a, bytes("k1")) == bytes("old"), "nothing applies before the write")
+        try db.write(batch, durability: .sync)
+        #expect(try db.get(a, bytes("k1")) == nil)
+        #expect(try db.get(a, bytes("k2")) == nil)
+        #expect(try db.get(a, bytes("k3")) == bytes("old"))
+        #expect(try db.get(a, bytes("x")) == nil)
+        #expect(try db.get(db.columnFamily("b"), bytes("new")) == bytes("v"))
+        batch.clear()
+        #expect(batch.count == 0)
+    }
+
     @Test func secondOpenOfTheSameDirectoryReportsTheLock() throws {
         let path = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: path) }
