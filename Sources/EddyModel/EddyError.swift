@@ -8,7 +8,7 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidKey, invalidPath, invalidValue, invalidJSON, invalidArgument
             case limitExceeded, notFound, methodNotAllowed, preconditionFailed, readOnly
-            case unsupported, inUse, busy, shuttingDown, corruption, io, `internal`
+            case unsupported, inUse, busy, unavailable, shuttingDown, corruption, io, `internal`
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -36,6 +36,9 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         public static let inUse = Code(.inUse)
         /// A bounded queue is full; retry later. Nothing was applied.
         public static let busy = Code(.busy)
+        /// Temporarily unable to answer (an index the query needs is still building); retry.
+        /// Nothing was applied.
+        public static let unavailable = Code(.unavailable)
         public static let shuttingDown = Code(.shuttingDown)
         /// Stored bytes failed a check; the engine stops accepting writes.
         public static let corruption = Code(.corruption)

@@ -42,4 +42,17 @@ public enum Limits {
     public static let namespacesOpenMax = 64
     /// Bytes of a namespace name (`?ns=`). Names are directory names under the data directory.
     public static let namespaceBytesMax = 63
+    /// Encoded bytes (`ValueEncoding`) up to which an index entry carries a copy of its child,
+    /// so a query answers from the index alone. Larger children are read from the tree.
+    /// Bounds the extra bytes an index adds per write.
+    public static let indexCoverBytesMax = 4096
+    /// Leaves read to re-cover a child after a write deep inside it; a child with more leaves is
+    /// not covered (its entry points to the tree), so a small update never rereads a huge child.
+    public static let indexCoverLeavesMax = 256
+    /// Indexes (`.indexOn` entries) per database: each costs work on every write that touches its
+    /// locations.
+    public static let indexCountMax = 64
+    /// How long a query waits for the index it needs to finish building before answering
+    /// `unavailable` (HTTP 503) with the build's progress.
+    public static let indexWaitSecondsMax = 5.0
 }

@@ -88,6 +88,26 @@ public enum PathKeyEncoding {
         }
     }
 
+    /// The length of the encoded segment at the front of `bytes`, without decoding it; nil when
+    /// malformed.
+    public static func segmentLength(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard let tag = bytes.first else { return nil }
+        let start = bytes.startIndex
+        switch tag {
+        case intTag:
+            guard bytes.count >= 7 else { return nil }
+            let length = Int(bytes[start + 5]) << 8 | Int(bytes[start + 6])
+            let total = 1 + 6 + length + 1
+            guard bytes.count >= total, bytes[start + total - 1] == 0 else { return nil }
+            return total
+        case stringTag:
+            guard let end = bytes[(start + 1)...].firstIndex(of: 0) else { return nil }
+            return end - start + 1
+        default:
+            return nil
+        }
+    }
+
     /// Smallest byte string greater than every key with `prefix` as a proper prefix that is a
     /// descendant segment sequence (segments start with tag bytes < 0xFF). Used to skip a
     /// subtree: seek to `prefix + [0xFF]`.

@@ -78,6 +78,30 @@ public enum SortValueEncoding {
         }
     }
 
+    /// The byte length of the sort value at the front of `bytes` (not decoded).
+    public static func length(_ bytes: ArraySlice<UInt8>) throws(EddyError) -> Int {
+        guard let tag = bytes.first else { throw corrupt("empty") }
+        switch tag {
+        case 0x10, 0x20, 0x21, 0x50: return 1
+        case 0x30:
+            guard bytes.count >= 9 else { throw corrupt("short number") }
+            return 9
+        case 0x40:
+            var i = bytes.startIndex + 1
+            while i < bytes.endIndex {
+                if bytes[i] == 0x00 {
+                    guard i + 1 < bytes.endIndex else { throw corrupt("truncated escape") }
+                    if bytes[i + 1] == 0x01 { return i + 2 - bytes.startIndex }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            throw corrupt("unterminated string")
+        default: throw corrupt("unknown tag 0x\(String(tag, radix: 16))")
+        }
+    }
+
     private static func corrupt(_ what: String) -> EddyError {
         EddyError(.corruption, "malformed sort value: \(what)")
     }
