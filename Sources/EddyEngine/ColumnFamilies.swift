@@ -3,7 +3,7 @@
 enum ColumnFamilies {
     /// One record per leaf; see `TreeReader` and `PathKeyEncoding`.
     static let tree = "tree"
-    /// Secondary index entries (maintained from the indexes issue on).
+    /// Secondary index entries; see `IndexDefinition`.
     static let index = "index"
     /// The operation log: key = log ID, value = `LogEntryCodec`.
     static let log = "log"
@@ -18,6 +18,11 @@ enum MetaKeys {
     static let databaseID = Array("database-id".utf8)
     /// The rules document (canonical JSON), absent until rules are set.
     static let rules = Array("rules".utf8)
+    /// Index catalog records: "index/" ++ u32be(id) -> JSON (`IndexDefinition.record`).
+    static let indexPrefix = Array("index/".utf8)
+    /// The next index id to hand out (u32be); ids are never reused, so entries of a dropped
+    /// index can never be mistaken for a new one's.
+    static let indexNextID = Array("index-next-id".utf8)
 }
 
 public enum StorageFormat {

@@ -15,10 +15,20 @@ struct PendingWrite: Sendable {
     var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
 }
 
+/// A change to the database's configuration that the committer applies between groups, so it
+/// is ordered with writes (rules and the index catalog).
+struct ControlRequest: Sendable {
+    var rules: Rules
+    var continuation: CheckedContinuation<Result<Rules, EddyError>, Never>
+}
+
 final class CommitQueue: @unchecked Sendable {
     // @unchecked: all mutable state below is only touched with `condition` locked.
     private let condition = NSCondition()
     private var pending: [PendingWrite] = []
+    private var controls: [ControlRequest] = []
+    /// Control requests are rare (an operator changing rules); this bounds them anyway.
+    private let controlsCapacity = 64
     private var stopping = false
     private let capacity: Int
 
@@ -48,13 +58,37 @@ final class CommitQueue: @unchecked Sendable {
         return nil
     }
 
+    /// Queues a control request. Refuses when stopping or full.
+    func enqueueControl(_ request: ControlRequest) -> EddyError? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        if self.stopping { return EddyError(.shuttingDown, "the database is shutting down; nothing was changed") }
+        if self.controls.count >= self.controlsCapacity {
+            return EddyError(.busy, "too many rules changes waiting (\(self.controlsCapacity)); nothing was changed, retry")
+        }
+        self.controls.append(request)
+        self.condition.signal()
+        return nil
+    }
+
+    /// Takes every waiting control request.
+    func takeControls() -> [ControlRequest] {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        var taken: [ControlRequest] = []
+        swap(&taken, &self.controls)
+        return taken
+    }
+
     /// Waits for writes and takes up to `max` of them, stopping early once they hold
     /// `bytesMax` (at least one is always taken). With `deadline`, returns an empty group when
-    /// it passes first. Returns nil when stopping and drained.
+    /// it passes first; also returns an empty group when a control request is waiting.
+    /// Returns nil when stopping and drained.
     func takeGroup(max: Int, bytesMax: Int, deadline: Date?) -> [PendingWrite]? {
         self.condition.lock()
         defer { self.condition.unlock() }
         while self.pending.isEmpty {
+            if !self.controls.isEmpty { return [] }
             if self.stopping { return nil }
             if let deadline {
                 if !self.condition.wait(until: deadline) { return [] }

@@ -25,17 +25,17 @@ import Synchronization
 
 final class Committer: @unchecked Sendable {
     // @unchecked: `batch`, `ids` and `lastSync` are only used by the committer thread.
-    private let database: Database
+    let database: Database
     private let tree: ColumnFamily
     private let log: ColumnFamily
     private let batch: WriteBatchWithIndex
-    private let treeWriter: TreeWriter
+    let treeWriter: TreeWriter
     private let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
-    private let clock: any MillisecondClock
+    let clock: any MillisecondClock
     private let queue: CommitQueue
-    private let options: EngineOptions
-    private let logger: Logger
+    let options: EngineOptions
+    let logger: Logger
     private let failure: Mutex<EddyError?>
     /// The newest log id that is durable under the configured durability (acknowledged).
     /// Log readers stop here, so nobody (a follower, `eddy log`) sees an entry that a power
@@ -45,16 +45,26 @@ final class Committer: @unchecked Sendable {
     /// When the oldest write not yet fsynced under `batched` durability was written
     /// (monotonic, so a wall-clock step cannot stretch the interval).
     private var unsyncedSince: ContinuousClock.Instant? = nil
+    /// The index catalog as the committer last wrote it; `catalog` publishes each version.
+    var definitions: [IndexDefinition]
+    var nextIndexID: UInt32
+    let catalog: IndexCatalog
+    /// When the next index build step may run (`indexBuildPauseMilliseconds` after the last).
+    private var nextBuildStep: ContinuousClock.Instant? = nil
 
     init(
         database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
-        logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
+        catalog: IndexCatalog, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
     ) {
         self.database = database
         self.tree = database.columnFamily(ColumnFamilies.tree)
         self.log = database.columnFamily(ColumnFamilies.log)
         self.batch = WriteBatchWithIndex(database: database)
-        self.treeWriter = TreeWriter(tree: self.tree, batch: self.batch)
+        self.treeWriter = TreeWriter(tree: self.tree, index: database.columnFamily(ColumnFamilies.index), batch: self.batch)
+        self.catalog = catalog
+        self.definitions = catalog.definitions
+        self.nextIndexID = nextIndexID
+        self.treeWriter.indexes.definitions = self.definitions
         self.ids = PushIDGenerator(after: lastLogID)
         self.clock = clock
         self.queue = queue
@@ -84,14 +94,26 @@ final class Committer: @unchecked Sendable {
         }
         while true {
             let syncDue = self.unsyncedSince.map { $0.advanced(by: self.options.batchedSyncInterval) }
+            let building = self.hasBuildWork
+            var wakeAt = syncDue
+            if building {
+                let step = self.nextBuildStep ?? .now
+                wakeAt = wakeAt.map { min($0, step) } ?? step
+            }
             // NSCondition waits on wall time; derive that deadline from the monotonic one.
-            let deadline = syncDue.map { Date().addingTimeInterval((ContinuousClock.now.duration(to: $0)).seconds) }
+            let deadline = wakeAt.map { Date().addingTimeInterval((ContinuousClock.now.duration(to: $0)).seconds) }
             guard let group = self.queue.takeGroup(
                     max: max(1, self.options.commitGroupCountMax), bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
+            for control in self.queue.takeControls() { control.continuation.resume(returning: self.applyRules(control.rules)) }
             if let syncDue, group.isEmpty || ContinuousClock.now >= syncDue {
                 self.syncWAL()
             }
             if !group.isEmpty { self.commit(group) }
+            if building, self.nextBuildStep.map({ ContinuousClock.now >= $0 }) ?? true {
+                self.buildStep()
+                let pause = self.options.indexBuildPauseMilliseconds
+                self.nextBuildStep = pause > 0 ? ContinuousClock.now.advanced(by: .milliseconds(pause)) : nil
+            }
         }
         if self.unsyncedSince != nil { self.syncWAL() }
     }
@@ -213,7 +235,7 @@ final class Committer: @unchecked Sendable {
         }
     }
 
-    private var storageDurability: WriteDurability {
+    var storageDurability: WriteDurability {
         switch self.options.durability {
         case .sync: return .buffered  // fsynced by `syncAndAcknowledge` before any ack
         case .batched: return .buffered
@@ -221,7 +243,7 @@ final class Committer: @unchecked Sendable {
         }
     }
 
-    private func fail(_ error: EddyError) {
+    func fail(_ error: EddyError) {
         self.failure.withLock { current in
             if current == nil {
                 self.logger.critical("engine stopped accepting writes", metadata: ["eddy.error": "\(error)"])

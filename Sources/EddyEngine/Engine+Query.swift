@@ -1,45 +1,79 @@
 // Ordered queries. Key order needs no index: children of a location are a contiguous,
 // key-ordered range of the tree, so a query seeks to its window and reads exactly the children
 // in it (forward, or backward for limitToLast), skipping nothing it did not need.
-// Value and child orders need a declared `.indexOn`; until indexes exist every such query is
-// refused with Firebase's "Index not defined" text, which is what Firebase's REST API answers
-// for an unindexed query.
+// Value and child orders read an index (`IndexQueryReader`); without a declared `.indexOn`
+// they are refused with Firebase's "Index not defined" text, which is what Firebase's REST API
+// answers for an unindexed query.
 
 import EddyModel
 import EddyStorage
 
 extension Engine {
     /// The children of `path` that `query` selects, as an object (`.null` when none). A query on
-    /// a primitive selects nothing.
+    /// a primitive selects nothing. Value and child orders need an index; while it is still
+    /// building this waits up to `Limits.indexWaitSecondsMax`, then throws `unavailable`.
     public func query(_ path: Path, _ query: Query) async throws(EddyError) -> Value {
-        try self.checkIndexed(path, query)
-        return try await self.onReader { () throws(EddyError) in try self.readQuery(path, query) }
+        let definition = try await self.indexWaitingForBuild(path, query)
+        return try await self.onReader { () throws(EddyError) in try self.readQuery(path, query, definition: definition) }
     }
 
-    /// Blocking variant of `query`.
+    /// Blocking variant of `query`; does not wait for a building index.
     public func readQuery(_ path: Path, _ query: Query) throws(EddyError) -> Value {
-        try self.checkIndexed(path, query)
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
-        return try KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: query).read()
+        try self.readQuery(path, query, definition: try self.index(for: path, query))
     }
 
-    func checkIndexed(_ path: Path, _ query: Query) throws(EddyError) {
+    private func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
+        let location = PathKeyEncoding.encode(path)
+        guard let definition else {
+            let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+            return try KeyQueryReader(iterator: iterator, location: location, query: query).read()
+        }
+        let snapshot = self.database.makeSnapshot()
+        return try IndexQueryReader(
+            definition: definition,
+            index: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index), snapshot: snapshot),
+            tree: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot),
+            location: location, query: query
+        ).read()
+    }
+
+    /// The ready index serving `query` at `path` (nil for key order, which needs none).
+    /// Throws Firebase's "Index not defined" when no `.indexOn` declares one, `unavailable`
+    /// while it is still building.
+    func index(for path: Path, _ query: Query) throws(EddyError) -> IndexDefinition? {
+        let on: Rules.IndexDeclaration.On
         switch query.order {
         case .key:
-            return
+            return nil
         case .priority:
             throw EddyError(.unsupported, "orderBy \"$priority\": priorities are not supported yet")
-        case .value, .child:
-            let on: Rules.IndexDeclaration.On = query.order == .value ? .value : .child(query.childPath!)
-            if try self.rules().indexes.contains(where: { $0.on == on && $0.matches(path) }) {
-                throw EddyError(
-                    .unsupported,
-                    "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is declared, but queries by value or child are not available in this version; orderBy \"$key\" is"
-                )
-            }
+        case .value:
+            on = .value
+        case .child(let childPath):
+            on = .child(childPath)
+        }
+        let candidates = self.indexCatalog.definitions.filter { $0.declaration.on == on && $0.declaration.matches(path) }
+        if let ready = candidates.first(where: \.isReady) { return ready }
+        if let building = candidates.first {
             throw EddyError(
-                .invalidArgument,
-                "Index not defined, add \".indexOn\": \"\(query.indexOnName ?? "")\", for path \"\(path)\", to the rules")
+                .unavailable,
+                "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly, or watch GET /.settings/indexes.json"
+            )
+        }
+        throw EddyError(
+            .invalidArgument,
+            "Index not defined, add \".indexOn\": \"\(query.indexOnName ?? "")\", for path \"\(path)\", to the rules")
+    }
+
+    /// `index(for:)`, waiting up to `Limits.indexWaitSecondsMax` for a building index.
+    func indexWaitingForBuild(_ path: Path, _ query: Query) async throws(EddyError) -> IndexDefinition? {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(Limits.indexWaitSecondsMax * 1000)))
+        while true {
+            do {
+                return try self.index(for: path, query)
+            } catch where error.code == .unavailable && ContinuousClock.now < deadline && self.options.runIndexBuilds {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
         }
     }
 }

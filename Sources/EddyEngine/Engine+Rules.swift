@@ -1,11 +1,11 @@
 // The rules document of a database (`/.settings/rules.json`), kept in the `meta` column family
 // under "rules" as canonical JSON. Setting rules replaces the whole document, as Firebase's
 // REST API does; `Rules.parse` validates it first, so nothing of a refused document is stored.
-// Rules are not part of the tree or the log; a mutex orders concurrent setters.
+// Rules are not part of the tree or the log; the committer applies rules changes between write
+// groups, together with the index catalog changes they imply (`Committer+Indexes.swift`).
 
 import EddyModel
 import EddyStorage
-import Synchronization
 
 extension Engine {
     /// The stored rules, or `Rules.default` when none were set.
@@ -24,22 +24,17 @@ extension Engine {
         }
     }
 
-    /// Validates and stores a rules document (synced), replacing the previous one.
-    public func setRules(_ document: Value) throws(EddyError) -> Rules {
+    /// Validates and stores a rules document (synced), replacing the previous one, and changes
+    /// the index catalog to match its `.indexOn` declarations: new indexes start building
+    /// online (see `indexStatus()`), removed ones are dropped with their entries. The change is
+    /// applied by the committer between write groups, so it is ordered with every write.
+    public func setRules(_ document: Value) async throws(EddyError) -> Rules {
         let rules = try Rules.parse(document)
-        let failure = self.rulesLock.withLock { _ -> RocksDBError? in
-            do {
-                try self.database.put(
-                    self.database.columnFamily(ColumnFamilies.meta), MetaKeys.rules, JSONWriter.bytes(rules.json),
-                    durability: .sync)
-                return nil
-            } catch let error as RocksDBError {
-                return error
-            } catch {
-                return RocksDBError(code: .other, message: "\(error)")
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Rules, EddyError>, Never>) in
+            if let refused = self.queue.enqueueControl(ControlRequest(rules: rules, continuation: continuation)) {
+                continuation.resume(returning: .failure(refused))
             }
         }
-        if let failure { throw EngineErrors.storage(failure, while: "storing the rules") }
-        return rules
+        return try result.get()
     }
 }

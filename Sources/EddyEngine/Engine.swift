@@ -17,7 +17,7 @@ public final class Engine: Sendable {
     public let directory: String
     public let options: EngineOptions
     let database: Database
-    private let queue: CommitQueue
+    let queue: CommitQueue
     let committer: Committer
     private let committerDone = DispatchSemaphore(value: 0)
     /// Signalled when the first `close()` finished; later callers wait on it and pass it on.
@@ -25,8 +25,8 @@ public final class Engine: Sendable {
     private let readers: NIOThreadPool
     private let closed = Mutex(false)
     private let readsInFlight = Mutex(0)
-    /// Orders concurrent `setRules` calls.
-    let rulesLock = Mutex(())
+    /// The index catalog as last published by the committer.
+    let indexCatalog: IndexCatalog
     private let logger: Logger
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).
@@ -67,10 +67,13 @@ public final class Engine: Sendable {
         self.logger = logger
         self.databaseID = try Self.checkFormat(database, clock: clock)
         let lastLogID = try Self.lastLogID(database)
+        let (definitions, nextIndexID) = try IndexCatalog.load(database)
+        self.indexCatalog = IndexCatalog(definitions)
         self.queue = CommitQueue(capacity: options.commitQueueCountMax)
         let observers = self.commitObservers
         self.committer = Committer(
-            database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options, logger: logger,
+            database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options,
+            catalog: self.indexCatalog, nextIndexID: nextIndexID, logger: logger,
             onCommit: { entries in observers.notify(entries) })
         self.readers = NIOThreadPool(numberOfThreads: max(1, options.readerThreads))
         self.readers.start()

@@ -24,6 +24,15 @@ public struct EngineOptions: Sendable {
     public var commitQueueCountMax = Limits.commitQueueCountMax
     /// Threads serving reads (RocksDB calls may block, so they never run on an event loop).
     public var readerThreads = 2
+    /// Children an online index build indexes per step. The committer runs one step between
+    /// commit groups, so a larger chunk builds faster but delays writes longer. Default 4096.
+    public var indexBuildChunkChildren = 4096
+    /// Pause between index build steps (writes are served during it), to throttle builds on a
+    /// busy database. Default 0.
+    public var indexBuildPauseMilliseconds = 0
+    /// Whether this engine advances online index builds. The offline `eddy` tools turn it off
+    /// (except `eddy index build`), so inspecting a database does not change it.
+    public var runIndexBuilds = true
 
     public init(durability: Durability = .sync) {
         self.durability = durability

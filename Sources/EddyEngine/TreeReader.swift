@@ -11,12 +11,14 @@ import EddyStorage
 
 enum TreeReader {
     /// The value stored at the path whose encoding is `prefix`, and the keys of its leaves when
-    /// `collectKeys` (the committer deletes them).
+    /// `collectKeys` (the committer deletes them). `positioned`: the iterator is already on the
+    /// subtree's first key (or past it when the subtree is empty), so no seek is needed.
+    /// Leaves the iterator on the first key after the subtree.
     static func readSubtree(
-        _ iterator: Iterator, prefix: [UInt8], collectKeys: Bool = false
+        _ iterator: Iterator, prefix: [UInt8], collectKeys: Bool = false, positioned: Bool = false
     ) throws(EddyError) -> (value: Value, leafKeys: [[UInt8]]) {
         var leafKeys: [[UInt8]] = []
-        iterator.seek(prefix)
+        if !positioned { iterator.seek(prefix) }
         // open[0] is the node at `prefix`; open[i] the i-th open descendant along the current key.
         var openKeys: [String] = []
         var openChildren: [[String: Value]] = [[:]]

@@ -5,6 +5,7 @@
 // 1. A primitive never has descendants: writing below a primitive deletes it first (its old
 //    value becomes a before-image); writing at a path deletes every leaf below it.
 // 2. Reads go through the batch, so a change sees the earlier changes of its group.
+// 3. Index entries of every index change in the same batch (`IndexMaintainer`).
 // Server values are resolved here, against the value being replaced.
 //
 // Two costs are paid once instead of per write (the committer's CPU bounds group commit):
@@ -22,14 +23,17 @@ import EddyStorage
 final class TreeWriter {
     let tree: ColumnFamily
     let batch: WriteBatchWithIndex
+    /// Index entries change with the tree, in the same batch.
+    let indexes: IndexMaintainer
     private var iterator: Iterator?
     /// Slices hash and compare by their elements, so a lookup needs no copy of the prefix.
     private var keysWithoutPrimitive: Set<ArraySlice<UInt8>> = []
     private let keysWithoutPrimitiveMax = 4096
 
-    init(tree: ColumnFamily, batch: WriteBatchWithIndex) {
+    init(tree: ColumnFamily, index: ColumnFamily, batch: WriteBatchWithIndex) {
         self.tree = tree
         self.batch = batch
+        self.indexes = IndexMaintainer(family: index, batch: batch)
     }
 
     func beginGroup() {
@@ -71,16 +75,27 @@ final class TreeWriter {
             ancestorEnds.append(prefix.count)
             PathKeyEncoding.appendSegment(key, to: &prefix)
         }
+        var segmentEnds: [Int] = []
+        var plans: [IndexMaintainer.Plan] = []
+        if !self.indexes.definitions.isEmpty {
+            segmentEnds = Array(ancestorEnds.dropFirst()) + [prefix.count]
+            plans = try self.indexes.prepare(path: path, prefix: prefix, segmentEnds: segmentEnds, tree: self.groupIterator)
+        }
         let (old, oldKeys) = try TreeReader.readSubtree(self.groupIterator, prefix: prefix, collectKeys: true)
         before.append(LogEntry.BeforeImage(path: path, value: old))
         let resolved =
             Self.containsServerValue(value) ? try Self.resolve(value, old: old, now: nowMilliseconds, path: path) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
-        guard !resolved.isNull else { return .null }
-        if oldKeys.isEmpty {
-            try self.removePrimitiveAncestor(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
+        if !resolved.isNull {
+            if oldKeys.isEmpty {
+                try self.removePrimitiveAncestor(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
+            }
+            self.putLeaves(resolved, prefix: prefix)
         }
-        self.putLeaves(resolved, prefix: prefix)
+        if !plans.isEmpty {
+            try self.indexes.finish(
+                plans, path: path, prefix: prefix, segmentEnds: segmentEnds, old: old, new: resolved, tree: self.groupIterator)
+        }
         return resolved
     }
 

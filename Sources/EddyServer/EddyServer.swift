@@ -22,6 +22,8 @@ public enum EddyServer {
         try configuration.validate()
         var engineOptions = EngineOptions(durability: configuration.durability)
         engineOptions.readerThreads = 2
+        engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk
+        engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
         // Open the default namespace now so a broken data directory fails startup, not a request.
         do {

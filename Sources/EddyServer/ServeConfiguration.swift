@@ -20,6 +20,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var durability: Durability = .sync
     /// Largest accepted request body in bytes. Default 32 MiB, at most 256 MiB.
     public var requestBytesMax = Limits.requestBytesDefault
+    /// Children an online index build indexes per step (between write groups). Default 4096.
+    public var indexBuildChunk = 4096
+    /// Milliseconds between index build steps, to throttle builds on a busy server. Default 0.
+    public var indexBuildPauseMilliseconds = 0
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
 
@@ -41,6 +45,13 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(self.logLevel) else {
             throw EddyError(.invalidArgument, "log-level \(self.logLevel) is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard (1...1_000_000).contains(self.indexBuildChunk) else {
+            throw EddyError(.invalidArgument, "index-build-chunk \(self.indexBuildChunk) is out of range 1...1000000 (children)")
+        }
+        guard (0...60_000).contains(self.indexBuildPauseMilliseconds) else {
+            throw EddyError(
+                .invalidArgument, "index-build-pause-ms \(self.indexBuildPauseMilliseconds) is out of range 0...60000 (milliseconds)")
         }
         guard !self.dataDirectory.isEmpty else { throw EddyError(.invalidArgument, "data directory is empty") }
     }
@@ -73,6 +84,10 @@ public struct ServeConfiguration: Sendable, Equatable {
                 self.durability = d
             case ("request-bytes-max", .integer(let n)): self.requestBytesMax = n
             case ("log-level", .string(let s)): self.logLevel = s
+            case ("index-build-chunk", .integer(let n)): self.indexBuildChunk = n
+            case ("index-build-pause-ms", .integer(let n)): self.indexBuildPauseMilliseconds = n
+            case ("index-build-chunk", _), ("index-build-pause-ms", _):
+                throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("durability", _), ("log-level", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
             case ("request-bytes-max", _):
@@ -80,7 +95,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, log-level"
                 )
             }
         }

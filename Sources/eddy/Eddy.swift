@@ -13,7 +13,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
-        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
+        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
     )
 }
 
@@ -25,10 +25,16 @@ struct DataOptions: ParsableArguments {
     var ns = DataDirectory.defaultNamespace
 
     /// Runs `body` with the namespace's engine; prints EddyErrors as `eddy: message`, exit 1.
-    func withEngine<T>(mustExist: Bool, _ body: (Engine) async throws(EddyError) -> T) async throws -> T {
+    /// Online index builds do not advance unless `runIndexBuilds` (`eddy index build`), so
+    /// inspecting a database leaves its build state alone.
+    func withEngine<T>(
+        mustExist: Bool, runIndexBuilds: Bool = false, _ body: (Engine) async throws(EddyError) -> T
+    ) async throws -> T {
         do {
+            var options = EngineOptions(durability: .sync)
+            options.runIndexBuilds = runIndexBuilds
             let directory = try DataDirectory(
-                path: self.data, options: EngineOptions(durability: .sync),
+                path: self.data, options: options,
                 logger: Logger(label: "eddy", factory: { _ in SwiftLogNoOpLogHandler() }))
             defer { directory.close() }
             try DataDirectory.validateNamespace(self.ns)
@@ -143,7 +149,7 @@ struct RulesSet: AsyncParsableCommand {
                 }
                 document = try JSONParser.parse(Array(data))
             }
-            return try engine.setRules(document)
+            return try await engine.setRules(document)
         }
         printLine("rules set: \(rules.indexes.count) .indexOn declaration(s)")
     }
@@ -246,5 +252,56 @@ struct Verify: AsyncParsableCommand {
         }
         printLine("namespace \(self.options.ns): \(report)")
         if !report.isHealthy { throw ExitCode(3) }
+    }
+}
+
+struct IndexCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "index", abstract: "Inspect indexes or finish their builds (indexes are declared with `.indexOn` in the rules).",
+        subcommands: [IndexStatusCommand.self, IndexBuildCommand.self])
+}
+
+struct IndexStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print each index as a JSON line: location, on, state (building|ready), children indexed, build position.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        let statuses = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in engine.indexStatus() }
+        for status in statuses { printLine(JSONWriter.string(status.json)) }
+    }
+}
+
+struct IndexBuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build", abstract: "Run pending index builds to completion, printing progress to standard error.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        let statuses = try await self.options.withEngine(mustExist: true, runIndexBuilds: true) { engine throws(EddyError) in
+            let started = ContinuousClock.now
+            var lastReport = ContinuousClock.now
+            while let building = engine.indexStatus().first(where: { $0.state == .building }) {
+                if let failure = engine.failure { throw failure }
+                if ContinuousClock.now - lastReport >= .seconds(1) {
+                    lastReport = .now
+                    FileHandle.standardError.write(
+                        Data("eddy: building \(building.location) .indexOn \(building.on): \(building.indexedCount) children indexed, at \(building.position ?? "?")\n".utf8))
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            let seconds = (ContinuousClock.now - started).seconds
+            FileHandle.standardError.write(Data("eddy: every index is ready (\(String(format: "%.1f", seconds)) s)\n".utf8))
+            return engine.indexStatus()
+        }
+        for status in statuses { printLine(JSONWriter.string(status.json)) }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, attoseconds) = self.components
+        return Double(s) + Double(attoseconds) / 1e18
     }
 }

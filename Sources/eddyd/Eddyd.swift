@@ -54,6 +54,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("request-bytes-max"), help: "Largest request body in bytes (1024 to 268435456). Default: 33554432 (32 MiB)")
     var requestBytesMax: Int?
 
+    @Option(name: .customLong("index-build-chunk"), help: "Children an online index build indexes per step, between write groups (1 to 1000000). Default: 4096")
+    var indexBuildChunk: Int?
+
+    @Option(name: .customLong("index-build-pause-ms"), help: "Milliseconds between index build steps, to throttle builds (0 to 60000). Default: 0")
+    var indexBuildPauseMilliseconds: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
@@ -99,6 +105,8 @@ struct Serve: AsyncParsableCommand {
         }
         if let requestBytesMax { configuration.requestBytesMax = requestBytesMax }
         if let logLevel { configuration.logLevel = logLevel }
+        if let indexBuildChunk { configuration.indexBuildChunk = indexBuildChunk }
+        if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         try configuration.validate()
         return configuration
     }

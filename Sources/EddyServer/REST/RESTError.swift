@@ -31,7 +31,7 @@ struct RESTError: Error {
         case .preconditionFailed:
             self.status = 412
             self.message = error.message
-        case .busy, .shuttingDown, .inUse:
+        case .busy, .unavailable, .shuttingDown, .inUse:
             self.status = 503
             self.message = error.message
         case .corruption, .io, .internal:

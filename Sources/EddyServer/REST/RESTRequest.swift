@@ -27,6 +27,8 @@ struct RESTRequest {
     var isInfo = false
     /// `/.settings/rules.json`: the database's rules document.
     var isRules = false
+    /// `/.settings/indexes.json`: the index catalog with build progress (read-only).
+    var isIndexes = false
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
 
@@ -50,6 +52,9 @@ struct RESTRequest {
         }
         if decoded == [".settings", "rules"] {
             self.isRules = true
+            decoded = []
+        } else if decoded == [".settings", "indexes"] {
+            self.isIndexes = true
             decoded = []
         } else if decoded.first == ".info" {
             self.isInfo = true

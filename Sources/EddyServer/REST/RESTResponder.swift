@@ -8,6 +8,7 @@
 //   DELETE  remove; answers null (if-match as PUT)
 // print=silent answers 204 with no body; print=pretty indents.
 // /.settings/rules.json: GET the rules document, PUT to replace it.
+// /.settings/indexes.json: GET every index with its state and build progress.
 
 import EddyEngine
 import EddyModel
@@ -64,6 +65,14 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(error)
         }
         if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
+        if rest.isIndexes {
+            guard method == .get else { throw RESTError(status: 405, message: "index status is read-only (GET); change indexes through /.settings/rules.json") }
+            // Written by hand: a `Value` cannot hold an empty array.
+            let items = engine.indexStatus().map { JSONWriter.string($0.json) }
+            let text = "{\"indexes\":[" + items.joined(separator: ",") + "]}"
+            let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        }
         switch method {
         case .get:
             return try await self.get(rest, engine: engine, headers: request.headers)
@@ -168,7 +177,7 @@ public struct RESTResponder: HTTPResponder {
         case .put:
             let body = try await request.collectBody(upTo: self.requestBytesMax)
             do throws(EddyError) {
-                _ = try engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
+                _ = try await engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
             } catch {
                 throw RESTError(error)
             }
