@@ -28,5 +28,11 @@ enum MetaKeys {
 public enum StorageFormat {
     /// Version of the on-disk layout (tree keys, leaf and log encodings). Bump on any change
     /// and refuse to open newer versions.
-    public static let version: UInt8 = 1
+    /// - 1: tree, log, meta (format version, database id, rules).
+    /// - 2: index catalog in meta and entries in `index`. A version 1 database is upgraded when
+    ///   opened (nothing to convert); a version 1 binary refuses version 2, because it would
+    ///   write without maintaining the indexes.
+    public static let version: UInt8 = 2
+    /// Versions this binary opens (older ones are upgraded in place).
+    public static let readable: ClosedRange<UInt8> = 1...2
 }

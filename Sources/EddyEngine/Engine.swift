@@ -261,14 +261,18 @@ public final class Engine: Sendable {
         let meta = database.columnFamily(ColumnFamilies.meta)
         do {
             if let version = try database.get(meta, MetaKeys.formatVersion) {
-                guard version == [StorageFormat.version] else {
+                guard version.count == 1, StorageFormat.readable.contains(version[0]) else {
                     throw EddyError(
                         .corruption,
-                        "\(database.path) has storage format \(version.first.map(String.init) ?? "?"); this eddyd reads format \(StorageFormat.version)"
+                        "\(database.path) has storage format \(version.first.map(String.init) ?? "?"); this eddyd reads formats \(StorageFormat.readable.lowerBound) to \(StorageFormat.version)"
                     )
                 }
                 guard let id = try database.get(meta, MetaKeys.databaseID) else {
                     throw EddyError(.corruption, "\(database.path) has no database id in meta")
+                }
+                if version[0] < StorageFormat.version {
+                    // Upgrade in place: every older layout is a subset of this one.
+                    try database.put(meta, MetaKeys.formatVersion, [StorageFormat.version], durability: .sync)
                 }
                 return String(decoding: id, as: UTF8.self)
             }

@@ -231,6 +231,27 @@ import Testing
         }
     }
 
+    @Test func aVersionOneDatabaseIsUpgradedAtOpen() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let ids = try await Self.populate(directory)
+        do {
+            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+            defer { database.close() }
+            try database.put(database.columnFamily("meta"), Array("format-version".utf8), [1], durability: .sync)
+        }
+        do {
+            let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+            defer { engine.close() }
+            let report = try engine.verify()
+            #expect(report.isHealthy, "\(report)")
+            #expect(report.logEntryCount == ids.count)
+        }
+        let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+        defer { database.close() }
+        #expect(try database.get(database.columnFamily("meta"), Array("format-version".utf8)) == [StorageFormat.version])
+    }
+
     @Test func aDataDirectoryThatIsAFileIsAnIOError() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
