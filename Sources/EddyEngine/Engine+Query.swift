@@ -32,7 +32,7 @@ extension Engine {
         return try IndexQueryReader(
             definition: definition,
             index: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index), snapshot: snapshot),
-            tree: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot),
+            makeTree: { self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot) },
             location: location, query: query
         ).read()
     }

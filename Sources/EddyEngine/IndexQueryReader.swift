@@ -17,12 +17,23 @@
 import EddyModel
 import EddyStorage
 
-struct IndexQueryReader {
+final class IndexQueryReader {
     let definition: IndexDefinition
     let index: Iterator
-    let tree: Iterator
+    /// Made on the first uncovered entry: creating an iterator costs more than reading a
+    /// small window.
+    private let makeTree: () -> Iterator
+    private lazy var tree: Iterator = self.makeTree()
     let location: [UInt8]
     let query: Query
+
+    init(definition: IndexDefinition, index: Iterator, makeTree: @escaping () -> Iterator, location: [UInt8], query: Query) {
+        self.definition = definition
+        self.index = index
+        self.makeTree = makeTree
+        self.location = location
+        self.query = query
+    }
 
     func read() throws(EddyError) -> Value {
         let prefix = self.definition.keyPrefix + self.location
