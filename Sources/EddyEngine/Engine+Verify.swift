@@ -85,7 +85,7 @@ extension Engine {
                 return report
             }
             for change in entry.changes {
-                replayed = replayed.setting(change.value, at: entry.location.appending(change.path))
+                replayed.set(change.value, at: entry.location.appending(change.path))
             }
             report.logEntryCount += 1
             report.lastLogID = id

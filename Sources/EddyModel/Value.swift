@@ -45,22 +45,36 @@ public enum Value: Sendable, Hashable {
     /// This value with the subtree at `path` replaced by `newValue`, normalized (a null leaves
     /// no empty parents behind).
     public func setting(_ newValue: Value, at path: Path) -> Value {
-        self.setting(newValue, keys: path.keys[...])
+        var copy = self
+        copy.set(newValue, at: path)
+        return copy
     }
 
-    private func setting(_ newValue: Value, keys: ArraySlice<String>) -> Value {
-        guard let first = keys.first else { return newValue }
+    /// Sets `newValue` at `path` in place (`.null` deletes and prunes emptied parents; writing
+    /// below a primitive replaces it). Costs O(depth) when the value's storage is not shared:
+    /// each level's dictionary is taken out before it is changed, so it is never copied.
+    public mutating func set(_ newValue: Value, at path: Path) {
+        self.set(newValue, keys: path.keys[...])
+    }
+
+    private mutating func set(_ newValue: Value, keys: ArraySlice<String>) {
+        guard let first = keys.first else {
+            self = newValue
+            return
+        }
         var children: [String: Value]
         if case .object(let existing) = self {
             children = existing
+            self = .null  // drop this reference so `children` is uniquely owned
         } else if newValue.isNull {
-            return self  // removing below a primitive (or nothing) changes nothing
+            return  // removing below a primitive (or nothing) changes nothing
         } else {
             children = [:]  // a primitive ancestor is replaced by the new object
         }
-        let updated = (children[first] ?? .null).setting(newValue, keys: keys.dropFirst())
-        if updated.isNull { children.removeValue(forKey: first) } else { children[first] = updated }
-        return children.isEmpty ? .null : .object(children)
+        var child = children.removeValue(forKey: first) ?? .null
+        child.set(newValue, keys: keys.dropFirst())
+        if !child.isNull { children[first] = child }
+        self = children.isEmpty ? .null : .object(children)
     }
 
     /// Drops null children and empty objects at every depth. Iterative over an explicit stack
