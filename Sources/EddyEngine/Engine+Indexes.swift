@@ -18,7 +18,7 @@ public struct IndexStatus: Sendable, Equatable {
     public var state: State
     /// Children the build has indexed (writes during the build keep the index current too).
     public var indexedCount: Int
-    /// While building: the path the build resumes at.
+    /// While building: the child the build resumes at (the location itself before it starts).
     public var position: String?
     public var createdMilliseconds: UInt64
     public var readyMilliseconds: UInt64?
@@ -41,7 +41,8 @@ extension Engine {
         self.indexCatalog.definitions.map { definition in
             var position: String? = nil
             if case .building(let resumeKey) = definition.state {
-                position = Self.describeTreeKey(resumeKey.isEmpty ? definition.literalTreePrefix : resumeKey)
+                position = Self.describeTreeKey(
+                    resumeKey.isEmpty ? definition.literalTreePrefix : resumeKey, segmentsMax: definition.depth + 1)
             }
             return IndexStatus(
                 id: definition.id, location: definition.locationText, on: definition.onText,
@@ -65,11 +66,11 @@ extension Engine {
         }
     }
 
-    /// A tree key as a path; keys that end inside a segment show their complete segments.
-    static func describeTreeKey(_ key: [UInt8]) -> String {
+    /// The first `segmentsMax` segments of a tree key as a path (the child a build resumes at).
+    static func describeTreeKey(_ key: [UInt8], segmentsMax: Int) -> String {
         var keys: [String] = []
         var rest = key[...]
-        while !rest.isEmpty, let length = PathKeyEncoding.segmentLength(rest) {
+        while !rest.isEmpty, keys.count < segmentsMax, let length = PathKeyEncoding.segmentLength(rest) {
             var segment = rest.prefix(length)
             guard let k = try? PathKeyEncoding.decodeSegment(&segment) else { break }
             keys.append(k)
