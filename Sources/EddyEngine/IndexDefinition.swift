@@ -119,11 +119,30 @@ struct IndexDefinition: Sendable, Equatable {
     static let uncovered: [UInt8] = [0x00]
     static let coveredTag: UInt8 = 0x01
 
-    /// The entry value for a child: its encoding when small enough, else the uncovered marker.
+    /// The entry value for a child: its encoding when it has at most
+    /// `Limits.indexCoverLeavesMax` leaves and encodes to at most `Limits.indexCoverBytesMax`
+    /// bytes, else the uncovered marker. (Both limits: a write deep inside a child rereads at
+    /// most that many leaves to re-cover it, and every path must agree on what is covered.)
     static func entryValue(_ child: Value) -> [UInt8] {
+        guard Self.hasAtMostLeaves(child, Limits.indexCoverLeavesMax) else { return uncovered }
         var out: [UInt8] = [coveredTag]
         ValueEncoding.append(child, to: &out)
         return out.count - 1 <= Limits.indexCoverBytesMax ? out : uncovered
+    }
+
+    private static func hasAtMostLeaves(_ value: Value, _ limit: Int) -> Bool {
+        guard case .object = value else { return true }
+        var count = 0
+        var stack = [value]
+        while let node = stack.popLast() {
+            guard case .object(let children) = node else {
+                count += 1
+                if count > limit { return false }
+                continue
+            }
+            stack.append(contentsOf: children.values)
+        }
+        return true
     }
 }
 
