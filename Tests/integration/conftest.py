@@ -229,3 +229,44 @@ def firebase_app(port, ns, name_prefix="eddy"):
             os.environ.pop(EMULATOR_ENV, None)
         else:
             os.environ[EMULATOR_ENV] = old
+
+
+# -- rules and indexes ----------------------------------------------------------------------
+
+
+def settings_url(daemon, name, ns=None):
+    """`http://host:port/.settings/<name>.json[?ns=NS]`."""
+    return daemon.base_url + f"/.settings/{name}.json" + (f"?ns={ns}" if ns else "")
+
+
+def put_rules(daemon, document, ns=None, session=None):
+    """PUT /.settings/rules.json; asserts the 200 `{"status":"ok"}`."""
+    import requests
+
+    r = (session or requests).put(settings_url(daemon, "rules", ns), data=json.dumps(document), timeout=60)
+    assert r.status_code == 200, (r.status_code, r.text)
+    assert r.json() == {"status": "ok"}, r.text
+    return r
+
+
+def index_status(daemon, ns=None, session=None):
+    """GET /.settings/indexes.json -> the list of index objects."""
+    import requests
+
+    r = (session or requests).get(settings_url(daemon, "indexes", ns), timeout=30)
+    assert r.status_code == 200, (r.status_code, r.text)
+    body = r.json()
+    assert isinstance(body, dict) and list(body) == ["indexes"] and isinstance(body["indexes"], list), body
+    return body["indexes"]
+
+
+def wait_for_indexes(daemon, ns=None, timeout=60.0, session=None):
+    """Polls /.settings/indexes.json until no index is building; returns the final list."""
+    deadline = time.monotonic() + timeout
+    while True:
+        indexes = index_status(daemon, ns, session)
+        if all(i.get("state") == "ready" for i in indexes):
+            return indexes
+        if time.monotonic() > deadline:
+            pytest.fail(f"indexes still building after {timeout} s: {indexes}")
+        time.sleep(0.05)

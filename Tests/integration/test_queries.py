@@ -6,11 +6,9 @@ every query error with its text; the same queries through firebase-admin; percen
 The random windows print their seed; `EDDY_SEED=<seed>` replays them.
 """
 
-import functools
 import json
 import os
 import random
-import re
 import urllib.parse
 import uuid
 
@@ -21,62 +19,10 @@ from conftest import firebase_app
 import requests
 from firebase_admin import db, exceptions
 
-# -- Firebase key order (§2.1), written independently of the server -----------------------
+# -- Firebase key order (§2.1): firebase_order.py, written independently of the server ---------
 
-# JS `/^-?(0*)\d{1,10}$/`: ASCII digits only (Python's \d also matches other scripts' digits),
-# and `fullmatch` because Python's `$` also matches before a trailing newline.
-INTEGER_KEY = re.compile(r"-?(0*)\d{1,10}", re.ASCII)
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-def integer_value(key):
-    """The key's value when Firebase treats it as an integer, else None."""
-    if INTEGER_KEY.fullmatch(key):
-        value = int(key)
-        if INT32_MIN <= value <= INT32_MAX:
-            return value
-    return None
-
-
-def utf16_cmp(a, b):
-    """JS `<` on strings: UTF-16 code units (big-endian bytes compare like code units)."""
-    ea, eb = a.encode("utf-16-be"), b.encode("utf-16-be")
-    return (ea > eb) - (ea < eb)
-
-
-def utf16_length(s):
-    """JS `s.length`."""
-    return len(s.encode("utf-16-be")) // 2
-
-
-def ambiguous(a, b):
-    """Firebase's nameCompare returns 0 for distinct integer-likes of equal value and length
-    (`"-0"`, `"00"`; §11.9): their order is unknown, so the tests never put two such keys in play."""
-    ia, ib = integer_value(a), integer_value(b)
-    return a != b and ia is not None and ia == ib and utf16_length(a) == utf16_length(b)
-
-
-def firebase_key_cmp(a, b):
-    """nameCompare (§2.1): integer-likes first, by value, equal values shorter first; then
-    strings in UTF-16 code-unit order."""
-    if a == b:
-        return 0
-    ia, ib = integer_value(a), integer_value(b)
-    if ia is not None and ib is not None:
-        if ia != ib:
-            return -1 if ia < ib else 1
-        la, lb = utf16_length(a), utf16_length(b)
-        if la != lb:
-            return -1 if la < lb else 1
-        return utf16_cmp(a, b)  # unreachable for the keys used here (see `ambiguous`)
-    if ia is not None:
-        return -1
-    if ib is not None:
-        return 1
-    return utf16_cmp(a, b)
-
-
-firebase_key = functools.cmp_to_key(firebase_key_cmp)
+from firebase_order import (  # noqa: E402
+    INT32_MIN, ambiguous, as_dict, firebase_key, firebase_key_cmp, integer_value, render)
 
 
 def test_firebase_key_cmp_itself():
@@ -135,31 +81,6 @@ def test_test_data_is_unambiguous():
     for a in BOUNDS:
         for b in BOUNDS:
             assert not ambiguous(a, b), (a, b)
-
-
-ARRAY_KEY = re.compile(r"0|[1-9][0-9]*", re.ASCII)
-
-
-def render(children):
-    """The JSON a read answers for these children: `null` when none; an array when every key
-    is a non-negative integer without leading zeros and the largest is < 2 x count (§1)."""
-    if not children:
-        return None
-    if all(ARRAY_KEY.fullmatch(k) for k in children):
-        largest = max(int(k) for k in children)
-        if largest < 2 * len(children):
-            return [children.get(str(i)) for i in range(largest + 1)]
-    return dict(children)
-
-
-def as_dict(result):
-    """Query results as {key: value}, whether they came back as an object or an array."""
-    if result is None:
-        return {}
-    if isinstance(result, list):
-        return {str(i): v for i, v in enumerate(result) if v is not None}
-    assert isinstance(result, dict), result
-    return dict(result)
 
 
 def expected_window(start=None, start_inclusive=True, end=None, end_inclusive=True, first=None, last=None):

@@ -54,11 +54,13 @@ def test_bad_rules_are_refused_and_nothing_changes(daemon, document, fragment):
 
 
 def test_rules_methods_and_declared_index_queries(daemon):
+    """A declared index answers its queries; an undeclared one gets Firebase's 400."""
     assert requests.delete(rules_url(daemon)).status_code == 405
     assert requests.post(rules_url(daemon), data="{}").status_code == 405
+    requests.put(daemon.url("/users"), data=json.dumps({"b": {"age": 2}, "a": {"age": 3}, "c": {"age": 1}}))
     requests.put(rules_url(daemon), data=json.dumps({"rules": {"users": {".indexOn": "age"}}}))
-    r = requests.get(daemon.url("/users") + '?orderBy="age"')
-    assert r.status_code == 400 and "is declared" in r.json()["error"]
+    r = requests.get(daemon.url("/users") + '?orderBy="age"&limitToFirst=2')
+    assert r.status_code == 200 and r.json() == {"c": {"age": 1}, "b": {"age": 2}}
     r = requests.get(daemon.url("/users") + '?orderBy="name"')
     assert r.status_code == 400 and 'Index not defined, add ".indexOn": "name", for path "/users"' in r.json()["error"]
 
