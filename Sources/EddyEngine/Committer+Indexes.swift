@@ -92,17 +92,20 @@ extension Committer {
         var scan = IndexChildScan(definition: definition, tree: tree, from: resumeKey.isEmpty ? nil : resumeKey)
         let batch = WriteBatch()
         let index = self.database.columnFamily(ColumnFamilies.index)
-        var count = 0
+        var entries: [(key: [UInt8], value: [UInt8])] = []
+        entries.reserveCapacity(self.options.indexBuildChunkChildren)
         do {
-            while count < max(1, self.options.indexBuildChunkChildren), let child = try scan.next() {
-                let entry = definition.entry(child)
-                batch.put(index, entry.key, entry.value)
-                count += 1
+            while entries.count < max(1, self.options.indexBuildChunkChildren), let child = try scan.next() {
+                entries.append(definition.entry(child))
             }
         } catch {
             self.fail(error)
             return
         }
+        // In key order, each memtable insert starts next to the previous one.
+        entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        for entry in entries { batch.put(index, entry.key, entry.value) }
+        let count = entries.count
         definition.indexedCount += count
         if let resume = scan.resumeKey {
             definition.state = .building(resumeKey: resume)

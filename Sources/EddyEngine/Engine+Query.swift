@@ -22,19 +22,41 @@ extension Engine {
         try self.readQuery(path, query, definition: try self.index(for: path, query))
     }
 
+    /// The JSON text of `query`'s answer, as the REST API sends it: covered index entries are
+    /// joined as stored, never decoded. Members come in query order (Firebase's REST answers
+    /// are unordered objects; clients sort). Waits for a building index like `query`.
+    public func queryJSON(_ path: Path, _ query: Query) async throws(EddyError) -> [UInt8] {
+        let definition = try await self.indexWaitingForBuild(path, query)
+        return try await self.onReader { () throws(EddyError) in try self.readQueryJSON(path, query, definition: definition) }
+    }
+
+    /// Blocking variant of `queryJSON`; does not wait for a building index.
+    public func readQueryJSON(_ path: Path, _ query: Query) throws(EddyError) -> [UInt8] {
+        try self.readQueryJSON(path, query, definition: try self.index(for: path, query))
+    }
+
     private func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
-        let location = PathKeyEncoding.encode(path)
-        guard let definition else {
-            let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
-            return try KeyQueryReader(iterator: iterator, location: location, query: query).read()
-        }
+        guard let definition else { return try self.keyQueryReader(path, query).read() }
+        return try self.indexQueryReader(definition, path, query).read()
+    }
+
+    private func readQueryJSON(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> [UInt8] {
+        guard let definition else { return JSONWriter.bytes(try self.keyQueryReader(path, query).read()) }
+        return try self.indexQueryReader(definition, path, query).readJSON()
+    }
+
+    private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        return KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: query)
+    }
+
+    private func indexQueryReader(_ definition: IndexDefinition, _ path: Path, _ query: Query) -> IndexQueryReader {
         let snapshot = self.database.makeSnapshot()
-        return try IndexQueryReader(
+        return IndexQueryReader(
             definition: definition,
             index: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index), snapshot: snapshot),
             makeTree: { self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot) },
-            location: location, query: query
-        ).read()
+            location: PathKeyEncoding.encode(path), query: query)
     }
 
     /// The ready index serving `query` at `path` (nil for key order, which needs none).
@@ -178,8 +200,8 @@ struct KeyQueryReader {
                 continue
             }
             if let end, self.isAfter(child.segment, end) { break }
-            // Reading the subtree leaves the iterator on the next child.
-            children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix).value
+            // The iterator is on the child's first record; reading leaves it on the next child.
+            children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix, positioned: true).value
         }
         try TreeReader.check(self.iterator)
     }

@@ -3,7 +3,9 @@
 //
 //   key   = u32be(id) ++ PathKeyEncoding(location) ++ SortValueEncoding(sort value) ++ child segment
 //   value = 0x00                              not covered: read the child from the tree
-//         | 0x01 ValueEncoding(child)         covered: the child's whole value
+//         | 0x01 JSON(child)                  covered: the child as `JSONWriter` renders it
+//                                             (deterministic; a query answer is these bytes
+//                                             joined, with no decoding)
 //
 // `location` is a concrete path matching the declaration's pattern (wildcards resolved); the
 // sort value is the child itself (`.value`) or the value at the child path (missing ⇒ null,
@@ -121,12 +123,13 @@ struct IndexDefinition: Sendable, Equatable {
 
     /// The entry value for a child: its encoding when it has at most
     /// `Limits.indexCoverLeavesMax` leaves and encodes to at most `Limits.indexCoverBytesMax`
-    /// bytes, else the uncovered marker. (Both limits: a write deep inside a child rereads at
+    /// bytes of JSON, else the uncovered marker. (Both limits: a write deep inside a child rereads at
     /// most that many leaves to re-cover it, and every path must agree on what is covered.)
     static func entryValue(_ child: Value) -> [UInt8] {
         guard Self.hasAtMostLeaves(child, Limits.indexCoverLeavesMax) else { return uncovered }
         var out: [UInt8] = [coveredTag]
-        ValueEncoding.append(child, to: &out)
+        out.reserveCapacity(64)
+        JSONWriter.write(child, into: &out, pretty: false, indent: 0)
         return out.count - 1 <= Limits.indexCoverBytesMax ? out : uncovered
     }
 

@@ -35,60 +35,100 @@ final class IndexQueryReader {
         self.query = query
     }
 
+    /// The selected children as a `Value` (`.null` when none).
     func read() throws(EddyError) -> Value {
+        var children: [String: Value] = [:]
+        try self.scan { key, covered, childPrefix throws(EddyError) in
+            if let covered {
+                var value = try JSONParser.parse(covered)
+                // A rendered value holds `null` only as an array hole.
+                if Self.mayHoldNull(covered) { value = value.normalized() }
+                children[key] = value
+            } else {
+                children[key] = try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value
+            }
+        }
+        return children.isEmpty ? .null : .object(children)
+    }
+
+    /// The selected children as the JSON text a read answers (`JSONWriter`'s rules: an object,
+    /// or an array when the keys qualify; `null` when none), joined from covered entries
+    /// without decoding them. Members come in query order.
+    func readJSON() throws(EddyError) -> [UInt8] {
+        var members: [(key: String, json: [UInt8])] = []
+        try self.scan { key, covered, childPrefix throws(EddyError) in
+            if let covered {
+                members.append((key, Array(covered)))
+            } else {
+                let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value
+                members.append((key, JSONWriter.bytes(value)))
+            }
+        }
+        return JSONWriter.renderMembers(members)
+    }
+
+    private static func mayHoldNull(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 4 else { return false }
+        for i in 0...(bytes.count - 4) where bytes[i] == UInt8(ascii: "n") {
+            if bytes[i + 1] == UInt8(ascii: "u"), bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l") { return true }
+        }
+        return false
+    }
+
+    /// Calls `visit` for every entry in the window, in query order (backward for limitToLast),
+    /// with the child key, the covered JSON (valid during the call) or nil, and a way to get
+    /// the child's tree prefix.
+    private func scan(
+        _ visit: (String, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
+    ) throws(EddyError) {
         let prefix = self.definition.keyPrefix + self.location
         let lower = prefix + Self.lower(self.query.start)
         let upper = prefix + Self.upper(self.query.end)
-        var children: [String: Value] = [:]
-        guard lower.lexicographicallyPrecedes(upper) else { return .null }
+        guard lower.lexicographicallyPrecedes(upper) else { return }
+        var count = 0
         switch self.query.limit {
-        case .last(let count):
+        case .last(let limit):
             self.index.seekForPrev(upper)
             if self.index.isValid, self.index.withKey({ compare($0, upper) == 0 }) { self.index.previous() }
-            while children.count < count, self.index.isValid, self.index.withKey({ compare($0, lower) >= 0 }) {
-                try self.collect(prefixCount: prefix.count, into: &children)
+            while count < limit, self.index.isValid, self.index.withKey({ compare($0, lower) >= 0 }) {
+                try self.visitEntry(prefixCount: prefix.count, visit)
+                count += 1
                 self.index.previous()
             }
-        case .first(let count):
-            try self.forward(lower: lower, upper: upper, prefixCount: prefix.count, count: count, into: &children)
+        case .first(let limit):
+            self.index.seek(lower)
+            while count < limit, self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
+                try self.visitEntry(prefixCount: prefix.count, visit)
+                count += 1
+                self.index.next()
+            }
         case nil:
-            try self.forward(lower: lower, upper: upper, prefixCount: prefix.count, count: .max, into: &children)
+            self.index.seek(lower)
+            while self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
+                try self.visitEntry(prefixCount: prefix.count, visit)
+                self.index.next()
+            }
         }
         do {
             try self.index.checkError()
         } catch {
             throw EngineErrors.storage(error, while: "reading an index")
         }
-        return children.isEmpty ? .null : .object(children)
     }
 
-    private func forward(
-        lower: [UInt8], upper: [UInt8], prefixCount: Int, count: Int, into children: inout [String: Value]
+    private func visitEntry(
+        prefixCount: Int, _ visit: (String, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
     ) throws(EddyError) {
-        self.index.seek(lower)
-        while children.count < count, self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
-            try self.collect(prefixCount: prefixCount, into: &children)
-            self.index.next()
-        }
-    }
-
-    private func collect(prefixCount: Int, into children: inout [String: Value]) throws(EddyError) {
         let key = self.index.key
         var rest = key[prefixCount...]
-        let sortLength = try SortValueEncoding.length(rest)
-        rest = rest.dropFirst(sortLength)
+        rest = rest.dropFirst(try SortValueEncoding.length(rest))
         let segmentStart = rest.startIndex
         let childKey = try PathKeyEncoding.decodeSegment(&rest)
-        let value = try self.index.withValue { bytes throws(EddyError) -> Value? in
+        let segmentEnd = rest.startIndex
+        try self.index.withValue { bytes throws(EddyError) in
             guard let tag = bytes.first else { throw EddyError(.corruption, "empty index entry value") }
-            if tag == IndexDefinition.coveredTag { return try ValueEncoding.decode(UnsafeRawBufferPointer(rebasing: bytes[1...])) }
-            return nil
-        }
-        if let value {
-            children[childKey] = value
-        } else {
-            let childPrefix = self.location + key[segmentStart..<rest.startIndex]
-            children[childKey] = try TreeReader.readSubtree(self.tree, prefix: childPrefix).value
+            let covered = tag == IndexDefinition.coveredTag ? UnsafeRawBufferPointer(rebasing: bytes[1...]) : nil
+            try visit(childKey, covered, { self.location + key[segmentStart..<segmentEnd] })
         }
     }
 

@@ -75,6 +75,41 @@ public enum JSONWriter {
         return elements
     }
 
+    /// Renders members whose values are already JSON, by the same rules as `write`: an array
+    /// when every key is an array index and the largest < 2 × the count (holes as null),
+    /// otherwise an object with the members in the given order; `null` when there are none.
+    public static func renderMembers(_ members: [(key: String, json: [UInt8])]) -> [UInt8] {
+        guard !members.isEmpty else { return Array("null".utf8) }
+        var out: [UInt8] = []
+        out.reserveCapacity(members.reduce(2) { $0 + $1.key.utf8.count + $1.json.count + 4 })
+        var indexes: [Int] = []
+        indexes.reserveCapacity(members.count)
+        for member in members {
+            guard let index = arrayIndex(member.key) else { break }
+            indexes.append(index)
+        }
+        if indexes.count == members.count, let largest = indexes.max(), largest < 2 * members.count {
+            var slots = [Int?](repeating: nil, count: largest + 1)
+            for (position, index) in indexes.enumerated() { slots[index] = position }
+            out.append(UInt8(ascii: "["))
+            for (i, slot) in slots.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                if let slot { out.append(contentsOf: members[slot].json) } else { out.append(contentsOf: "null".utf8) }
+            }
+            out.append(UInt8(ascii: "]"))
+            return out
+        }
+        out.append(UInt8(ascii: "{"))
+        for (i, member) in members.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: member.json)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// `0|[1-9][0-9]*` as an Int small enough to index an array, else nil.
     private static func arrayIndex(_ key: String) -> Int? {
         let utf8 = key.utf8

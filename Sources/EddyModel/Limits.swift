@@ -42,7 +42,7 @@ public enum Limits {
     public static let namespacesOpenMax = 64
     /// Bytes of a namespace name (`?ns=`). Names are directory names under the data directory.
     public static let namespaceBytesMax = 63
-    /// Encoded bytes (`ValueEncoding`) up to which an index entry carries a copy of its child,
+    /// JSON bytes up to which an index entry carries a copy of its child,
     /// so a query answers from the index alone. Larger children are read from the tree.
     /// Bounds the extra bytes an index adds per write.
     public static let indexCoverBytesMax = 4096

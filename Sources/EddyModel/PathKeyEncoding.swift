@@ -67,20 +67,29 @@ public enum PathKeyEncoding {
             }
             let raw = bytes.prefix(length)
             bytes.removeFirst(length + 1)
-            guard let key = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
+            // Integer-like keys are ASCII digits and '-' (checked below); no validation needed.
+            let key = String(decoding: raw, as: UTF8.self)
             guard Key.integerValue(key) == Int32(bitPattern: biased ^ 0x8000_0000) else {
                 throw corrupt("integer segment value does not match its key")
             }
             return key
         case stringTag:
             guard let end = bytes.firstIndex(of: 0) else { throw corrupt("unterminated string segment") }
-            var raw: [UInt8] = []
-            raw.reserveCapacity(end - bytes.startIndex)
-            for byte in bytes[..<end] {
-                raw.append(byte == 0xF5 || byte == 0xF6 ? byte &- 7 : byte)
+            let key: String
+            if bytes[..<end].allSatisfy({ $0 < 0x80 }) {
+                // ASCII: ranks equal bytes and every byte is valid (the common case, and the
+                // generic validating initializer is slow).
+                key = String(decoding: bytes[..<end], as: UTF8.self)
+            } else {
+                var raw: [UInt8] = []
+                raw.reserveCapacity(end - bytes.startIndex)
+                for byte in bytes[..<end] {
+                    raw.append(byte == 0xF5 || byte == 0xF6 ? byte &- 7 : byte)
+                }
+                guard let validated = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
+                key = validated
             }
             bytes.removeFirst(end - bytes.startIndex + 1)
-            guard let key = String(validating: raw, as: UTF8.self) else { throw corrupt("invalid UTF-8") }
             guard Key.integerValue(key) == nil else { throw corrupt("integer-like key in a string segment") }
             return key
         default:

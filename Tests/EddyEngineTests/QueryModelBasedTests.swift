@@ -408,6 +408,10 @@ import Testing
             return (false, "query threw")
         }
         #expect(got == expected, "\(question)\n  expected \(text(expected))\n  got      \(text(got))")
-        return (got == expected, expected.isNull ? "query empty" : "query selected")
+        // The JSON answer (what REST sends, joined from covered entries) says the same.
+        let json = try await h.engine.queryJSON(location, query)
+        let parsed = try JSONParser.parse(json).normalized()
+        #expect(parsed == expected, "\(question)\n  JSON answer \(String(decoding: json, as: UTF8.self))")
+        return (got == expected && parsed == expected, expected.isNull ? "query empty" : "query selected")
     }
 }

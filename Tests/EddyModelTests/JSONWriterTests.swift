@@ -129,3 +129,30 @@ import Testing
         }
     }
 }
+
+@Suite struct RenderMembersTests {
+    @Test func membersRenderLikeTheValueTheyCameFrom() throws {
+        let cases: [Value] = [
+            .null,
+            try JSONParser.parse(#"{"b": {"x": 1}, "a": "s\"q"}"#).normalized(),
+            try JSONParser.parse(#"{"0": 1, "1": {"k": [1, 2]}, "3": true}"#).normalized(),  // array with a hole
+            try JSONParser.parse(#"{"0": 1, "5": 2}"#).normalized(),  // too sparse: an object
+            try JSONParser.parse(#"{"01": 1, "1": 2}"#).normalized(),  // "01" is no array index
+        ]
+        for value in cases {
+            let members: [(key: String, json: [UInt8])] = value.objectMembers.reversed().map { ($0.key, JSONWriter.bytes($0.value)) }
+            let rendered = JSONWriter.renderMembers(members)
+            #expect(try JSONParser.parse(rendered).normalized() == value, "\(String(decoding: rendered, as: UTF8.self))")
+            if case .object(let children) = value, JSONWriter.arrayElements(children) != nil {
+                #expect(rendered == JSONWriter.bytes(value), "arrays render identically")
+            }
+        }
+    }
+}
+
+extension Value {
+    fileprivate var objectMembers: [(key: String, value: Value)] {
+        guard case .object(let children) = self else { return [] }
+        return children.sorted { Key.lessThan($0.key, $1.key) }.map { ($0.key, $0.value) }
+    }
+}
