@@ -45,7 +45,10 @@ public final class Engine: Sendable {
         }
         let database: Database
         do {
-            database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: StorageOptions())
+            var storage = StorageOptions()
+            // Index windows are read at random positions; their blocks must decompress fast.
+            storage.lz4Families = [ColumnFamilies.index]
+            database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)
         } catch {
             if error.isLockHeld {
                 throw EddyError(

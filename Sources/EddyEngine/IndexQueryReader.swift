@@ -16,6 +16,7 @@
 
 import EddyModel
 import EddyStorage
+import Glibc
 
 final class IndexQueryReader {
     let definition: IndexDefinition
@@ -40,7 +41,7 @@ final class IndexQueryReader {
         var children: [String: Value] = [:]
         try self.scan { key, covered, childPrefix throws(EddyError) in
             if let covered {
-                var value = try JSONParser.parse(covered)
+                var value = try JSONParser.parse(covered)  // in place, no copy
                 // A rendered value holds `null` only as an array hole.
                 if Self.mayHoldNull(covered) { value = value.normalized() }
                 children[key] = value
@@ -53,18 +54,121 @@ final class IndexQueryReader {
 
     /// The selected children as the JSON text a read answers (`JSONWriter`'s rules: an object,
     /// or an array when the keys qualify; `null` when none), joined from covered entries
-    /// without decoding them. Members come in query order.
+    /// without decoding them: keys are transcoded from their encoded segments, covered values
+    /// copied. Members come in query order.
     func readJSON() throws(EddyError) -> [UInt8] {
-        var members: [(key: String, json: [UInt8])] = []
-        try self.scan { key, covered, childPrefix throws(EddyError) in
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(4096)
+        // Where each member's value sits in `out`, and its array index (nil: not one), for
+        // the array form.
+        var members: [(value: Range<Int>, arrayIndex: Int?)] = []
+        var allArrayIndexes = true
+        try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
+            if !members.isEmpty { out.append(UInt8(ascii: ",")) }
+            let arrayIndex = Self.appendKeyJSON(segment, to: &out)
+            if arrayIndex == nil { allArrayIndexes = false }
+            out.append(UInt8(ascii: ":"))
+            let valueStart = out.count
             if let covered {
-                members.append((key, Array(covered)))
+                out.append(contentsOf: covered)
             } else {
-                let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value
-                members.append((key, JSONWriter.bytes(value)))
+                JSONWriter.write(try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+            }
+            members.append((valueStart..<out.count, arrayIndex))
+        }
+        if members.isEmpty { return Array("null".utf8) }
+        if allArrayIndexes, let largest = members.lazy.map({ $0.arrayIndex! }).max(), largest < 2 * members.count {
+            var slots = [Range<Int>?](repeating: nil, count: largest + 1)
+            for member in members { slots[member.arrayIndex!] = member.value }
+            var array: [UInt8] = [UInt8(ascii: "[")]
+            array.reserveCapacity(out.count)
+            for (i, slot) in slots.enumerated() {
+                if i > 0 { array.append(UInt8(ascii: ",")) }
+                if let slot { array.append(contentsOf: out[slot]) } else { array.append(contentsOf: "null".utf8) }
+            }
+            array.append(UInt8(ascii: "]"))
+            return array
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// Appends the JSON string of the key encoded as `segment`; returns its array index when
+    /// the key is one (`0|[1-9][0-9]*`, at most 9 digits), as `JSONWriter` decides arrays.
+    private static func appendKeyJSON(_ segment: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
+        out.append(UInt8(ascii: "\""))
+        defer { out.append(UInt8(ascii: "\"")) }
+        if segment[0] == PathKeyEncoding.intTag {
+            // tag, 4 value bytes, 2 length bytes, the key's own ASCII bytes, 0x00
+            let digits = UnsafeRawBufferPointer(rebasing: segment[7..<(segment.count - 1)])
+            out.append(contentsOf: digits)
+            guard digits.count <= 9, digits[0] != UInt8(ascii: "-"), digits[0] != UInt8(ascii: "0") || digits.count == 1 else {
+                return nil
+            }
+            return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        }
+        for byte in segment[1..<(segment.count - 1)] {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out.append(UInt8(ascii: "\\"))
+                out.append(byte)
+            case 0xF5, 0xF6: out.append(byte &- 7)  // undo the UTF-16 order rank
+            default: out.append(byte)
             }
         }
-        return JSONWriter.renderMembers(members)
+        return nil
+    }
+
+    /// Like `scan`, without decoding keys: `visit` gets the child's encoded segment.
+    private func scanRaw(
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
+    ) throws(EddyError) {
+        try self.window { prefixCount throws(EddyError) in
+            try self.index.withKey { key throws(EddyError) in
+                guard let sortLength = Self.sortValueLength(key, from: prefixCount),
+                    let segmentLength = Self.segmentLength(key, from: prefixCount + sortLength)
+                else { throw EddyError(.corruption, "malformed index entry key in \(self.definition.description)") }
+                let segment = UnsafeRawBufferPointer(rebasing: key[(prefixCount + sortLength)..<(prefixCount + sortLength + segmentLength)])
+                try self.index.withValue { bytes throws(EddyError) in
+                    guard let tag = bytes.first else { throw EddyError(.corruption, "empty index entry value") }
+                    let covered = tag == IndexDefinition.coveredTag ? UnsafeRawBufferPointer(rebasing: bytes[1...]) : nil
+                    try visit(segment, covered, { self.location + Array(segment) })
+                }
+            }
+        }
+    }
+
+    private static func sortValueLength(_ key: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < key.count else { return nil }
+        switch key[start] {
+        case 0x10, 0x20, 0x21, 0x50: return 1
+        case 0x30: return start + 9 <= key.count ? 9 : nil
+        case 0x40:
+            var i = start + 1
+            while i + 1 < key.count {
+                if key[i] == 0x00 {
+                    if key[i + 1] == 0x01 { return i + 2 - start }
+                    i += 2
+                } else {
+                    i += 1
+                }
+            }
+            return nil
+        default: return nil
+        }
+    }
+
+    private static func segmentLength(_ key: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard start < key.count else { return nil }
+        switch key[start] {
+        case PathKeyEncoding.intTag:
+            guard start + 7 <= key.count else { return nil }
+            let total = 8 + (Int(key[start + 5]) << 8 | Int(key[start + 6]))
+            return start + total == key.count && key[key.count - 1] == 0 ? total : nil
+        case PathKeyEncoding.stringTag:
+            return key.count - start >= 2 && key[key.count - 1] == 0 ? key.count - start : nil
+        default: return nil
+        }
     }
 
     private static func mayHoldNull(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -81,6 +185,12 @@ final class IndexQueryReader {
     private func scan(
         _ visit: (String, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
     ) throws(EddyError) {
+        try self.window { prefixCount throws(EddyError) in try self.visitEntry(prefixCount: prefixCount, visit) }
+    }
+
+    /// Positions the index iterator on each entry of the window in turn and calls `body` with
+    /// the length of the entries' common prefix (id and location).
+    private func window(_ body: (Int) throws(EddyError) -> Void) throws(EddyError) {
         let prefix = self.definition.keyPrefix + self.location
         let lower = prefix + Self.lower(self.query.start)
         let upper = prefix + Self.upper(self.query.end)
@@ -91,21 +201,21 @@ final class IndexQueryReader {
             self.index.seekForPrev(upper)
             if self.index.isValid, self.index.withKey({ compare($0, upper) == 0 }) { self.index.previous() }
             while count < limit, self.index.isValid, self.index.withKey({ compare($0, lower) >= 0 }) {
-                try self.visitEntry(prefixCount: prefix.count, visit)
+                try body(prefix.count)
                 count += 1
                 self.index.previous()
             }
         case .first(let limit):
             self.index.seek(lower)
             while count < limit, self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
-                try self.visitEntry(prefixCount: prefix.count, visit)
+                try body(prefix.count)
                 count += 1
                 self.index.next()
             }
         case nil:
             self.index.seek(lower)
             while self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
-                try self.visitEntry(prefixCount: prefix.count, visit)
+                try body(prefix.count)
                 self.index.next()
             }
         }
@@ -184,6 +294,7 @@ final class IndexQueryReader {
 /// Bytewise comparison of a key with `b`.
 private func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
     let n = min(a.count, b.count)
-    for i in 0..<n where a[i] != b[i] { return a[i] < b[i] ? -1 : 1 }
+    let order = b.withUnsafeBytes { b in n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n) }
+    if order != 0 { return order < 0 ? -1 : 1 }
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }

@@ -32,6 +32,19 @@ public struct JSONParser {
         }
     }
 
+    /// Parses bytes in place (no copy), e.g. a stored index entry.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(EddyError) -> Value {
+        let buffer = bytes.bindMemory(to: UInt8.self)
+        var parser = JSONParser(bytes: buffer)
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        if parser.index != buffer.count {
+            throw parser.error("unexpected data after the JSON value")
+        }
+        return value
+    }
+
     public static func parse(_ string: String) throws(EddyError) -> Value {
         try parse(Array(string.utf8))
     }
@@ -209,6 +222,12 @@ public struct JSONParser {
             while self.index < self.bytes.count, isDigit(self.bytes[self.index]) { self.index += 1 }
             if self.index == expStart { throw self.error("expected digits in exponent") }
         }
+        // Integers of up to 15 digits are exact in a Double: no text conversion needed.
+        if self.index - start == intDigits + (intStart - start), intDigits <= 15 {
+            var magnitude = 0
+            for i in intStart..<self.index { magnitude = magnitude * 10 + Int(self.bytes[i] - UInt8(ascii: "0")) }
+            return intStart > start ? -Double(magnitude) : Double(magnitude)
+        }
         let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
         guard let value = Double(text) else { throw self.error("number \(text) cannot be represented") }
         guard value.isFinite else {
@@ -222,12 +241,15 @@ public struct JSONParser {
     private mutating func parseString() throws(EddyError) -> String {
         self.index += 1  // opening quote
         let start = self.index
-        // Fast path: no escapes; validate UTF-8 with the standard library.
+        // Fast path: no escapes; validate UTF-8 with the standard library (ASCII needs none,
+        // and the generic validating initializer is slow).
+        var ascii = true
         while self.index < self.bytes.count {
             let byte = self.bytes[self.index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: self.bytes[start..<self.index])
                 self.index += 1
+                if ascii { return String(decoding: slice, as: UTF8.self) }
                 guard let string = String(validating: slice, as: UTF8.self) else {
                     throw EddyError(.invalidJSON, "invalid UTF-8 in string starting at byte \(start)")
                 }
@@ -235,6 +257,7 @@ public struct JSONParser {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw self.error("unescaped control character in string") }
+            if byte >= 0x80 { ascii = false }
             self.index += 1
         }
         var out = Array(UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]))

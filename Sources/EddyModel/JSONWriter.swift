@@ -31,7 +31,7 @@ public enum JSONWriter {
                     write(array[i], into: &out, pretty: pretty, indent: indent + 1)
                 }
             } else {
-                let keys = children.keys.sorted(by: Key.lessThan)
+                let keys = sortedKeys(children)
                 writeContainer(open: "{", close: "}", count: keys.count, into: &out, pretty: pretty, indent: indent) {
                     out, i in
                     writeString(keys[i], into: &out)
@@ -41,6 +41,26 @@ public enum JSONWriter {
                 }
             }
         }
+    }
+
+    /// Keys in Firebase key order; each key's integer value is computed once, not per
+    /// comparison.
+    public static func sortedKeys(_ children: [String: Value]) -> [String] {
+        if children.count == 1 { return Array(children.keys) }
+        var decorated = children.keys.map { (integer: Key.integerValue($0), key: $0) }
+        decorated.sort { a, b in
+            switch (a.integer, b.integer) {
+            case (let x?, let y?):
+                if x != y { return x < y }
+                let (la, lb) = (a.key.utf8.count, b.key.utf8.count)
+                if la != lb { return la < lb }
+                return Key.compareUTF16Order(a.key, b.key) < 0
+            case (.some, .none): return true
+            case (.none, .some): return false
+            case (.none, .none): return Key.compareUTF16Order(a.key, b.key) < 0
+            }
+        }
+        return decorated.map(\.key)
     }
 
     private static func writeContainer(

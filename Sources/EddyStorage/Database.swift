@@ -56,7 +56,10 @@ public final class Database: @unchecked Sendable {
         let cNames = all.map { strdup($0) }
         defer { cNames.forEach { free($0) } }
         var namePointers = cNames.map { UnsafePointer<CChar>($0) }
-        var cfOptionList = [OpaquePointer?](repeating: cfOptions, count: all.count)
+        let lz4Options = rocksdb_options_create_copy(cfOptions)!
+        defer { rocksdb_options_destroy(lz4Options) }
+        rocksdb_options_set_compression(lz4Options, Int32(rocksdb_lz4_compression))
+        var cfOptionList: [OpaquePointer?] = all.map { storage.zstd && storage.lz4Families.contains($0) ? lz4Options : cfOptions }
         var errptr: UnsafeMutablePointer<CChar>? = nil
         let db = rocksdb_open_column_families(
             options, path, Int32(all.count), &namePointers, &cfOptionList, &handles, &errptr)

@@ -7,6 +7,9 @@ public struct StorageOptions: Sendable {
     public var zstd = true
     /// Background threads for flush and compaction. Default 2 (the machine has 2 cores).
     public var backgroundThreads: Int32 = 2
+    /// Column families compressed with LZ4 instead of zstd: read-latency critical data, where a
+    /// block cache miss must decompress fast (LZ4 decompresses ~4x faster). Default none.
+    public var lz4Families: Set<String> = []
     /// Memtable size per column family in bytes. Default 64 MiB.
     public var writeBufferBytes: Int = 64 * 1024 * 1024
     /// Shared block cache in bytes. Default 128 MiB.

@@ -156,3 +156,19 @@ extension Value {
         return children.sorted { Key.lessThan($0.key, $1.key) }.map { ($0.key, $0.value) }
     }
 }
+
+@Suite struct SortedKeysTests {
+    @Test func sortedKeysIsFirebaseKeyOrder() {
+        let seed = SeededGenerator.seedFromEnvironment()
+        var g = SeededGenerator(seed: seed)
+        for _ in 0..<200 {
+            var children: [String: Value] = [:]
+            for _ in 0..<g.int(in: 1...12) {
+                let key = g.chance(1, in: 3) ? RandomValues.randomIntegerKey(&g) : RandomValues.key(&g)
+                children[key] = .bool(true)
+            }
+            let expected = children.keys.sorted(by: Key.lessThan)
+            #expect(JSONWriter.sortedKeys(children) == expected, Comment("seed \(seed)"))
+        }
+    }
+}
