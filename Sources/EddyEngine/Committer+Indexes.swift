@@ -124,6 +124,13 @@ extension Committer {
         next[position] = definition
         self.install(next)
         if definition.isReady {
+            // A build leaves its entries in the memtable, where windows scan slowly (a skiplist
+            // step per entry, a search per step backward); move them to a table file now.
+            do {
+                try self.database.flush(index, wait: false)
+            } catch {
+                self.logger.warning("flushing index entries after a build failed", metadata: ["eddy.error": "\(error)"])
+            }
             self.logger.info(
                 "index ready", metadata: ["eddy.index": "\(definition.description)", "eddy.children": "\(definition.indexedCount)"])
         }

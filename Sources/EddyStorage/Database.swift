@@ -169,6 +169,14 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// Starts (or, with `wait`, completes) a flush of one family's memtable to an SST file.
+    public func flush(_ family: ColumnFamily, wait: Bool) throws(RocksDBError) {
+        let flushOptions = rocksdb_flushoptions_create()!
+        defer { rocksdb_flushoptions_destroy(flushOptions) }
+        rocksdb_flushoptions_set_wait(flushOptions, wait ? 1 : 0)
+        try RocksDBError.check { err in rocksdb_flush_cf(self.db, flushOptions, family.handle, err) }
+    }
+
     public func makeIterator(_ family: ColumnFamily, snapshot: Snapshot? = nil) -> Iterator {
         let readOptions = snapshot?.readOptions ?? self.readOptions
         // The iterator keeps its snapshot (which keeps the database) or the database alive.
