@@ -139,6 +139,7 @@ final class Committer: @unchecked Sendable {
         self.treeWriter.beginGroup()
         for write in group {
             self.batch.setSavePoint()
+            self.treeWriter.indexes.setSavePoint()
             do {
                 let (outcome, entry) = try self.apply(write)
                 outcomes.append(.success(outcome))
@@ -152,6 +153,7 @@ final class Committer: @unchecked Sendable {
                 } catch {
                     self.fail(EngineErrors.storage(error, while: "rolling back a failed write"))
                 }
+                self.treeWriter.indexes.rollbackToSavePoint()
                 self.treeWriter.forgetCachedFacts()
                 self.treeWriter.beginGroup()
                 outcomes.append(.failure(error))
@@ -159,6 +161,7 @@ final class Committer: @unchecked Sendable {
             }
         }
         self.treeWriter.endGroup()
+        self.treeWriter.indexes.flushPending()
         if let failed = self.failed {
             for write in group { write.continuation.resume(returning: .failure(failed)) }
             return

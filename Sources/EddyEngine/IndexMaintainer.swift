@@ -11,10 +11,12 @@
 //   under P is deleted and entries for the new value are written.
 // Writing below a primitive ancestor is covered by the same cases: that primitive is either a
 // child (p > d + 1: its entry is re-derived from the tree) or above every location (no entries).
-// Owned by the committer thread.
+// Entry changes are collected per commit group and added to the batch in key order when the
+// group ends (see "The group's pending entry changes" below). Owned by the committer thread.
 
 import EddyModel
 import EddyStorage
+import Glibc
 
 final class IndexMaintainer {
     let family: ColumnFamily
@@ -72,13 +74,13 @@ final class IndexMaintainer {
                 let segment = prefix[locationBytes.count..<childEnd]
                 let oldKey = old.isNull ? nil : definition.entryKey(location: locationBytes, sortValue: definition.sortValue(of: old), childSegment: segment)
                 if new.isNull {
-                    if let oldKey { self.batch.delete(self.family, oldKey) }
+                    if let oldKey { self.delete(oldKey) }
                     continue
                 }
                 let newKey = definition.entryKey(location: locationBytes, sortValue: definition.sortValue(of: new), childSegment: segment)
-                if let oldKey, oldKey != newKey { self.batch.delete(self.family, oldKey) }
+                if let oldKey, oldKey != newKey { self.delete(oldKey) }
                 if newEntryValue == nil { newEntryValue = IndexDefinition.entryValue(new) }
-                self.batch.put(self.family, newKey, newEntryValue!)
+                self.put(newKey, newEntryValue!)
             case .insideChild(let definition, let childEnd, let oldSortValue):
                 let locationBytes = Array(prefix[..<(definition.depth == 0 ? 0 : segmentEnds[definition.depth - 1])])
                 let segment = prefix[locationBytes.count..<childEnd]
@@ -105,8 +107,8 @@ final class IndexMaintainer {
                     newKey = definition.entryKey(location: locationBytes, sortValue: sort, childSegment: segment)
                     value = IndexDefinition.uncovered
                 }
-                if let oldKey, oldKey != newKey { self.batch.delete(self.family, oldKey) }
-                if let newKey { self.batch.put(self.family, newKey, value) }
+                if let oldKey, oldKey != newKey { self.delete(oldKey) }
+                if let newKey { self.put(newKey, value) }
             case .subtree(let definition):
                 try self.deleteEntries(under: definition.keyPrefix + prefix)
                 if !new.isNull {
@@ -127,7 +129,7 @@ final class IndexMaintainer {
                 segment.removeAll(keepingCapacity: true)
                 PathKeyEncoding.appendSegment(key, to: &segment)
                 let entryKey = definition.entryKey(location: location, sortValue: definition.sortValue(of: child), childSegment: segment)
-                self.batch.put(self.family, entryKey, IndexDefinition.entryValue(child))
+                self.put(entryKey, IndexDefinition.entryValue(child))
             }
             return
         }
@@ -147,12 +149,58 @@ final class IndexMaintainer {
         }
     }
 
+    // MARK: The group's pending entry changes
+    //
+    // Entry changes of a commit group are collected here and added to the batch once, in key
+    // order, when the group ends (`flushPending`): entries of different indexes and random sort
+    // values would otherwise land all over the memtable's and the batch's skiplists, each insert
+    // a fresh search; in order, each insert starts where the previous one ended. Nothing reads
+    // the index family through the batch except `deleteEntries`, which adds the pending changes
+    // to what the database holds.
+
+    private var pending: [(key: [UInt8], value: [UInt8]?)] = []
+    /// `pending.count` when the current write began (see `setSavePoint`).
+    private var savePoint = 0
+
+    private func put(_ key: [UInt8], _ value: [UInt8]) { self.pending.append((key, value)) }
+
+    private func delete(_ key: [UInt8]) { self.pending.append((key, nil)) }
+
+    /// Marks the start of a write; `rollbackToSavePoint` drops what it added.
+    func setSavePoint() { self.savePoint = self.pending.count }
+
+    func rollbackToSavePoint() { self.pending.removeSubrange(self.savePoint...) }
+
+    /// Adds the group's entry changes to the batch in key order (the last change of a key wins).
+    /// Call once per group, before the batch is written.
+    func flushPending() {
+        defer {
+            self.pending.removeAll(keepingCapacity: true)
+            self.savePoint = 0
+        }
+        guard !self.pending.isEmpty else { return }
+        // Stable by position within equal keys, so the last change of a key is the last of its run.
+        let order = self.pending.indices.sorted { a, b in
+            let c = compareBytes(self.pending[a].key, self.pending[b].key)
+            return c < 0 || (c == 0 && a < b)
+        }
+        for (n, i) in order.enumerated() {
+            if n + 1 < order.count, self.pending[order[n + 1]].key == self.pending[i].key { continue }
+            if let value = self.pending[i].value {
+                self.batch.put(self.family, self.pending[i].key, value)
+            } else {
+                self.batch.delete(self.family, self.pending[i].key)
+            }
+        }
+    }
+
     private func deleteEntries(under keyPrefix: [UInt8]) throws(EddyError) {
+        // What the database holds (the batch holds no index changes of this group yet) ...
         let iterator = self.batch.makeIterator(self.family)
-        var keys: [[UInt8]] = []
+        var live = Set<[UInt8]>()
         iterator.seek(keyPrefix)
         while iterator.isValid, iterator.keyHasPrefix(keyPrefix) {
-            keys.append(iterator.key)
+            live.insert(iterator.key)
             iterator.next()
         }
         do {
@@ -160,7 +208,11 @@ final class IndexMaintainer {
         } catch {
             throw EngineErrors.storage(error, while: "reading index entries")
         }
-        for key in keys { self.batch.delete(self.family, key) }
+        // ... changed by this group's earlier writes.
+        for change in self.pending where change.key.starts(with: keyPrefix) {
+            if change.value == nil { live.remove(change.key) } else { live.insert(change.key) }
+        }
+        for key in live { self.delete(key) }
     }
 
     enum BoundedChild {
@@ -211,4 +263,12 @@ final class IndexMaintainer {
             return .object([:])
         }
     }
+}
+
+/// Bytewise order of two byte strings.
+private func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    let n = min(a.count, b.count)
+    let c = a.withUnsafeBytes { a in b.withUnsafeBytes { b in n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n) } }
+    if c != 0 { return c < 0 ? -1 : 1 }
+    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
