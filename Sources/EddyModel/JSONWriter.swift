@@ -31,13 +31,13 @@ public enum JSONWriter {
                     write(array[i], into: &out, pretty: pretty, indent: indent + 1)
                 }
             } else {
-                let keys = sortedKeys(children)
-                writeContainer(open: "{", close: "}", count: keys.count, into: &out, pretty: pretty, indent: indent) {
+                let members = sortedMembers(children)
+                writeContainer(open: "{", close: "}", count: members.count, into: &out, pretty: pretty, indent: indent) {
                     out, i in
-                    writeString(keys[i], into: &out)
+                    writeString(members[i].key, into: &out)
                     out.append(UInt8(ascii: ":"))
                     if pretty { out.append(UInt8(ascii: " ")) }
-                    write(children[keys[i]]!, into: &out, pretty: pretty, indent: indent + 1)
+                    write(members[i].value, into: &out, pretty: pretty, indent: indent + 1)
                 }
             }
         }
@@ -46,8 +46,12 @@ public enum JSONWriter {
     /// Keys in Firebase key order; each key's integer value is computed once, not per
     /// comparison.
     public static func sortedKeys(_ children: [String: Value]) -> [String] {
-        if children.count == 1 { return Array(children.keys) }
-        var decorated = children.keys.map { (integer: Key.integerValue($0), key: $0) }
+        sortedMembers(children).map(\.key)
+    }
+
+    static func sortedMembers(_ children: [String: Value]) -> [(key: String, value: Value)] {
+        if children.count == 1 { return children.map { ($0.key, $0.value) } }
+        var decorated = children.map { (integer: Key.integerValue($0.key), key: $0.key, value: $0.value) }
         decorated.sort { a, b in
             switch (a.integer, b.integer) {
             case (let x?, let y?):
@@ -60,7 +64,7 @@ public enum JSONWriter {
             case (.none, .none): return Key.compareUTF16Order(a.key, b.key) < 0
             }
         }
-        return decorated.map(\.key)
+        return decorated.map { ($0.key, $0.value) }
     }
 
     private static func writeContainer(
@@ -146,9 +150,26 @@ public enum JSONWriter {
     public static func writeNumber(_ n: Double, into out: inout [UInt8]) {
         // `<=`: Swift's `description` writes ±2^53 (and only it) as "9007199254740992.0".
         if n == n.rounded(.towardZero), abs(n) <= 9_007_199_254_740_992 {
-            out.append(contentsOf: String(Int64(n)).utf8)
+            appendInteger(Int64(n), to: &out)
         } else {
             out.append(contentsOf: n.description.utf8)
+        }
+    }
+
+    /// Decimal digits of `n` without a String in between.
+    private static func appendInteger(_ n: Int64, to out: inout [UInt8]) {
+        if n < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = n.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            out.append(contentsOf: buffer[(20 - count)...])
         }
     }
 

@@ -124,6 +124,19 @@ public enum Key {
     /// U+FFFF) rank above the 4-byte leads (U+10000 and up, surrogates in UTF-16). No other
     /// byte differs: continuation bytes are below 0xC0 and 0xF5/0xF6 never occur in UTF-8.
     public static func compareUTF16Order(_ a: String, _ b: String) -> Int {
+        // Native strings: compare their UTF-8 in place; only the first differing byte needs
+        // the rank.
+        if let order = a.utf8.withContiguousStorageIfAvailable({ a in
+            b.utf8.withContiguousStorageIfAvailable { b -> Int in
+                let n = min(a.count, b.count)
+                var i = 0
+                while i < n, a[i] == b[i] { i += 1 }
+                if i < n { return utf16OrderRank(a[i]) < utf16OrderRank(b[i]) ? -1 : 1 }
+                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+            }
+        }), let order {
+            return order
+        }
         var ai = a.utf8.makeIterator()
         var bi = b.utf8.makeIterator()
         while true {
