@@ -43,5 +43,17 @@ let package = Package(
             ],
             path: "Profiling/EngineWriteProfile"
         ),
+        // Index benchmarks (issue 3): indexed query latency, online build rate, push cost with
+        // 0/1/4 indexes. scripts/index-bench.sh runs it against SQLite and over HTTP.
+        .executableTarget(
+            name: "IndexQueryProfile",
+            dependencies: [
+                .product(name: "EddyEngine", package: "eddy"),
+                .product(name: "EddyStorage", package: "eddy"),
+                .product(name: "EddyModel", package: "eddy"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Profiling/IndexQueryProfile"
+        ),
     ]
 )
