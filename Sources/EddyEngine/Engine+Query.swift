@@ -79,7 +79,7 @@ extension Engine {
         if let building = candidates.first {
             throw EddyError(
                 .unavailable,
-                "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly, or watch GET /.settings/indexes.json"
+                "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly (progress: GET /.settings/indexes.json, or eddy index status offline, where eddy index build finishes it)"
             )
         }
         throw EddyError(
