@@ -123,6 +123,15 @@ extension Committer {
         var next = self.definitions
         next[position] = definition
         self.install(next)
+        if case .building(let resume) = definition.state, ContinuousClock.now >= self.nextBuildProgressLog {
+            self.nextBuildProgressLog = ContinuousClock.now.advanced(by: .seconds(10))
+            self.logger.info(
+                "index building",
+                metadata: [
+                    "eddy.index": "\(definition.description)", "eddy.children": "\(definition.indexedCount)",
+                    "eddy.position": "\(Engine.describeTreeKey(resume, segmentsMax: definition.depth + 1))",
+                ])
+        }
         if definition.isReady {
             // A build leaves its entries in the memtable, where windows scan slowly (a skiplist
             // step per entry, a search per step backward); move them to a table file now.

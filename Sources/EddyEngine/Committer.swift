@@ -51,6 +51,8 @@ final class Committer: @unchecked Sendable {
     let catalog: IndexCatalog
     /// When the next index build step may run (`indexBuildPauseMilliseconds` after the last).
     private var nextBuildStep: ContinuousClock.Instant? = nil
+    /// When a running build next logs its progress (every 10 s).
+    var nextBuildProgressLog = ContinuousClock.now
 
     init(
         database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,

@@ -66,6 +66,31 @@ import Testing
         configuration = ServeConfiguration()
         configuration.logLevel = "loud"
         #expect(throws: EddyError.self) { try configuration.validate() }
+        configuration = ServeConfiguration()
+        configuration.indexBuildChunk = 0
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? EddyError)?.message.contains("index-build-chunk 0") == true
+        }
+        configuration = ServeConfiguration()
+        configuration.indexBuildPauseMilliseconds = -1
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? EddyError)?.message.contains("index-build-pause-ms -1") == true
+        }
+    }
+
+    @Test func indexBuildOptionsComeFromTheConfigFile() throws {
+        var configuration = ServeConfiguration()
+        try configuration.apply(
+            configFile: ConfigFile.parse("index-build-chunk = 512\nindex-build-pause-ms = 20\n", path: "t.toml"), path: "t.toml")
+        #expect(configuration.indexBuildChunk == 512)
+        #expect(configuration.indexBuildPauseMilliseconds == 20)
+        #expect(throws: EddyError.self) {
+            try configuration.apply(configFile: ConfigFile.parse("index-build-chunk = \"many\"\n", path: "t.toml"), path: "t.toml")
+        }
     }
 
     @Test func hostPortParsing() throws {
