@@ -15,11 +15,21 @@ struct PendingWrite: Sendable {
     var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
 }
 
-/// A change to the database's configuration that the committer applies between groups, so it
-/// is ordered with writes (rules and the index catalog).
-struct ControlRequest: Sendable {
-    var rules: Rules
-    var continuation: CheckedContinuation<Result<Rules, EddyError>, Never>
+/// Work the committer does between groups, so it is ordered with writes: rules (and the index
+/// catalog) changes, and attaching or removing live-event listeners.
+enum ControlRequest: Sendable {
+    case setRules(Rules, CheckedContinuation<Result<Rules, EddyError>, Never>)
+    case listen(Path, Query?, ChildEventSink, CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>)
+    case unlisten(ListenerID, CheckedContinuation<Bool, Never>)
+
+    /// Answers a request the committer will never run (the engine stopped).
+    func refuse(_ error: EddyError) {
+        switch self {
+        case .setRules(_, let continuation): continuation.resume(returning: .failure(error))
+        case .listen(_, _, _, let continuation): continuation.resume(returning: .failure(error))
+        case .unlisten(_, let continuation): continuation.resume(returning: false)
+        }
+    }
 }
 
 final class CommitQueue: @unchecked Sendable {

@@ -30,6 +30,10 @@ final class Committer: @unchecked Sendable {
     private let log: ColumnFamily
     private let batch: WriteBatchWithIndex
     let treeWriter: TreeWriter
+    /// Live events of the writes this committer applies.
+    let events: EventRouter
+    /// The newest log id handed out (durable or not): what a listener attached now reflects.
+    var lastAssignedLogID: LogID?
     private let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
     let clock: any MillisecondClock
@@ -63,6 +67,8 @@ final class Committer: @unchecked Sendable {
         self.log = database.columnFamily(ColumnFamilies.log)
         self.batch = WriteBatchWithIndex(database: database)
         self.treeWriter = TreeWriter(tree: self.tree, index: database.columnFamily(ColumnFamilies.index), batch: self.batch)
+        self.events = EventRouter(database: database, batch: self.batch, treeWriter: self.treeWriter)
+        self.lastAssignedLogID = lastLogID
         self.catalog = catalog
         self.definitions = catalog.definitions
         self.nextIndexID = nextIndexID
@@ -106,7 +112,7 @@ final class Committer: @unchecked Sendable {
             let deadline = wakeAt.map { Date().addingTimeInterval((ContinuousClock.now.duration(to: $0)).seconds) }
             guard let group = self.queue.takeGroup(
                     max: max(1, self.options.commitGroupCountMax), bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
-            for control in self.queue.takeControls() { control.continuation.resume(returning: self.applyRules(control.rules)) }
+            for control in self.queue.takeControls() { self.run(control) }
             if let syncDue, group.isEmpty || ContinuousClock.now >= syncDue {
                 self.syncWAL()
             }
@@ -156,6 +162,7 @@ final class Committer: @unchecked Sendable {
                     self.fail(EngineErrors.storage(error, while: "rolling back a failed write"))
                 }
                 self.treeWriter.indexes.rollbackToSavePoint()
+                self.events.abortWrite()
                 self.treeWriter.forgetCachedFacts()
                 self.treeWriter.beginGroup()
                 outcomes.append(.failure(error))
@@ -183,7 +190,7 @@ final class Committer: @unchecked Sendable {
                 return
             }
         }
-        let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries)
+        let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries, deliveries: self.events.takeDeliveries())
         guard self.options.durability == .sync, !alone else {
             self.acknowledge([ticket])
             return
@@ -195,6 +202,12 @@ final class Committer: @unchecked Sendable {
         }
         // Pipeline: while the syncer fsyncs this group, the committer applies the next one.
         self.syncQueue.enqueue(ticket)
+    }
+
+    /// Delivers events outside a group, after everything already in the sync pipeline.
+    func deliver(_ deliveries: [(sink: ChildEventSink, events: [ChildEvent])]) {
+        let ticket = SyncTicket(writes: [], outcomes: [], entries: [], deliveries: deliveries)
+        if self.syncQueue.isIdle { self.acknowledge([ticket]) } else { self.syncQueue.enqueue(ticket) }
     }
 
     /// The syncer thread: fsync once for every group written so far, then acknowledge them.
@@ -235,6 +248,9 @@ final class Committer: @unchecked Sendable {
             self.durable.withLock { $0 = last }
         }
         for ticket in tickets {
+            // Events first: a writer that sees its write acknowledged can rely on every
+            // listener having been handed the write's events.
+            for delivery in ticket.deliveries { delivery.sink(delivery.events) }
             for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.continuation.resume(returning: outcome) }
             if !ticket.entries.isEmpty { self.onCommit(ticket.entries) }
         }
@@ -268,6 +284,7 @@ final class Committer: @unchecked Sendable {
         }
         let now = self.clock.nowMilliseconds()
         let id = self.ids.next(nowMilliseconds: now)
+        let listening = !self.events.isEmpty
         var before: [LogEntry.BeforeImage] = []
         let kind: LogEntry.Kind
         var changes: [LogEntry.Change] = []
@@ -278,16 +295,19 @@ final class Committer: @unchecked Sendable {
             kind = .set
             written = try writer.apply(path: path, value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: written))
+            if listening { try self.events.changed(path: path, value: written) }
         case .remove(let path):
             kind = .remove
             written = try writer.apply(path: path, value: .null, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: .null))
+            if listening { try self.events.changed(path: path, value: .null) }
         case .push(let path, let value):
             kind = .push
             pushedKey = id.rawValue
             let child = Path(validatedKeys: [id.rawValue])
             written = try writer.apply(path: path.appending(child), value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: child, value: written))
+            if listening { try self.events.changed(path: path.appending(child), value: written) }
         case .update(let path, let requested):
             kind = .update
             var object: [String: Value] = [:]
@@ -295,6 +315,7 @@ final class Committer: @unchecked Sendable {
                 let resolved = try writer.apply(
                     path: path.appending(change.path), value: change.value, nowMilliseconds: now, before: &before)
                 changes.append(.init(path: change.path, value: resolved))
+                if listening { try self.events.changed(path: path.appending(change.path), value: resolved) }
                 object[change.path.keys.joined(separator: "/")] = resolved
             }
             written = .object(object)
@@ -302,6 +323,8 @@ final class Committer: @unchecked Sendable {
         let entry = LogEntry(
             id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before)
         self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
+        if listening { self.events.endWrite(logID: id) }
+        self.lastAssignedLogID = id
         return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
     }
 }

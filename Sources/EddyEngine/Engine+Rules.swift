@@ -31,9 +31,8 @@ extension Engine {
     public func setRules(_ document: Value) async throws(EddyError) -> Rules {
         let rules = try Rules.parse(document)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Rules, EddyError>, Never>) in
-            if let refused = self.queue.enqueueControl(ControlRequest(rules: rules, continuation: continuation)) {
-                continuation.resume(returning: .failure(refused))
-            }
+            let request = ControlRequest.setRules(rules, continuation)
+            if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
         }
         return try result.get()
     }

@@ -171,8 +171,10 @@ final class IndexMaintainer {
 
     func rollbackToSavePoint() { self.pending.removeSubrange(self.savePoint...) }
 
-    /// Adds the group's entry changes to the batch in key order (the last change of a key wins).
-    /// Call once per group, before the batch is written.
+    /// Adds the pending entry changes to the batch in key order (the last change of a key wins).
+    /// Called when a group ends, before the batch is written, and before anything reads the
+    /// index family through the batch (live-event windows). What it added is covered by the
+    /// batch's own save point, so a rollback of the current write needs nothing from here.
     func flushPending() {
         defer {
             self.pending.removeAll(keepingCapacity: true)

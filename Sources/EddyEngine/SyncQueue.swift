@@ -14,10 +14,14 @@
 import EddyModel
 import Foundation
 
-struct SyncTicket: Sendable {
+struct SyncTicket: @unchecked Sendable {
+    // @unchecked: `deliveries` holds sinks (Sendable closures) and events (Sendable); the tuple
+    // array is handed from the committer to the syncer once.
     var writes: [PendingWrite]
     var outcomes: [Result<WriteOutcome, EddyError>]
     var entries: [LogEntry]
+    /// Live events of these entries (and attach events), delivered after the acknowledgements.
+    var deliveries: [(sink: ChildEventSink, events: [ChildEvent])] = []
 }
 
 final class SyncQueue: @unchecked Sendable {

@@ -51,7 +51,7 @@ final class TreeWriter {
         self.keysWithoutPrimitive.removeAll(keepingCapacity: true)
     }
 
-    private var groupIterator: Iterator {
+    var groupIterator: Iterator {
         guard let iterator = self.iterator else { preconditionFailure("TreeWriter used outside a group") }
         return iterator
     }

@@ -1,0 +1,32 @@
+// The committer's control requests (between groups): rules changes, and attaching or removing
+// listeners. A listener's attach batch is delivered through the sync pipeline like a group's
+// events, so it arrives after the events of every earlier entry and only once the state it
+// describes is durable.
+
+import EddyModel
+
+extension Committer {
+    func run(_ control: ControlRequest) {
+        switch control {
+        case .setRules(let rules, let continuation):
+            continuation.resume(returning: self.applyRules(rules))
+        case .listen(let location, let query, let sink, let continuation):
+            if let failed = self.failed {
+                continuation.resume(returning: .failure(failed))
+                return
+            }
+            let window: ListenerWindow
+            do {
+                window = try self.events.add(location: location, query: query, sink: sink)
+            } catch {
+                continuation.resume(returning: .failure(error))
+                return
+            }
+            // Handed over (or queued behind earlier groups' events) before the answer.
+            self.deliver([(sink, window.initialEvents())])
+            continuation.resume(returning: .success(ListenerAttachment(id: window.id, liveAfter: self.lastAssignedLogID)))
+        case .unlisten(let id, let continuation):
+            continuation.resume(returning: self.events.remove(id))
+        }
+    }
+}

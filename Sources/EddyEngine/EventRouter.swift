@@ -1,0 +1,164 @@
+// Live events, computed by the committer as it applies each change (so every read sees exactly
+// the state after that change) and delivered after the entry is durable, in log order, with the
+// acknowledgements (`SyncTicket.deliveries`).
+//
+// Per write: the first time a change touches a listener its result is remembered; at the end
+// of the write the difference between that and the current result is the entry's events. A
+// write that fails restores every touched result. Listeners are found through `ListenerTrie`,
+// so a change costs nothing for listeners elsewhere. Owned by the committer thread.
+
+import EddyModel
+import EddyStorage
+
+final class EventRouter {
+    private var windows: [ListenerID: ListenerWindow] = [:]
+    private let trie = ListenerTrie()
+    private var nextID: UInt64 = 1
+    /// Results as they were before the current write touched them.
+    private var touched: [ListenerID: ListenerWindow.Snapshot] = [:]
+    /// Events of the current group, in log order.
+    private(set) var deliveries: [(sink: ChildEventSink, events: [ChildEvent])] = []
+
+    let database: Database
+    let batch: WriteBatchWithIndex
+    let treeWriter: TreeWriter
+
+    init(database: Database, batch: WriteBatchWithIndex, treeWriter: TreeWriter) {
+        self.database = database
+        self.batch = batch
+        self.treeWriter = treeWriter
+    }
+
+    var isEmpty: Bool { self.windows.isEmpty }
+
+    // MARK: Listeners (between groups)
+
+    /// Registers a listener and loads its result from the committed state.
+    func add(location: Path, query: Query?, sink: @escaping ChildEventSink) throws(EddyError) -> ListenerWindow {
+        let window = ListenerWindow(id: ListenerID(rawValue: self.nextID), location: location, query: query, sink: sink)
+        if window.isPlain {
+            let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+            window.replaceAll(with: try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value)
+        } else {
+            _ = try self.indexDefinition(for: window, checkReady: true)
+            switch window.query.limit {
+            case .last(let n): window.load(try self.fetch(window, after: false, edge: nil, count: n, inGroup: false))
+            case .first(let n): window.load(try self.fetch(window, after: true, edge: nil, count: n, inGroup: false))
+            case nil: window.load(try self.fetch(window, after: true, edge: nil, count: .max, inGroup: false))
+            }
+        }
+        self.nextID += 1
+        self.windows[window.id] = window
+        self.trie.add(window.id, at: location)
+        return window
+    }
+
+    func remove(_ id: ListenerID) -> Bool {
+        guard let window = self.windows.removeValue(forKey: id) else { return false }
+        self.trie.remove(id, at: window.location)
+        return true
+    }
+
+    // MARK: Writes (inside a group)
+
+    /// After a change set the value at `path` to `value` (resolved).
+    func changed(path: Path, value: Value) throws(EddyError) {
+        for id in self.trie.touched(by: path) {
+            guard let window = self.windows[id] else { continue }
+            if self.touched[id] == nil { self.touched[id] = window.snapshot }
+            if path.isAncestorOrSelf(of: window.location) {
+                window.replaceAll(with: value.child(at: Path(validatedKeys: Array(window.location.keys[path.depth...]))))
+                continue
+            }
+            let key = path.keys[window.location.depth]
+            let child = try TreeReader.readSubtree(
+                self.treeWriter.groupIterator, prefix: PathKeyEncoding.encode(window.location.appending(key))
+            ).value
+            try window.update(child: key, to: child) { after, edge, count throws(EddyError) in
+                try self.fetch(window, after: after, edge: edge, count: count, inGroup: true)
+            }
+        }
+    }
+
+    /// The current write committed as `logID`: its events join the group's deliveries.
+    func endWrite(logID: LogID) {
+        for (id, old) in self.touched {
+            guard let window = self.windows[id] else { continue }
+            let events = window.events(from: old, logID: logID)
+            if !events.isEmpty { self.deliveries.append((window.sink, events)) }
+        }
+        self.touched.removeAll(keepingCapacity: true)
+    }
+
+    /// The current write failed: every result it touched is restored.
+    func abortWrite() {
+        for (id, old) in self.touched { self.windows[id]?.restore(old) }
+        self.touched.removeAll(keepingCapacity: true)
+    }
+
+    func takeDeliveries() -> [(sink: ChildEventSink, events: [ChildEvent])] {
+        defer { self.deliveries.removeAll(keepingCapacity: true) }
+        return self.deliveries
+    }
+
+    // MARK: Reads next to a window
+
+    private func indexDefinition(for window: ListenerWindow, checkReady: Bool) throws(EddyError) -> IndexDefinition? {
+        let on: Rules.IndexDeclaration.On
+        switch window.query.order {
+        case .key, .priority: return nil
+        case .value: on = .value
+        case .child(let path): on = .child(path)
+        }
+        let candidates = self.treeWriter.indexes.definitions.filter { $0.declaration.on == on && $0.declaration.matches(window.location) }
+        if let ready = candidates.first(where: \.isReady) { return ready }
+        guard checkReady else { return nil }
+        if !candidates.isEmpty {
+            throw EddyError(.unavailable, "the index \".indexOn\": \"\(window.query.indexOnName ?? "")\" for path \"\(window.location)\" is still building; listen again when it is ready")
+        }
+        throw EddyError(
+            .invalidArgument,
+            "Index not defined, add \".indexOn\": \"\(window.query.indexOnName ?? "")\", for path \"\(window.location)\", to the rules")
+    }
+
+    /// Up to `count` entries of the window's result beyond `edge` (see `ListenerWindow.Fetch`),
+    /// read through the batch inside a group and from the database between groups.
+    private func fetch(
+        _ window: ListenerWindow, after: Bool, edge: ListenerWindow.Entry?, count: Int, inGroup: Bool
+    ) throws(EddyError) -> [ListenerWindow.Entry] {
+        var query = window.query
+        query.limit = after ? .first(count) : .last(count)
+        if let edge {
+            let bound =
+                window.query.order == .key
+                ? Query.Bound(value: .string(edge.key), inclusive: false)
+                : Query.Bound(value: edge.sort, key: edge.key, inclusive: false)
+            if after { query.start = bound } else { query.end = bound }
+        }
+        let location = PathKeyEncoding.encode(window.location)
+        let tree = inGroup ? self.treeWriter.groupIterator : self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let result: Value
+        if let definition = try self.indexDefinition(for: window, checkReady: false) {
+            let index: Iterator
+            if inGroup {
+                self.treeWriter.indexes.flushPending()
+                index = self.batch.makeIterator(self.database.columnFamily(ColumnFamilies.index))
+            } else {
+                index = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index))
+            }
+            result = try IndexQueryReader(definition: definition, index: index, makeTree: { tree }, location: location, query: query).read()
+        } else if window.query.order == .key {
+            result = try KeyQueryReader(iterator: tree, location: location, query: query).read()
+        } else {
+            // The index went away (dropped while listening): select from the whole location.
+            let all = try TreeReader.readSubtree(tree, prefix: location).value
+            let scratch = ListenerWindow(id: window.id, location: window.location, query: query, sink: window.sink)
+            scratch.replaceAll(with: all)
+            return scratch.entries
+        }
+        guard case .object(let children) = result else { return [] }
+        var entries = children.map { ListenerWindow.Entry(key: $0.key, sort: window.sortValue(of: $0.value), value: $0.value) }
+        entries.sort(by: window.less)
+        return entries
+    }
+}

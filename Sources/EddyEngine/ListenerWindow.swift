@@ -1,0 +1,215 @@
+// One listener's view: its location, its query (a plain listener sees every child in key order
+// and the location's whole value), and its current result in query order. The committer updates
+// it change by change, at the moment each change is applied, so reads through the write batch
+// see exactly the state after that change:
+// - a change at or above the location replaces the whole result (from the change's value);
+// - a change inside one child updates that child: out of the result, back in at its new sort
+//   position when inside the bounds; a limit window that overflows drops its far end, one that
+//   runs short is refilled with one read past its far end (`fetch`), never by a rescan.
+// Invariant: `entries` is exactly the query's result, in query order.
+// Events are the difference between the result before and after a log entry (`events(from:)`),
+// in Firebase's order; see EddyTesting/ReferenceEvents.swift for the rules.
+
+import EddyModel
+
+final class ListenerWindow {
+    struct Entry: Equatable {
+        var key: String
+        var sort: Value
+        var value: Value
+    }
+
+    /// The result as it was at some point, to derive events from.
+    struct Snapshot {
+        var entries: [Entry]
+        var primitive: Value?
+    }
+
+    let id: ListenerID
+    let location: Path
+    let query: Query
+    let isPlain: Bool
+    let sink: ChildEventSink
+    private(set) var entries: [Entry] = []
+    /// A plain listener whose location holds a primitive sees it here (and no children).
+    private(set) var primitive: Value? = nil
+
+    init(id: ListenerID, location: Path, query: Query?, sink: @escaping ChildEventSink) {
+        self.id = id
+        self.location = location
+        self.query = query ?? Query(order: .key)
+        self.isPlain = query == nil
+        self.sink = sink
+    }
+
+    var snapshot: Snapshot { Snapshot(entries: self.entries, primitive: self.primitive) }
+
+    func restore(_ snapshot: Snapshot) {
+        self.entries = snapshot.entries
+        self.primitive = snapshot.primitive
+    }
+
+    /// Reads up to `count` result entries next to the window (`after`: past its last entry, or
+    /// from the start bound when nil; else before its first entry, or from the end bound),
+    /// inside the bounds, in query order.
+    typealias Fetch = (_ after: Bool, _ edge: Entry?, _ count: Int) throws(EddyError) -> [Entry]
+
+    // MARK: Changes
+
+    /// Sets the result as read from storage (already the query's result, in order).
+    func load(_ entries: [Entry]) {
+        self.primitive = nil
+        self.entries = entries
+    }
+
+    /// The value at the location became `value` (a change at or above it).
+    func replaceAll(with value: Value) {
+        self.primitive = nil
+        guard case .object(let children) = value else {
+            if self.isPlain, !value.isNull { self.primitive = value }
+            self.entries = []
+            return
+        }
+        var all = children.map { Entry(key: $0.key, sort: self.sortValue(of: $0.value), value: $0.value) }.filter(self.inBounds)
+        all.sort(by: self.less)
+        switch self.query.limit {
+        case .first(let n): self.entries = Array(all.prefix(n))
+        case .last(let n): self.entries = Array(all.suffix(n))
+        case nil: self.entries = all
+        }
+    }
+
+    /// Child `key` is now `value` (`.null`: gone). The location holds an object afterwards
+    /// unless the child was its last.
+    func update(child key: String, to value: Value, fetch: Fetch) throws(EddyError) {
+        self.primitive = nil
+        self.entries.removeAll { $0.key == key }
+        let entry = Entry(key: key, sort: self.sortValue(of: value), value: value)
+        let belongs = !value.isNull && self.inBounds(entry)
+        switch self.query.limit {
+        case nil:
+            if belongs { self.insert(entry) }
+        case .first(let n):
+            // The result minus this child is still a prefix of the new result: the child goes
+            // in when it sorts before its last entry; otherwise the refill below finds it.
+            if belongs, let last = self.entries.last, self.less(entry, last) { self.insert(entry) }
+            if self.entries.count > n { self.entries.removeLast(self.entries.count - n) }
+            if self.entries.count < n {
+                self.entries += try fetch(true, self.entries.last, n - self.entries.count)
+            }
+        case .last(let n):
+            if belongs, let first = self.entries.first, self.less(first, entry) { self.insert(entry) }
+            if self.entries.count > n { self.entries.removeFirst(self.entries.count - n) }
+            if self.entries.count < n {
+                self.entries.insert(contentsOf: try fetch(false, self.entries.first, n - self.entries.count), at: 0)
+            }
+        }
+    }
+
+    private func insert(_ entry: Entry) {
+        var low = 0
+        var high = self.entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if self.less(self.entries[mid], entry) { low = mid + 1 } else { high = mid }
+        }
+        self.entries.insert(entry, at: low)
+    }
+
+    // MARK: Order and bounds
+
+    func sortValue(of child: Value) -> Value {
+        switch self.query.order {
+        case .key, .priority: return .null
+        case .value: return child
+        case .child(let path): return child.child(at: path)
+        }
+    }
+
+    func less(_ a: Entry, _ b: Entry) -> Bool {
+        let c = ValueOrder.compare(a.sort, b.sort)
+        return c != 0 ? c < 0 : Key.compare(a.key, b.key) < 0
+    }
+
+    func inBounds(_ entry: Entry) -> Bool {
+        if let start = self.query.start {
+            let c = self.compare(entry, start)
+            if start.inclusive ? c < 0 : c <= 0 { return false }
+        }
+        if let end = self.query.end {
+            let c = self.compare(entry, end)
+            if end.inclusive ? c > 0 : c >= 0 { return false }
+        }
+        return true
+    }
+
+    private func compare(_ entry: Entry, _ bound: Query.Bound) -> Int {
+        if self.query.order == .key, case .string(let key) = bound.value { return Key.compare(entry.key, key) }
+        let c = ValueOrder.compare(entry.sort, bound.value)
+        if c != 0 { return c }
+        switch bound.key {
+        case nil: return 0
+        case "[MIN_NAME]": return 1
+        case "[MAX_NAME]": return -1
+        case let key?: return Key.compare(entry.key, key)
+        }
+    }
+
+    // MARK: Events
+
+    /// The listener's value: the location's whole value (plain), or the selected children.
+    var value: Value {
+        if let primitive = self.primitive { return primitive }
+        return self.entries.isEmpty ? .null : .object(Dictionary(uniqueKeysWithValues: self.entries.map { ($0.key, $0.value) }))
+    }
+
+    /// What attaching shows: every child as child_added in order, then value.
+    func initialEvents() -> [ChildEvent] {
+        var events: [ChildEvent] = []
+        for (i, entry) in self.entries.enumerated() {
+            events.append(
+                ChildEvent(kind: .childAdded, key: entry.key, previousKey: i == 0 ? nil : self.entries[i - 1].key, value: entry.value, logID: nil))
+        }
+        events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: nil))
+        return events
+    }
+
+    /// The events that turn `old` into the current result, in Firebase's order.
+    func events(from old: Snapshot, logID: LogID) -> [ChildEvent] {
+        var oldValues: [String: Value] = [:]
+        for entry in old.entries { oldValues[entry.key] = entry.value }
+        var newKeys = Set<String>()
+        for entry in self.entries { newKeys.insert(entry.key) }
+        var events: [ChildEvent] = []
+        for entry in old.entries where !newKeys.contains(entry.key) {
+            events.append(ChildEvent(kind: .childRemoved, key: entry.key, previousKey: nil, value: entry.value, logID: logID))
+        }
+        var moved: [ChildEvent] = []
+        var changed: [ChildEvent] = []
+        for (i, entry) in self.entries.enumerated() {
+            let previous = i == 0 ? nil : self.entries[i - 1].key
+            guard let oldValue = oldValues[entry.key] else {
+                events.append(ChildEvent(kind: .childAdded, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
+                continue
+            }
+            guard oldValue != entry.value else { continue }
+            if self.indexedValueChanged(oldValue, entry.value) {
+                moved.append(ChildEvent(kind: .childMoved, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
+            }
+            changed.append(ChildEvent(kind: .childChanged, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
+        }
+        events += moved + changed
+        if !events.isEmpty || old.primitive != self.primitive {
+            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: logID))
+        }
+        return events
+    }
+
+    private func indexedValueChanged(_ old: Value, _ new: Value) -> Bool {
+        switch self.query.order {
+        case .key, .priority: return false
+        case .value: return old != new
+        case .child(let path): return old.child(at: path) != new.child(at: path)
+        }
+    }
+}

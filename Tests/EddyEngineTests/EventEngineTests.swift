@@ -1,0 +1,77 @@
+// Live events beyond the model-based test: a write that fails half way sends nothing and leaves
+// every listener's result as it was; value/child listeners need an index like queries; under
+// `sync` durability with concurrent writers, batches arrive in log order, one per entry.
+
+import EddyEngine
+import EddyModel
+import EddyTesting
+import Testing
+
+@Suite struct EventEngineTests {
+    @Test func aFailedWriteSendsNothingAndChangesNoResult() async throws {
+        let directory = TemporaryDirectory("events-failed")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+        defer { engine.close() }
+        let m = try Path("/m")
+        _ = try await engine.set(m, try JSONParser.parse(#"{"a": 1, "b": 1e308}"#))
+        let received = ReceivedBatches()
+        _ = try await engine.listen(m, sink: received.sink)
+        _ = received.take()
+        let overflow = try JSONParser.parse(#"{".sv": {"increment": 1e308}}"#)
+        await expectEddyError(.invalidValue, mentioning: ["non-finite"]) {
+            _ = try await engine.update(m, [LogEntry.Change(path: try Path("a"), value: .number(2)), LogEntry.Change(path: try Path("b"), value: overflow)])
+        }
+        #expect(received.take().isEmpty)
+        _ = try await engine.set(try Path("/m/c"), .number(3))
+        let batches = received.take()
+        #expect(batches.count == 1)
+        #expect(batches.first?.map(\.kind) == [.childAdded, .value])
+        #expect(batches.first?.last?.value == (try JSONParser.parse(#"{"a": 1, "b": 1e308, "c": 3}"#)))
+    }
+
+    @Test func valueAndChildListenersNeedAnIndex() async throws {
+        let directory = TemporaryDirectory("events-index")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+        defer { engine.close() }
+        await expectEddyError(.invalidArgument, mentioning: [#"Index not defined, add ".indexOn": "s", for path "/m""#]) {
+            _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: { _ in })
+        }
+        _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": "s"}}}"#))
+        try await engine.waitForIndexes()
+        _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: { _ in })
+    }
+
+    @Test func underSyncDurabilityBatchesArriveInLogOrder() async throws {
+        let directory = TemporaryDirectory("events-sync")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
+        defer { engine.close() }
+        let received = ReceivedBatches()
+        let attachment = try await engine.listen(try Path("/m"), query: Query(order: .key, limit: .last(3)), sink: received.sink)
+        #expect(attachment.liveAfter == nil)
+        var ids: [LogID] = []
+        try await withThrowingTaskGroup(of: LogID.self) { group in
+            for i in 0..<200 {
+                group.addTask { try await engine.push(try Path("/m"), .number(Double(i))).logID }
+            }
+            for try await id in group { ids.append(id) }
+        }
+        let batches = received.take()
+        #expect(batches.first?.map(\.kind) == [.value], "the attach batch of an empty location")
+        let live = batches.dropFirst()
+        #expect(live.count == 200, "one batch per push")
+        let batchIDs = live.compactMap { $0.first?.logID }
+        #expect(batchIDs == ids.sorted(), "in log order")
+        #expect(live.allSatisfy { batch in batch.allSatisfy { $0.logID == batch.first?.logID } })
+        #expect(live.last?.last?.value.objectKeys == Set(ids.sorted().suffix(3).map(\.rawValue)))
+    }
+}
+
+extension Value {
+    fileprivate var objectKeys: Set<String> {
+        guard case .object(let children) = self else { return [] }
+        return Set(children.keys)
+    }
+}
