@@ -22,6 +22,14 @@ public struct ChildEvent: Sendable, Equatable, CustomStringConvertible {
     /// The entry that caused the event; nil for the events sent at attach time.
     public var logID: LogID?
 
+    public init(kind: Kind, key: String?, previousKey: String?, value: Value, logID: LogID?) {
+        self.kind = kind
+        self.key = key
+        self.previousKey = previousKey
+        self.value = value
+        self.logID = logID
+    }
+
     public var description: String {
         var text = self.kind.rawValue
         if let key { text += " \(key)" }

@@ -43,7 +43,9 @@ public enum EddyServer {
                 "eddy.replication_socket": "\(configuration.effectiveReplicationSocketPath) (reserved, not listening yet)",
             ])
         let app = Application(
-            responder: RESTResponder(data: data, requestBytesMax: configuration.requestBytesMax, logger: logger),
+            responder: RESTResponder(
+                data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
+                streamBufferBatches: configuration.streamBufferBatches, logger: logger),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
             onServerRunning: { channel in

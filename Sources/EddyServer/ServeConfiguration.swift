@@ -24,6 +24,11 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var indexBuildChunk = 4096
     /// Milliseconds between index build steps, to throttle builds on a busy server. Default 0.
     public var indexBuildPauseMilliseconds = 0
+    /// Seconds between keep-alive events on an idle event stream (SSE). Default 30 (Firebase's).
+    public var sseKeepAliveSeconds = 30
+    /// Event batches (one per log entry) an event stream may fall behind before it is cut off
+    /// with `cancel` and the id to resume after. Default 1024 (each stream also stops at 16 MiB).
+    public var streamBufferBatches = 1024
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
 
@@ -52,6 +57,12 @@ public struct ServeConfiguration: Sendable, Equatable {
         guard (0...60_000).contains(self.indexBuildPauseMilliseconds) else {
             throw EddyError(
                 .invalidArgument, "index-build-pause-ms \(self.indexBuildPauseMilliseconds) is out of range 0...60000 (milliseconds)")
+        }
+        guard (1...3600).contains(self.sseKeepAliveSeconds) else {
+            throw EddyError(.invalidArgument, "sse-keep-alive-seconds \(self.sseKeepAliveSeconds) is out of range 1...3600 (seconds)")
+        }
+        guard (1...1_000_000).contains(self.streamBufferBatches) else {
+            throw EddyError(.invalidArgument, "stream-buffer-batches \(self.streamBufferBatches) is out of range 1...1000000")
         }
         guard !self.dataDirectory.isEmpty else { throw EddyError(.invalidArgument, "data directory is empty") }
     }
@@ -86,7 +97,9 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("log-level", .string(let s)): self.logLevel = s
             case ("index-build-chunk", .integer(let n)): self.indexBuildChunk = n
             case ("index-build-pause-ms", .integer(let n)): self.indexBuildPauseMilliseconds = n
-            case ("index-build-chunk", _), ("index-build-pause-ms", _):
+            case ("sse-keep-alive-seconds", .integer(let n)): self.sseKeepAliveSeconds = n
+            case ("stream-buffer-batches", .integer(let n)): self.streamBufferBatches = n
+            case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("durability", _), ("log-level", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
@@ -95,7 +108,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-level"
                 )
             }
         }

@@ -60,6 +60,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("index-build-pause-ms"), help: "Milliseconds between index build steps, to throttle builds (0 to 60000). Default: 0")
     var indexBuildPauseMilliseconds: Int?
 
+    @Option(name: .customLong("sse-keep-alive-seconds"), help: "Seconds between keep-alive events on an idle event stream (1 to 3600). Default: 30")
+    var sseKeepAliveSeconds: Int?
+
+    @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
+    var streamBufferBatches: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
@@ -106,6 +112,8 @@ struct Serve: AsyncParsableCommand {
         if let requestBytesMax { configuration.requestBytesMax = requestBytesMax }
         if let logLevel { configuration.logLevel = logLevel }
         if let indexBuildChunk { configuration.indexBuildChunk = indexBuildChunk }
+        if let sseKeepAliveSeconds { configuration.sseKeepAliveSeconds = sseKeepAliveSeconds }
+        if let streamBufferBatches { configuration.streamBufferBatches = streamBufferBatches }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         try configuration.validate()
         return configuration

@@ -22,11 +22,19 @@ public struct RESTResponder: HTTPResponder {
 
     let data: DataDirectory
     let requestBytesMax: Int
+    /// Seconds between keep-alive events on an idle event stream.
+    let keepAliveSeconds: Int
+    /// Event batches an event stream may fall behind before it is cut off (with a resume id).
+    let streamBufferBatches: Int
     let logger: Logger
 
-    public init(data: DataDirectory, requestBytesMax: Int, logger: Logger) {
+    public init(
+        data: DataDirectory, requestBytesMax: Int, keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024, logger: Logger
+    ) {
         self.data = data
         self.requestBytesMax = requestBytesMax
+        self.keepAliveSeconds = keepAliveSeconds
+        self.streamBufferBatches = streamBufferBatches
         self.logger = logger
     }
 
@@ -75,6 +83,7 @@ public struct RESTResponder: HTTPResponder {
         }
         switch method {
         case .get:
+            if Self.wantsEventStream(request.headers) { return try await self.stream(rest, engine: engine, headers: request.headers) }
             return try await self.get(rest, engine: engine, headers: request.headers)
         case .delete:
             return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch])

@@ -1,0 +1,120 @@
+// The bounded hand-off between a listener's sink (called on the engine's committer or syncer
+// thread, which must never block) and the task writing one SSE response. Holds at most
+// `batchesMax` batches or `bytesMax` approximate bytes; a consumer that falls further behind
+// is cut off: the buffer drops what it holds, remembers the last log id it handed out, and ends
+// with `.overflow` so the stream can tell the client where to resume. Nothing is ever dropped
+// silently.
+
+import EddyEngine
+import EddyModel
+import Synchronization
+
+final class EventBuffer: Sendable {
+    enum Item: Sendable {
+        case events([ChildEvent])
+        case keepAlive
+        /// The consumer fell too far behind; resume after `lastDelivered`.
+        case overflow(lastDelivered: LogID?)
+    }
+
+    private struct State {
+        var pending: [[ChildEvent]] = []
+        var bytes = 0
+        var keepAlive = false
+        var finished = false
+        var overflowed = false
+        var lastDelivered: LogID?
+        var waiter: CheckedContinuation<Item?, Never>?
+    }
+
+    private let state = Mutex(State())
+    let batchesMax: Int
+    let bytesMax: Int
+
+    init(batchesMax: Int = 1024, bytesMax: Int = 16 * 1024 * 1024) {
+        self.batchesMax = batchesMax
+        self.bytesMax = bytesMax
+    }
+
+    /// The listener's sink.
+    func push(_ events: [ChildEvent]) {
+        let bytes = events.reduce(64) { $0 + $1.value.approximateBytes }
+        let waiter = self.state.withLock { state -> (CheckedContinuation<Item?, Never>, Item)? in
+            guard !state.finished, !state.overflowed else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return (waiter, .events(events))
+            }
+            if state.pending.count >= self.batchesMax || state.bytes + bytes > self.bytesMax {
+                state.overflowed = true
+                state.pending.removeAll()
+                state.bytes = 0
+                return nil
+            }
+            state.pending.append(events)
+            state.bytes += bytes
+            return nil
+        }
+        if let (waiter, item) = waiter {
+            self.noteDelivered(item)
+            waiter.resume(returning: item)
+        }
+    }
+
+    /// Asks for a keep-alive comment at the next opportunity (from a timer).
+    func pushKeepAlive() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Item?, Never>? in
+            guard !state.finished else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.keepAlive = true
+            return nil
+        }
+        waiter?.resume(returning: .keepAlive)
+    }
+
+    /// Ends the stream (client gone or server stopping): `next()` answers nil from now on.
+    func finish() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Item?, Never>? in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The next item, waiting for one; nil once finished.
+    func next() async -> Item? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Item?, Never>) in
+            let ready = self.state.withLock { state -> Item?? in
+                if state.overflowed {
+                    // Said once; the stream is over after it.
+                    state.overflowed = false
+                    state.finished = true
+                    return .some(.overflow(lastDelivered: state.lastDelivered))
+                }
+                if !state.pending.isEmpty {
+                    let events = state.pending.removeFirst()
+                    state.bytes -= events.reduce(64) { $0 + $1.value.approximateBytes }
+                    if let id = events.last?.logID { state.lastDelivered = id }
+                    return .some(.events(events))
+                }
+                if state.keepAlive {
+                    state.keepAlive = false
+                    return .some(.keepAlive)
+                }
+                if state.finished { return .some(nil) }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func noteDelivered(_ item: Item) {
+        guard case .events(let events) = item, let id = events.last?.logID else { return }
+        self.state.withLock { $0.lastDelivered = id }
+    }
+}

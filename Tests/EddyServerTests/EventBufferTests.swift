@@ -1,0 +1,89 @@
+// The bounded hand-off between a listener and its SSE response: batches come out in order, a
+// waiting reader is woken, keep-alives interleave, a consumer that falls too far behind is cut
+// off with the last id it was handed (never silently skipped), and finish ends the stream.
+// Also the SSE frames of a batch.
+
+import EddyEngine
+import EddyModel
+import Testing
+
+@testable import EddyServer
+
+@Suite struct EventBufferTests {
+    private func batch(_ n: Int) -> [ChildEvent] {
+        let id = LogID(String(repeating: "-", count: 19) + String(n % 10))!
+        return [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .number(Double(n)), logID: id)]
+    }
+
+    @Test func batchesComeOutInOrderAndAWaitingReaderIsWoken() async {
+        let buffer = EventBuffer(batchesMax: 8)
+        buffer.push(self.batch(1))
+        buffer.push(self.batch(2))
+        guard case .events(let first)? = await buffer.next(), case .events(let second)? = await buffer.next() else {
+            Issue.record("no events")
+            return
+        }
+        #expect(first[0].value == .number(1) && second[0].value == .number(2))
+        async let waiting = buffer.next()
+        try? await Task.sleep(for: .milliseconds(20))
+        buffer.push(self.batch(3))
+        guard case .events(let third)? = await waiting else {
+            Issue.record("not woken")
+            return
+        }
+        #expect(third[0].value == .number(3))
+        buffer.pushKeepAlive()
+        guard case .keepAlive? = await buffer.next() else {
+            Issue.record("no keep-alive")
+            return
+        }
+        buffer.finish()
+        #expect(await buffer.next() == nil)
+    }
+
+    @Test func aConsumerTooFarBehindIsCutOffWithItsLastID() async {
+        let buffer = EventBuffer(batchesMax: 4)
+        buffer.push(self.batch(1))
+        guard case .events? = await buffer.next() else {
+            Issue.record("no events")
+            return
+        }
+        for n in 2...10 { buffer.push(self.batch(n)) }  // more than 4 waiting
+        guard case .overflow(let last)? = await buffer.next() else {
+            Issue.record("no overflow")
+            return
+        }
+        #expect(last == self.batch(1)[0].logID, "resume after the last batch handed out")
+        #expect(await buffer.next() == nil)
+        buffer.push(self.batch(11))
+        #expect(await buffer.next() == nil, "nothing after the cut")
+    }
+
+    @Test func framesOfABatch() throws {
+        let id = LogID("-P6w9rLoYPqTtHabcJnT")!
+        let one = [
+            ChildEvent(kind: .childChanged, key: "a\"b", previousKey: nil, value: .number(1), logID: id),
+            ChildEvent(kind: .value, key: nil, previousKey: nil, value: .object(["a\"b": .number(1)]), logID: id),
+        ]
+        #expect(String(decoding: SSEFrames.frames(for: one), as: UTF8.self) == "event: put\nid: -P6w9rLoYPqTtHabcJnT\ndata: {\"path\":\"/a\\\"b\",\"data\":1}\n\n")
+        let several = [
+            ChildEvent(kind: .childRemoved, key: "0", previousKey: nil, value: .number(1), logID: id),
+            ChildEvent(kind: .childAdded, key: "1", previousKey: nil, value: .string("x"), logID: id),
+            ChildEvent(kind: .value, key: nil, previousKey: nil, value: .object(["1": .string("x")]), logID: id),
+        ]
+        #expect(String(decoding: SSEFrames.frames(for: several), as: UTF8.self).hasSuffix("data: {\"path\":\"/\",\"data\":{\"0\":null,\"1\":\"x\"}}\n\n"))
+        let gone = [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .null, logID: id)]
+        #expect(String(decoding: SSEFrames.frames(for: gone), as: UTF8.self).hasSuffix("data: {\"path\":\"/\",\"data\":null}\n\n"))
+    }
+}
+
+extension EventBuffer.Item: Equatable {
+    public static func == (a: EventBuffer.Item, b: EventBuffer.Item) -> Bool {
+        switch (a, b) {
+        case (.keepAlive, .keepAlive): return true
+        case (.events(let x), .events(let y)): return x == y
+        case (.overflow(let x), .overflow(let y)): return x == y
+        default: return false
+        }
+    }
+}

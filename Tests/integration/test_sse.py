@@ -1,0 +1,246 @@
+"""Firebase REST streaming (Server-Sent Events) against a real eddyd, checked on the raw bytes:
+the first `put`, then `put`/`patch` per write with paths relative to the location and an `id:`
+line carrying the log id, keep-alives, query windows, resuming with `Last-Event-ID` (no gap, no
+duplicate, also across a restart), firebase-admin's `listen()`, and streams ending at shutdown.
+"""
+
+import http.client
+import json
+import queue
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+import requests
+
+from conftest import firebase_app
+
+
+class SSEClient:
+    """One streaming GET on a raw HTTP connection; frames (event, id, data, raw text) land in a
+    queue as they arrive."""
+
+    def __init__(self, daemon, path, query="", headers=None):
+        self.conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+        target = "/" + path.strip("/") + ".json" + (("?" + query) if query else "")
+        self.conn.request("GET", target, headers={"Accept": "text/event-stream", **(headers or {})})
+        self.response = self.conn.getresponse()
+        self.frames = queue.Queue()
+        self.reading = threading.Event()
+        self.reading.set()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        lines = []
+        try:
+            while True:
+                self.reading.wait()
+                line = self.response.readline()
+                if not line:
+                    break
+                text = line.decode("utf-8")
+                assert text.endswith("\n") and not text.endswith("\r\n"), repr(text)
+                if text == "\n":
+                    fields = dict(l.split(": ", 1) for l in lines)
+                    self.frames.put((fields.get("event"), fields.get("id"), json.loads(fields["data"]), "".join(l + "\n" for l in lines)))
+                    lines = []
+                else:
+                    lines.append(text[:-1])
+        except Exception as error:  # connection closed by the test
+            self.frames.put(("error", None, repr(error), ""))
+        self.frames.put(("closed", None, None, ""))
+
+    def next(self, timeout=10):
+        return self.frames.get(timeout=timeout)
+
+    def next_data(self, timeout=10):
+        """The next put/patch (keep-alives skipped)."""
+        while True:
+            event, id, data, raw = self.next(timeout)
+            if event != "keep-alive":
+                return event, id, data, raw
+
+    def close(self):
+        # Shut the socket down first: closing the response while the reader thread is blocked in
+        # a read would wait for the server's next frame.
+        try:
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+def put(daemon, path, value):
+    r = requests.put(daemon.url(path), data=json.dumps(value))
+    assert r.status_code == 200, r.text
+
+
+def test_stream_starts_with_a_put_then_follows_every_write(daemon):
+    put(daemon, "/m", {"a": 1, "b": {"x": 2}})
+    client = SSEClient(daemon, "/m")
+    assert client.response.status == 200
+    assert client.response.getheader("Content-Type") == "text/event-stream; charset=utf-8"
+    event, first_id, data, raw = client.next_data()
+    assert (event, data) == ("put", {"path": "/", "data": {"a": 1, "b": {"x": 2}}})
+    assert raw == f"event: put\nid: {first_id}\ndata: " + '{"path":"/","data":{"a":1,"b":{"x":2}}}\n'
+
+    put(daemon, "/m/c", 3)
+    assert client.next_data()[0:3:2] == ("put", {"path": "/c", "data": 3})
+    requests.patch(daemon.url("/m"), data=json.dumps({"a": None, "d": 4}))
+    event, _, data, _ = client.next_data()
+    assert (event, data) == ("patch", {"path": "/", "data": {"a": None, "d": 4}})
+    put(daemon, "/m/b/x", 5)
+    assert client.next_data()[2] == {"path": "/b", "data": {"x": 5}}
+    put(daemon, "/elsewhere", 1)  # not under /m: nothing
+    put(daemon, "/", {"m": "primitive"})  # above /m: the whole value
+    event, last_id, data, _ = client.next_data()
+    assert data == {"path": "/", "data": "primitive"}
+    assert last_id > first_id
+    requests.delete(daemon.url("/m"))
+    assert client.next_data()[2] == {"path": "/", "data": None}
+    client.close()
+
+
+def test_keep_alive_on_an_idle_stream(daemon_factory):
+    daemon = daemon_factory("--sse-keep-alive-seconds", "1")
+    client = SSEClient(daemon, "/idle")
+    assert client.next()[0:3:2] == ("put", {"path": "/", "data": None})
+    started = time.monotonic()
+    event, id, data, raw = client.next(timeout=5)
+    assert (event, id, data, raw) == ("keep-alive", None, None, "event: keep-alive\ndata: null\n")
+    assert time.monotonic() - started < 3
+    client.close()
+
+
+def test_query_streams_follow_the_window(daemon):
+    put(daemon, "/q", {"a": {"s": 3}, "b": {"s": 1}, "c": {"s": 2}})
+    requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {"q": {".indexOn": "s"}}}))
+    client = SSEClient(daemon, "/q", 'orderBy="s"&limitToFirst=2')
+    assert client.next_data()[2] == {"path": "/", "data": {"b": {"s": 1}, "c": {"s": 2}}}
+    put(daemon, "/q/d", {"s": 0})  # enters first; c leaves
+    assert client.next_data()[0:3:2] == ("patch", {"path": "/", "data": {"c": None, "d": {"s": 0}}})
+    put(daemon, "/q/a/s", 9)  # outside the window: nothing
+    put(daemon, "/q/b/s", 0.5)
+    assert client.next_data()[2] == {"path": "/b", "data": {"s": 0.5}}
+    client.close()
+
+
+def test_resume_with_last_event_id_has_no_gap_and_no_duplicate(daemon):
+    put(daemon, "/r", {"n": 0})
+    client = SSEClient(daemon, "/r")
+    _, start_id, _, _ = client.next_data()
+    put(daemon, "/r/n", 1)
+    _, seen_id, data, _ = client.next_data()
+    assert data == {"path": "/n", "data": 1}
+    client.close()
+    # Missed while disconnected: a put, a multi-path patch, a write elsewhere, a delete.
+    put(daemon, "/r/n", 2)
+    requests.patch(daemon.url("/r"), data=json.dumps({"a/b": 1, "c": 2}))
+    put(daemon, "/other", 1)
+    requests.delete(daemon.url("/r/c"))
+
+    def resumed(after):
+        client = SSEClient(daemon, "/r", headers={"Last-Event-ID": after})
+        frames = []
+        put(daemon, "/r/live", True)  # the first live event marks the end of the replay
+        while True:
+            event, id, data, _ = client.next_data()
+            frames.append((event, data))
+            if data == {"path": "/live", "data": True}:
+                client.close()
+                return frames
+
+    assert resumed(seen_id) == [
+        ("put", {"path": "/n", "data": 2}),
+        ("patch", {"path": "/", "data": {"a/b": 1, "c": 2}}),
+        ("put", {"path": "/c", "data": None}),
+        ("put", {"path": "/live", "data": True}),
+    ]
+    # Across a restart the log still holds them.
+    daemon.restart()
+    replay = resumed(seen_id)
+    assert replay[:3] == [
+        ("put", {"path": "/n", "data": 2}),
+        ("patch", {"path": "/", "data": {"a/b": 1, "c": 2}}),
+        ("put", {"path": "/c", "data": None}),
+    ]
+    # An id the server cannot resume from gets a fresh full put.
+    client = SSEClient(daemon, "/r", headers={"Last-Event-ID": "not-a-log-id"})
+    assert client.next_data()[2]["path"] == "/"
+    client.close()
+
+
+def test_firebase_admin_listen_receives_the_stream(daemon_factory):
+    # firebase-admin's close() waits for the next frame: keep-alives every second bound it.
+    daemon = daemon_factory("--sse-keep-alive-seconds", "1")
+    ns = "sse" + uuid.uuid4().hex[:8]
+    from firebase_admin import db
+
+    with firebase_app(daemon.port, ns, "sse") as app:
+        ref = db.reference("/chat", app=app)
+        ref.set({"a": "hi"})
+        events = queue.Queue()
+        registration = ref.listen(lambda event: events.put((event.event_type, event.path, event.data)))
+        try:
+            assert events.get(timeout=10) == ("put", "/", {"a": "hi"})
+            ref.child("b").set("there")
+            assert events.get(timeout=10) == ("put", "/b", "there")
+            ref.update({"a": None, "c": 1})
+            assert events.get(timeout=10) == ("patch", "/", {"a": None, "c": 1})
+            assert ref.get() == {"b": "there", "c": 1}
+        finally:
+            registration.close()
+
+
+def test_streams_end_when_the_daemon_stops(daemon):
+    client = SSEClient(daemon, "/s")
+    client.next_data()
+    started = time.monotonic()
+    daemon.stop()
+    assert time.monotonic() - started < 10
+    while True:
+        event = client.next(timeout=10)[0]
+        if event in ("closed", "error"):
+            break
+
+
+def test_a_slow_consumer_is_cut_off_with_its_resume_id_and_resumes_without_a_gap(daemon_factory):
+    daemon = daemon_factory("--stream-buffer-batches", "16")
+    put(daemon, "/slow", {"n": -1})
+    client = SSEClient(daemon, "/slow")
+    client.next_data()
+    client.reading.clear()  # stop reading: socket buffers fill, then the server's bounded buffer
+    blob = "x" * 16384
+    session = requests.Session()
+    total = 400
+    for n in range(total):
+        r = session.put(daemon.url(f"/slow/n{n % 8}"), data=json.dumps({"i": n, "blob": blob}))
+        assert r.status_code == 200  # writers never wait for a slow subscriber
+    client.reading.set()
+    frames = []
+    while True:
+        event, id, data, _ = client.next_data(timeout=30)
+        if event in ("cancel", "closed", "error"):
+            break
+        frames.append((id, data))
+    assert event == "cancel", (event, data)
+    assert "reconnect with Last-Event-ID" in data
+    resume_id = data.split("Last-Event-ID: ")[1].split(" ")[0]
+    assert frames and frames[-1][0] == resume_id, "the id to resume after is the last one delivered"
+    delivered = [d["data"]["i"] for _, d in frames]
+    assert len(delivered) < total, "the stream was cut off before the end"
+    client.close()
+    # Resuming from there delivers exactly the rest, in order.
+    resumed = SSEClient(daemon, "/slow", headers={"Last-Event-ID": resume_id})
+    put(daemon, "/slow/done", True)
+    rest = []
+    while True:
+        event, id, data, _ = resumed.next_data(timeout=30)
+        if data == {"path": "/done", "data": True}:
+            break
+        rest.append(data["data"]["i"])
+    resumed.close()
+    assert delivered + rest == list(range(total)), "no gap, no duplicate"
