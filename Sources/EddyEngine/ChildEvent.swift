@@ -48,3 +48,31 @@ public struct ListenerID: Hashable, Sendable, CustomStringConvertible {
 /// that changed its result), in log order, after the entry is durable. Called on an engine
 /// thread: it must not block (hand the events to a bounded buffer).
 public typealias ChildEventSink = @Sendable (_ events: [ChildEvent]) -> Void
+
+/// A Realm-style change of a query's result: `initial` once, then one `update` per log entry
+/// that changed it. Index lists are ascending; deletions index the previous result, insertions
+/// and modifications this one, and applying them in that order turns the previous result into
+/// this one. A child whose sort value changed is a deletion and an insertion.
+public struct ResultChange: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case initial
+        case update
+    }
+
+    public struct Child: Sendable, Equatable {
+        public var key: String
+        public var value: Value
+    }
+
+    public var kind: Kind
+    /// The whole result after the change, in query order.
+    public var results: [Child]
+    public var deletions: [Int]
+    public var insertions: [Int]
+    public var modifications: [Int]
+    /// The entry that caused the update; nil for `initial`.
+    public var logID: LogID?
+}
+
+/// Receives a change-set listener's changes (same threading rules as `ChildEventSink`).
+public typealias ResultChangeSink = @Sendable (_ change: ResultChange) -> Void

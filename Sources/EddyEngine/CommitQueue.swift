@@ -12,6 +12,8 @@ struct PendingWrite: Sendable {
     var ifMatch: String?
     /// Rough bytes of the write (`WriteValidator`), computed by the caller, off the committer.
     var approximateBytes: Int
+    /// Listeners that must not hear this write ("write without notifying").
+    var silenced: Set<ListenerID> = []
     var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
 }
 
@@ -19,15 +21,16 @@ struct PendingWrite: Sendable {
 /// catalog) changes, and attaching or removing live-event listeners.
 enum ControlRequest: Sendable {
     case setRules(Rules, CheckedContinuation<Result<Rules, EddyError>, Never>)
-    case listen(Path, Query?, ChildEventSink, CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>)
+    case listen(ListenerSpec, CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>)
     case unlisten(ListenerID, CheckedContinuation<Bool, Never>)
+    case unlistenAll(Path, CheckedContinuation<Bool, Never>)
 
     /// Answers a request the committer will never run (the engine stopped).
     func refuse(_ error: EddyError) {
         switch self {
         case .setRules(_, let continuation): continuation.resume(returning: .failure(error))
-        case .listen(_, _, _, let continuation): continuation.resume(returning: .failure(error))
-        case .unlisten(_, let continuation): continuation.resume(returning: false)
+        case .listen(_, let continuation): continuation.resume(returning: .failure(error))
+        case .unlisten(_, let continuation), .unlistenAll(_, let continuation): continuation.resume(returning: false)
         }
     }
 }

@@ -10,23 +10,25 @@ extension Committer {
         switch control {
         case .setRules(let rules, let continuation):
             continuation.resume(returning: self.applyRules(rules))
-        case .listen(let location, let query, let sink, let continuation):
+        case .listen(let spec, let continuation):
             if let failed = self.failed {
                 continuation.resume(returning: .failure(failed))
                 return
             }
             let window: ListenerWindow
             do {
-                window = try self.events.add(location: location, query: query, sink: sink)
+                window = try self.events.add(spec)
             } catch {
                 continuation.resume(returning: .failure(error))
                 return
             }
             // Handed over (or queued behind earlier groups' events) before the answer.
-            self.deliver([(sink, window.initialEvents())])
+            self.deliver([window.initialDelivery()])
             continuation.resume(returning: .success(ListenerAttachment(id: window.id, liveAfter: self.lastAssignedLogID)))
         case .unlisten(let id, let continuation):
             continuation.resume(returning: self.events.remove(id))
+        case .unlistenAll(let location, let continuation):
+            continuation.resume(returning: self.events.removeAll(at: location))
         }
     }
 }

@@ -205,7 +205,7 @@ final class Committer: @unchecked Sendable {
     }
 
     /// Delivers events outside a group, after everything already in the sync pipeline.
-    func deliver(_ deliveries: [(sink: ChildEventSink, events: [ChildEvent])]) {
+    func deliver(_ deliveries: [Delivery]) {
         let ticket = SyncTicket(writes: [], outcomes: [], entries: [], deliveries: deliveries)
         if self.syncQueue.isIdle { self.acknowledge([ticket]) } else { self.syncQueue.enqueue(ticket) }
     }
@@ -250,7 +250,7 @@ final class Committer: @unchecked Sendable {
         for ticket in tickets {
             // Events first: a writer that sees its write acknowledged can rely on every
             // listener having been handed the write's events.
-            for delivery in ticket.deliveries { delivery.sink(delivery.events) }
+            for delivery in ticket.deliveries { delivery() }
             for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.continuation.resume(returning: outcome) }
             if !ticket.entries.isEmpty { self.onCommit(ticket.entries) }
         }
@@ -323,7 +323,7 @@ final class Committer: @unchecked Sendable {
         let entry = LogEntry(
             id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before)
         self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
-        if listening { self.events.endWrite(logID: id) }
+        if listening { self.events.endWrite(logID: id, silenced: write.silenced) }
         self.lastAssignedLogID = id
         return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
     }

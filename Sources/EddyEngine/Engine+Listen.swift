@@ -16,17 +16,45 @@ public struct ListenerAttachment: Sendable {
     public var liveAfter: LogID?
 }
 
+/// How a listener hears about changes.
+enum ListenerOutput: Sendable {
+    case events(ChildEventSink)
+    case changeSets(ResultChangeSink)
+}
+
+/// Everything that defines a listener.
+struct ListenerSpec: Sendable {
+    var location: Path
+    var query: Query?
+    var keyPaths: [Path]?
+    var output: ListenerOutput
+}
+
 extension Engine {
-    /// Attaches a listener. Value and child orders need a ready index (as queries do).
-    /// `sink` receives the attach batch, then one batch per log entry that changed the result.
+    /// Attaches a listener that receives Firebase child and value events. Value and child orders
+    /// need a ready index (as queries do). `keyPaths`: only changes at these paths inside a
+    /// child notify it (children entering, leaving or moving always do). `sink` receives the
+    /// attach batch, then one batch per log entry that changed what it listens to.
     public func listen(
-        _ location: Path, query: Query? = nil, sink: @escaping ChildEventSink
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
-        if query?.order == .priority {
+        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .events(sink)))
+    }
+
+    /// Attaches a listener that receives Realm-style change sets of its result: `initial`,
+    /// then an `update` per log entry that changed it.
+    public func listenForChanges(
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, sink: @escaping ResultChangeSink
+    ) async throws(EddyError) -> ListenerAttachment {
+        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink)))
+    }
+
+    private func attach(_ spec: ListenerSpec) async throws(EddyError) -> ListenerAttachment {
+        if spec.query?.order == .priority {
             throw EddyError(.unsupported, "orderBy \"$priority\": priorities are not supported yet")
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>) in
-            let request = ControlRequest.listen(location, query, sink, continuation)
+            let request = ControlRequest.listen(spec, continuation)
             if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
         }
         return try result.get()
@@ -38,6 +66,16 @@ extension Engine {
     public func removeListener(_ id: ListenerID) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let request = ControlRequest.unlisten(id, continuation)
+            if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
+        }
+    }
+
+    /// Removes every listener at exactly `location`; listeners on its children stay. Returns
+    /// false when there were none.
+    @discardableResult
+    public func removeListeners(at location: Path) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let request = ControlRequest.unlistenAll(location, continuation)
             if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
         }
     }

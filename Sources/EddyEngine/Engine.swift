@@ -142,12 +142,17 @@ public final class Engine: Sendable {
 
     /// Validates and commits a write. `ifMatch` makes it conditional on the current ETag of the
     /// location (set and remove). Throws validation errors before anything is queued.
-    public func write(_ operation: WriteOperation, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {
+    /// `silencing`: listeners that must not hear this write (their results still follow it),
+    /// e.g. the connection that made it.
+    public func write(
+        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = []
+    ) async throws(EddyError) -> WriteOutcome {
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
             let pending = PendingWrite(
-                operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, continuation: continuation)
+                operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silenced: silencing,
+                continuation: continuation)
             if let refused = self.queue.enqueue(pending) {
                 continuation.resume(returning: .failure(refused))
             }

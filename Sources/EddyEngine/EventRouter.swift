@@ -17,7 +17,7 @@ final class EventRouter {
     /// Results as they were before the current write touched them.
     private var touched: [ListenerID: ListenerWindow.Snapshot] = [:]
     /// Events of the current group, in log order.
-    private(set) var deliveries: [(sink: ChildEventSink, events: [ChildEvent])] = []
+    private(set) var deliveries: [Delivery] = []
 
     let database: Database
     let batch: WriteBatchWithIndex
@@ -34,8 +34,9 @@ final class EventRouter {
     // MARK: Listeners (between groups)
 
     /// Registers a listener and loads its result from the committed state.
-    func add(location: Path, query: Query?, sink: @escaping ChildEventSink) throws(EddyError) -> ListenerWindow {
-        let window = ListenerWindow(id: ListenerID(rawValue: self.nextID), location: location, query: query, sink: sink)
+    func add(_ spec: ListenerSpec) throws(EddyError) -> ListenerWindow {
+        let window = ListenerWindow(id: ListenerID(rawValue: self.nextID), spec: spec)
+        let location = spec.location
         if window.isPlain {
             let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
             window.replaceAll(with: try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value)
@@ -59,6 +60,13 @@ final class EventRouter {
         return true
     }
 
+    /// Removes the listeners at exactly `location` (not those below it).
+    func removeAll(at location: Path) -> Bool {
+        let ids = self.windows.values.filter { $0.location == location }.map(\.id)
+        for id in ids { _ = self.remove(id) }
+        return !ids.isEmpty
+    }
+
     // MARK: Writes (inside a group)
 
     /// After a change set the value at `path` to `value` (resolved).
@@ -80,12 +88,12 @@ final class EventRouter {
         }
     }
 
-    /// The current write committed as `logID`: its events join the group's deliveries.
-    func endWrite(logID: LogID) {
-        for (id, old) in self.touched {
-            guard let window = self.windows[id] else { continue }
-            let events = window.events(from: old, logID: logID)
-            if !events.isEmpty { self.deliveries.append((window.sink, events)) }
+    /// The current write committed as `logID`: its events join the group's deliveries, except
+    /// for the `silenced` listeners (whose results still follow the write).
+    func endWrite(logID: LogID, silenced: Set<ListenerID>) {
+        for (id, old) in self.touched where !silenced.contains(id) {
+            guard let window = self.windows[id], let delivery = window.delivery(from: old, logID: logID) else { continue }
+            self.deliveries.append(delivery)
         }
         self.touched.removeAll(keepingCapacity: true)
     }
@@ -96,7 +104,7 @@ final class EventRouter {
         self.touched.removeAll(keepingCapacity: true)
     }
 
-    func takeDeliveries() -> [(sink: ChildEventSink, events: [ChildEvent])] {
+    func takeDeliveries() -> [Delivery] {
         defer { self.deliveries.removeAll(keepingCapacity: true) }
         return self.deliveries
     }
@@ -152,7 +160,8 @@ final class EventRouter {
         } else {
             // The index went away (dropped while listening): select from the whole location.
             let all = try TreeReader.readSubtree(tree, prefix: location).value
-            let scratch = ListenerWindow(id: window.id, location: window.location, query: query, sink: window.sink)
+            let scratch = ListenerWindow(
+                id: window.id, spec: ListenerSpec(location: window.location, query: query, keyPaths: nil, output: window.output))
             scratch.replaceAll(with: all)
             return scratch.entries
         }

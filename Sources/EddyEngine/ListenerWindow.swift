@@ -29,17 +29,20 @@ final class ListenerWindow {
     let location: Path
     let query: Query
     let isPlain: Bool
-    let sink: ChildEventSink
+    let output: ListenerOutput
+    /// Only changes at these paths inside a child notify (nil: any change).
+    let keyPaths: [Path]?
     private(set) var entries: [Entry] = []
     /// A plain listener whose location holds a primitive sees it here (and no children).
     private(set) var primitive: Value? = nil
 
-    init(id: ListenerID, location: Path, query: Query?, sink: @escaping ChildEventSink) {
+    init(id: ListenerID, spec: ListenerSpec) {
         self.id = id
-        self.location = location
-        self.query = query ?? Query(order: .key)
-        self.isPlain = query == nil
-        self.sink = sink
+        self.location = spec.location
+        self.query = spec.query ?? Query(order: .key)
+        self.isPlain = spec.query == nil
+        self.output = spec.output
+        self.keyPaths = spec.keyPaths
     }
 
     var snapshot: Snapshot { Snapshot(entries: self.entries, primitive: self.primitive) }
@@ -163,15 +166,48 @@ final class ListenerWindow {
         return self.entries.isEmpty ? .null : .object(Dictionary(uniqueKeysWithValues: self.entries.map { ($0.key, $0.value) }))
     }
 
-    /// What attaching shows: every child as child_added in order, then value.
-    func initialEvents() -> [ChildEvent] {
-        var events: [ChildEvent] = []
-        for (i, entry) in self.entries.enumerated() {
-            events.append(
-                ChildEvent(kind: .childAdded, key: entry.key, previousKey: i == 0 ? nil : self.entries[i - 1].key, value: entry.value, logID: nil))
+    /// What attaching hands the listener.
+    func initialDelivery() -> Delivery {
+        switch self.output {
+        case .events(let sink):
+            var events: [ChildEvent] = []
+            for (i, entry) in self.entries.enumerated() {
+                events.append(
+                    ChildEvent(
+                        kind: .childAdded, key: entry.key, previousKey: i == 0 ? nil : self.entries[i - 1].key, value: entry.value, logID: nil))
+            }
+            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: nil))
+            let batch = events
+            return { sink(batch) }
+        case .changeSets(let sink):
+            let change = ResultChange(
+                kind: .initial, results: self.entries.map { ResultChange.Child(key: $0.key, value: $0.value) }, deletions: [],
+                insertions: [], modifications: [], logID: nil)
+            return { sink(change) }
         }
-        events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: nil))
-        return events
+    }
+
+    /// What turns `old` into the current result, for this listener's output; nil when nothing
+    /// it listens to changed.
+    func delivery(from old: Snapshot, logID: LogID) -> Delivery? {
+        switch self.output {
+        case .events(let sink):
+            let events = self.events(from: old, logID: logID)
+            if events.isEmpty { return nil }
+            return { @Sendable in sink(events) }
+        case .changeSets(let sink):
+            guard let change = self.changeSet(from: old, logID: logID) else { return nil }
+            return { @Sendable in sink(change) }
+        }
+    }
+
+    /// A child in both results notifies when its sort value changed (it moves) or, with key
+    /// paths, when one of them changed; without key paths, when anything in it changed.
+    private func notifies(_ old: Value, _ new: Value) -> (moved: Bool, notifies: Bool) {
+        guard old != new else { return (false, false) }
+        let moved = self.indexedValueChanged(old, new)
+        guard let keyPaths = self.keyPaths else { return (moved, true) }
+        return (moved, moved || keyPaths.contains { old.child(at: $0) != new.child(at: $0) })
     }
 
     /// The events that turn `old` into the current result, in Firebase's order.
@@ -192,8 +228,9 @@ final class ListenerWindow {
                 events.append(ChildEvent(kind: .childAdded, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
                 continue
             }
-            guard oldValue != entry.value else { continue }
-            if self.indexedValueChanged(oldValue, entry.value) {
+            let (isMoved, notifies) = self.notifies(oldValue, entry.value)
+            guard notifies else { continue }
+            if isMoved {
                 moved.append(ChildEvent(kind: .childMoved, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
             }
             changed.append(ChildEvent(kind: .childChanged, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
@@ -203,6 +240,38 @@ final class ListenerWindow {
             events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: logID))
         }
         return events
+    }
+
+    /// The change set from `old` to the current result; nil when nothing it listens to changed.
+    func changeSet(from old: Snapshot, logID: LogID) -> ResultChange? {
+        var newIndex: [String: Int] = [:]
+        for (j, entry) in self.entries.enumerated() { newIndex[entry.key] = j }
+        var oldValues: [String: Value] = [:]
+        for entry in old.entries { oldValues[entry.key] = entry.value }
+        var change = ResultChange(
+            kind: .update, results: self.entries.map { ResultChange.Child(key: $0.key, value: $0.value) }, deletions: [], insertions: [],
+            modifications: [], logID: logID)
+        for (i, entry) in old.entries.enumerated() {
+            guard let j = newIndex[entry.key] else {
+                change.deletions.append(i)
+                continue
+            }
+            if self.notifies(entry.value, self.entries[j].value).moved { change.deletions.append(i) }
+        }
+        for (j, entry) in self.entries.enumerated() {
+            guard let oldValue = oldValues[entry.key] else {
+                change.insertions.append(j)
+                continue
+            }
+            let (moved, notifies) = self.notifies(oldValue, entry.value)
+            if moved {
+                change.insertions.append(j)
+            } else if notifies {
+                change.modifications.append(j)
+            }
+        }
+        if change.deletions.isEmpty, change.insertions.isEmpty, change.modifications.isEmpty { return nil }
+        return change
     }
 
     private func indexedValueChanged(_ old: Value, _ new: Value) -> Bool {

@@ -14,14 +14,15 @@
 import EddyModel
 import Foundation
 
-struct SyncTicket: @unchecked Sendable {
-    // @unchecked: `deliveries` holds sinks (Sendable closures) and events (Sendable); the tuple
-    // array is handed from the committer to the syncer once.
+/// Hands one listener its events or change (a sink call with its payload).
+typealias Delivery = @Sendable () -> Void
+
+struct SyncTicket: Sendable {
     var writes: [PendingWrite]
     var outcomes: [Result<WriteOutcome, EddyError>]
     var entries: [LogEntry]
-    /// Live events of these entries (and attach events), delivered after the acknowledgements.
-    var deliveries: [(sink: ChildEventSink, events: [ChildEvent])] = []
+    /// Live events of these entries (and attach batches), delivered before the acknowledgements.
+    var deliveries: [Delivery] = []
 }
 
 final class SyncQueue: @unchecked Sendable {

@@ -1,8 +1,10 @@
-// Model-based test of live events: listeners (plain, and key/value/child queries with bounds and
-// limit windows) attached to a real engine receive, for every random write, exactly the events
-// that `ReferenceModel.events` derives from the whole database before and after it: same
-// kinds, keys, previous keys, values and order, tagged with the write's log id; writes that
-// change nothing a listener sees send it nothing. Also checks the attach batch.
+// Model-based test of live events: listeners (plain, key-path filtered, and key/value/child
+// queries with bounds and limit windows) attached to a real engine receive, for every random
+// write, exactly the events that `ReferenceModel.events` derives from the whole database before
+// and after it: same kinds, keys, previous keys, values and order, tagged with the write's log
+// id; writes that change nothing a listener sees, or that silence it, send it nothing. A
+// change-set listener receives `ReferenceModel.changeSet`. Also checks attach batches and
+// removing listeners.
 //
 // Rerun a failure with `EDDY_SEED=<seed>`; `EDDY_EVENTS_MAX` sets the number of writes.
 
@@ -26,12 +28,44 @@ final class ReceivedBatches: Sendable {
     }
 }
 
+/// Change sets a sink received, from any thread.
+final class ReceivedChanges: Sendable {
+    private let changes = Mutex<[ResultChange]>([])
+
+    var sink: ResultChangeSink { { change in self.changes.withLock { $0.append(change) } } }
+
+    func take() -> [ResultChange] {
+        self.changes.withLock { changes in
+            defer { changes.removeAll() }
+            return changes
+        }
+    }
+}
+
 @Suite struct EventModelBasedTests {
     struct Listener {
         var location: Path
         var query: Query?
+        var keyPaths: [Path]? = nil
         var received: ReceivedBatches
         var id: ListenerID
+    }
+
+    /// The oracle's events with a key-path filter: a child that stayed and did not move
+    /// notifies only when a value at one of the key paths changed; value only with a child event.
+    static func filtered(
+        _ events: [ListenerEvent], before: Value, after: Value, at location: Path, keyPaths: [Path]?
+    ) -> [ListenerEvent] {
+        guard let keyPaths else { return events }
+        let old = before.child(at: location)
+        let new = after.child(at: location)
+        let moved = Set(events.filter { $0.kind == .childMoved }.compactMap(\.key))
+        let kept = events.filter { event in
+            guard event.kind == .childChanged, let key = event.key, !moved.contains(key) else { return event.kind != .value }
+            return keyPaths.contains { old[key].child(at: $0) != new[key].child(at: $0) }
+        }
+        guard !kept.isEmpty || (old.isPrimitive || new.isPrimitive) && old != new else { return [] }
+        return kept + events.filter { $0.kind == .value }
     }
 
     static func describe(_ events: [ChildEvent]) -> [String] {
@@ -80,7 +114,22 @@ final class ReceivedBatches: Sendable {
             (m, Query(order: .child(s), start: Query.Bound(value: .number(1), key: "c", inclusive: false), limit: .last(2))),
             (m, Query(order: .child(s), start: Query.Bound(value: .number(2), inclusive: true), end: Query.Bound(value: .number(3), inclusive: true))),
         ]
+        // A change-set listener on a limit window.
+        let changeQuery = Query(order: .child(s), limit: .first(3))
+        let changes = ReceivedChanges()
+        _ = try await engine.listenForChanges(m, query: changeQuery, sink: changes.sink)
+        let initialChanges = changes.take()
+        #expect(initialChanges.count == 1 && initialChanges.first?.kind == .initial)
+        #expect(
+            initialChanges.first?.results.map(\.key) == ReferenceModel.listenerResult(root, at: m, changeQuery).map(\.key),
+            "seed \(seed): initial change set")
+
         var listeners: [Listener] = []
+        // A plain listener that only cares about "s" inside children.
+        let filtered = ReceivedBatches()
+        let filteredAttachment = try await engine.listen(m, keyPaths: [s], sink: filtered.sink)
+        _ = filtered.take()
+        listeners.append(Listener(location: m, query: nil, keyPaths: [s], received: filtered, id: filteredAttachment.id))
         for (location, query) in queries {
             let received = ReceivedBatches()
             let attachment = try await engine.listen(location, query: query, sink: received.sink)
@@ -98,53 +147,74 @@ final class ReceivedBatches: Sendable {
         for step in 0..<writes {
             let before = root
             let key = g.element(of: keys)
+            // Now and then the write names a listener that must not hear it.
+            let silenced: Set<ListenerID> = g.chance(1, in: 8) ? [g.element(of: listeners).id] : []
             let outcome: CommittedWrite
             var description: String
             switch g.int(in: 0..<10) {
             case 0, 1, 2:
                 let value = g.chance(1, in: 6) ? Value.null : randomChild(&g)
                 description = "set /m/\(key) \(JSONWriter.string(value))"
-                outcome = try await engine.set(m.appending(key), value).committed!
+                outcome = try await engine.write(.set(m.appending(key), value), silencing: silenced).committed!
                 root.set(value, at: m.appending(key))
             case 3, 4:
                 let value = Value.number(Double(g.int(in: 0...4)))
                 description = "set /m/\(key)/s \(JSONWriter.string(value))"
-                outcome = try await engine.set(m.appending(key).appending("s"), value).committed!
+                outcome = try await engine.write(.set(m.appending(key).appending("s"), value), silencing: silenced).committed!
                 root.set(value, at: m.appending(key).appending("s"))
             case 5:
                 description = "remove /m/\(key)"
-                outcome = try await engine.remove(m.appending(key)).committed!
+                outcome = try await engine.write(.remove(m.appending(key)), silencing: silenced).committed!
                 root.set(.null, at: m.appending(key))
             case 6:
                 let other = g.element(of: keys.filter { $0 != key })
                 let v1 = randomChild(&g)
                 let v2 = Value.number(Double(g.int(in: 0...4)))
                 description = "update /m {\(key): \(JSONWriter.string(v1)), \(other)/s: \(JSONWriter.string(v2))}"
-                outcome = try await engine.update(
-                    m, [LogEntry.Change(path: Path(validatedKeys: [key]), value: v1), LogEntry.Change(path: Path(validatedKeys: [other, "s"]), value: v2)])
+                let changes = [LogEntry.Change(path: Path(validatedKeys: [key]), value: v1), LogEntry.Change(path: Path(validatedKeys: [other, "s"]), value: v2)]
+                outcome = try await engine.write(.update(m, changes), silencing: silenced).committed!
                 root.set(v1, at: m.appending(key))
                 root.set(v2, at: m.appending(other).appending("s"))
             case 7:
                 let value = randomChild(&g)
                 description = "push /m \(JSONWriter.string(value))"
-                outcome = try await engine.push(m, value)
+                outcome = try await engine.write(.push(m, value), silencing: silenced).committed!
                 root.set(value, at: m.appending(outcome.pushedKey!))
             case 8:
                 var children: [String: Value] = [:]
                 for k in keys where g.chance(1, in: 2) { children[k] = randomChild(&g) }
                 let value = Value.object(children).normalized()
                 description = "set /m \(JSONWriter.string(value))"
-                outcome = try await engine.set(m, value).committed!
+                outcome = try await engine.write(.set(m, value), silencing: silenced).committed!
                 root.set(value, at: m)
             default:
                 let value = Value.number(Double(g.int(in: 0...4)))
                 description = "set /m/\(key)/s/deep \(JSONWriter.string(value))"
-                outcome = try await engine.set(m.appending(key).appending("s").appending("deep"), value).committed!
+                outcome = try await engine.write(.set(m.appending(key).appending("s").appending("deep"), value), silencing: silenced).committed!
                 root.set(value, at: m.appending(key).appending("s").appending("deep"))
             }
             #expect(try await engine.get(.root) == root, "seed \(seed) step \(step) \(description): the tree")
+            let expectedChange = ReferenceModel.changeSet(before: before, after: root, at: m, changeQuery)
+            let gotChanges = changes.take()
+            if let expectedChange {
+                let newResult = ReferenceModel.listenerResult(root, at: m, changeQuery)
+                #expect(gotChanges.count == 1, "seed \(seed) step \(step) \(description): one change set")
+                if let got = gotChanges.first {
+                    #expect(got.kind == .update && got.logID == outcome.logID)
+                    #expect(got.results.map(\.key) == newResult.map(\.key) && got.results.map(\.value) == newResult.map(\.value))
+                    #expect(
+                        [got.deletions, got.insertions, got.modifications]
+                            == [expectedChange.deletions, expectedChange.insertions, expectedChange.modifications],
+                        "seed \(seed) step \(step) \(description): change set")
+                }
+            } else {
+                #expect(gotChanges.isEmpty, "seed \(seed) step \(step) \(description): no change set expected")
+            }
             for listener in listeners {
-                let expected = ReferenceModel.events(before: before, after: root, at: listener.location, listener.query)
+                var expected = Self.filtered(
+                    ReferenceModel.events(before: before, after: root, at: listener.location, listener.query), before: before, after: root,
+                    at: listener.location, keyPaths: listener.keyPaths)
+                if silenced.contains(listener.id) { expected = [] }
                 let batches = listener.received.take()
                 let context = "seed \(seed) step \(step) \(description)\n  listener \(listener.location) \(String(describing: listener.query))"
                 if expected.isEmpty {
@@ -162,10 +232,17 @@ final class ReceivedBatches: Sendable {
                 break
             }
         }
-        // A removed listener hears nothing more.
-        #expect(await engine.removeListener(listeners[1].id))
+        // A removed listener hears nothing more; removing all at /m keeps /m/a's.
+        #expect(await engine.removeListener(listeners[2].id))
         _ = try await engine.set(m.appending("a"), .number(42))
-        #expect(listeners[1].received.take().isEmpty)
-        #expect(await engine.removeListener(listeners[1].id) == false)
+        #expect(listeners[2].received.take().isEmpty)
+        #expect(await engine.removeListener(listeners[2].id) == false)
+        for listener in listeners { _ = listener.received.take() }
+        #expect(await engine.removeListeners(at: m))
+        _ = try await engine.set(m.appending("a"), .number(43))
+        for listener in listeners where listener.location == m {
+            #expect(listener.received.take().isEmpty, "\(String(describing: listener.query)) was removed")
+        }
+        #expect(listeners.first { $0.location == m.appending("a") }?.received.take().count == 1, "/m/a keeps listening")
     }
 }
