@@ -55,5 +55,15 @@ let package = Package(
             ],
             path: "Profiling/IndexQueryProfile"
         ),
+        // Live-event figures (issue 4): cost of idle listeners, in-process fan-out latency.
+        .executableTarget(
+            name: "EventProfile",
+            dependencies: [
+                .product(name: "EddyEngine", package: "eddy"),
+                .product(name: "EddyModel", package: "eddy"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Profiling/EventProfile"
+        ),
     ]
 )

@@ -71,6 +71,8 @@ final class EventRouter {
 
     /// After a change set the value at `path` to `value` (resolved).
     func changed(path: Path, value: Value) throws(EddyError) {
+        // Listeners at one location share the read of the changed child.
+        var childReads: [Path: Value] = [:]
         for id in self.trie.touched(by: path) {
             guard let window = self.windows[id] else { continue }
             if self.touched[id] == nil { self.touched[id] = window.snapshot }
@@ -79,9 +81,14 @@ final class EventRouter {
                 continue
             }
             let key = path.keys[window.location.depth]
-            let child = try TreeReader.readSubtree(
-                self.treeWriter.groupIterator, prefix: PathKeyEncoding.encode(window.location.appending(key))
-            ).value
+            let childPath = window.location.appending(key)
+            let child: Value
+            if let read = childReads[childPath] {
+                child = read
+            } else {
+                child = try TreeReader.readSubtree(self.treeWriter.groupIterator, prefix: PathKeyEncoding.encode(childPath)).value
+                childReads[childPath] = child
+            }
             try window.update(child: key, to: child) { after, edge, count throws(EddyError) in
                 try self.fetch(window, after: after, edge: edge, count: count, inGroup: true)
             }

@@ -1,0 +1,139 @@
+// Live-event figures measured in-process (issue 4), `durability: .sync`:
+//   idle    per-write cost of durable pushes with 10,000 idle listeners on unrelated paths vs
+//           none: one writer (latency) and 64 writers (throughput), configurations interleaved
+//           in rounds.
+//   fanout  one writer at a fixed rate (default 2,000 writes/s for 10 s) pushing to /feed, with
+//           100 listeners on /feed each receiving every change: events/s delivered, losses, and
+//           the latency from submitting a write to each listener's sink receiving its event
+//           (events are handed over before the writer's acknowledgement, so this covers commit,
+//           fsync and event computation).
+// Usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners]
+
+import EddyEngine
+import EddyModel
+import Foundation
+import Logging
+import Synchronization
+
+let quietLogger = Logger(label: "eddy.event-profile", factory: { _ in SwiftLogNoOpLogHandler() })
+
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+func percentile(_ sorted: [Double], _ f: Double) -> Double { sorted[min(max(Int((f * Double(sorted.count)).rounded(.up)) - 1, 0), sorted.count - 1)] }
+func median(_ xs: [Double]) -> Double { percentile(xs.sorted(), 0.5) }
+func format(_ x: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", x) }
+
+func openEngine() throws -> (Engine, String) {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("eddy-events-\(UUID().uuidString)").path
+    return (try Engine.open(directory: path, options: EngineOptions(durability: .sync), logger: quietLogger), path)
+}
+
+let feed = try! Path("/feed")
+let value = try! JSONParser.parse(#"{"user": "ada", "text": "hello there", "n": 1}"#)
+
+func idle(rounds: Int) async throws {
+    let (plain, plainPath) = try openEngine()
+    let (listened, listenedPath) = try openEngine()
+    defer {
+        plain.close()
+        listened.close()
+        try? FileManager.default.removeItem(atPath: plainPath)
+        try? FileManager.default.removeItem(atPath: listenedPath)
+    }
+    for i in 0..<10_000 {
+        _ = try await listened.listen(try Path("/idle/l\(i)"), sink: { _ in })
+    }
+    var single: [String: [Double]] = [:]
+    var concurrent: [String: [Double]] = [:]
+    for round in 0..<rounds {
+        for (name, engine) in round % 2 == 0 ? [("none", plain), ("10k idle", listened)] : [("10k idle", listened), ("none", plain)] {
+            var latencies: [Double] = []
+            for _ in 0..<1000 {
+                let start = ContinuousClock.now
+                _ = try await engine.push(feed, value)
+                latencies.append(seconds(ContinuousClock.now - start) * 1e6)
+            }
+            single[name, default: []].append(median(latencies))
+            let start = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for w in 0..<64 {
+                    group.addTask { for _ in stride(from: w, to: 20_000, by: 64) { _ = try await engine.push(feed, value) } }
+                }
+                try await group.waitForAll()
+            }
+            concurrent[name, default: []].append(20_000 / seconds(ContinuousClock.now - start))
+        }
+        print("round \(round): none \(format(single["none"]!.last!)) us, \(Int(concurrent["none"]!.last!))/s; 10k idle \(format(single["10k idle"]!.last!)) us, \(Int(concurrent["10k idle"]!.last!))/s")
+    }
+    let s0 = median(single["none"]!), s1 = median(single["10k idle"]!)
+    let c0 = median(concurrent["none"]!), c1 = median(concurrent["10k idle"]!)
+    print("1 writer: none \(format(s0)) us, 10,000 idle listeners \(format(s1)) us (\(format(s1 / s0, 2))x)")
+    print("64 writers: none \(Int(c0))/s, 10,000 idle listeners \(Int(c1))/s (cost \(format(c0 / c1, 2))x)")
+}
+
+final class Latencies: Sendable {
+    let samples = Mutex<[Double]>([])
+    let received = Atomic<Int>(0)
+    /// Submit times by the push's payload number; sinks look them up.
+    let submitted = Mutex<[Int: ContinuousClock.Instant]>([:])
+}
+
+func fanout(rate: Int, duration: Double, listeners: Int) async throws {
+    let (engine, path) = try openEngine()
+    defer {
+        engine.close()
+        try? FileManager.default.removeItem(atPath: path)
+    }
+    let latencies = Latencies()
+    for _ in 0..<listeners {
+        _ = try await engine.listen(feed, query: Query(order: .key, limit: .last(1)), sink: { events in
+            let now = ContinuousClock.now
+            for event in events where event.kind == .childAdded {
+                guard case .number(let n)? = event.value.objectValue?["n"], let start = latencies.submitted.withLock({ $0[Int(n)] }) else { continue }
+                latencies.received.add(1, ordering: .relaxed)
+                latencies.samples.withLock { $0.append(seconds(now - start) * 1e6) }
+            }
+        })
+    }
+    let total = Int(Double(rate) * duration)
+    let interval = Duration.seconds(1.0 / Double(rate))
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for n in 0..<total {
+            let due = start.advanced(by: interval * n)
+            if due > .now { try await Task.sleep(until: due, clock: .continuous) }
+            group.addTask {
+                var payload = value
+                payload.set(.number(Double(n)), at: try Path("n"))
+                latencies.submitted.withLock { $0[n] = .now }
+                _ = try await engine.push(feed, payload)
+            }
+        }
+        try await group.waitForAll()
+    }
+    let elapsedSeconds = seconds(ContinuousClock.now - start)
+    let sorted = latencies.samples.withLock { $0 }.sorted()
+    let expected = total * listeners
+    let received = latencies.received.load(ordering: .relaxed)
+    print("fanout: \(total) writes at \(rate)/s over \(format(elapsedSeconds, 2)) s, \(listeners) listeners each receiving every write")
+    print("  events delivered \(received) of \(expected) (lost \(expected - received)), \(Int(Double(received) / elapsedSeconds)) events/s")
+    print("  submit to receipt: p50 \(format(percentile(sorted, 0.5))) us, p99 \(format(percentile(sorted, 0.99))) us")
+}
+
+extension Value {
+    var objectValue: [String: Value]? {
+        if case .object(let children) = self { return children }
+        return nil
+    }
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+switch arguments.first {
+case "idle": try await idle(rounds: arguments.dropFirst().first.flatMap { Int($0) } ?? 5)
+case "fanout":
+    let rest = Array(arguments.dropFirst())
+    try await fanout(
+        rate: rest.first.flatMap { Int($0) } ?? 2000, duration: rest.dropFirst().first.flatMap { Double($0) } ?? 10,
+        listeners: rest.dropFirst(2).first.flatMap { Int($0) } ?? 100)
+default:
+    print("usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners]")
+}
