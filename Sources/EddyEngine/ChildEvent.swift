@@ -10,6 +10,9 @@ public struct ChildEvent: Sendable, Equatable, CustomStringConvertible {
         case childMoved = "child_moved"
         case childChanged = "child_changed"
         case value
+        /// The listen ended (e.g. the index its query needs was dropped); `value` says why.
+        /// Nothing follows it.
+        case cancel
     }
 
     public var kind: Kind
@@ -57,6 +60,8 @@ public struct ResultChange: Sendable, Equatable {
     public enum Kind: String, Sendable {
         case initial
         case update
+        /// The listen ended (e.g. its index was dropped); nothing follows.
+        case cancelled
     }
 
     public struct Child: Sendable, Equatable {

@@ -9,7 +9,12 @@ extension Committer {
     func run(_ control: ControlRequest) {
         switch control {
         case .setRules(let rules, let continuation):
-            continuation.resume(returning: self.applyRules(rules))
+            let result = self.applyRules(rules)
+            if case .success = result, !self.events.isEmpty {
+                let cancels = self.events.cancelListenersWithoutIndex()
+                if !cancels.isEmpty { self.deliver(cancels) }
+            }
+            continuation.resume(returning: result)
         case .listen(let spec, let continuation):
             if let failed = self.failed {
                 continuation.resume(returning: .failure(failed))

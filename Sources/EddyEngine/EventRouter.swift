@@ -60,6 +60,23 @@ final class EventRouter {
         return true
     }
 
+    /// After an index catalog change: listeners whose order no longer has an index are removed
+    /// and told so (Firebase cancels such a listen). Returns their cancel deliveries.
+    func cancelListenersWithoutIndex() -> [Delivery] {
+        var deliveries: [Delivery] = []
+        for window in Array(self.windows.values) where window.query.order != .key && window.query.order != .priority {
+            let on: Rules.IndexDeclaration.On = window.query.order == .value ? .value : .child(window.query.childPath!)
+            let indexed = self.treeWriter.indexes.definitions.contains { $0.declaration.on == on && $0.declaration.matches(window.location) }
+            guard !indexed else { continue }
+            _ = self.remove(window.id)
+            deliveries.append(
+                window.cancelDelivery(
+                    "the index \".indexOn\": \"\(window.query.indexOnName ?? "")\" for path \"\(window.location)\" was removed from the rules; this listen ended"
+                ))
+        }
+        return deliveries
+    }
+
     /// Removes the listeners at exactly `location` (not those below it).
     func removeAll(at location: Path) -> Bool {
         let ids = self.windows.values.filter { $0.location == location }.map(\.id)

@@ -187,6 +187,18 @@ final class ListenerWindow {
         }
     }
 
+    /// Tells the listener its listen ended.
+    func cancelDelivery(_ reason: String) -> Delivery {
+        switch self.output {
+        case .events(let sink):
+            let event = ChildEvent(kind: .cancel, key: nil, previousKey: nil, value: .string(reason), logID: nil)
+            return { sink([event]) }
+        case .changeSets(let sink):
+            let change = ResultChange(kind: .cancelled, results: [], deletions: [], insertions: [], modifications: [], logID: nil)
+            return { sink(change) }
+        }
+    }
+
     /// What turns `old` into the current result, for this listener's output; nil when nothing
     /// it listens to changed.
     func delivery(from old: Snapshot, logID: LogID) -> Delivery? {

@@ -1,6 +1,7 @@
 // Live events beyond the model-based test: a write that fails half way sends nothing and leaves
-// every listener's result as it was; value/child listeners need an index like queries; under
-// `sync` durability with concurrent writers, batches arrive in log order, one per entry.
+// every listener's result as it was; value/child listeners need an index like queries, and
+// dropping it cancels them; under `sync` durability with concurrent writers, batches arrive in
+// log order, one per entry.
 
 import EddyEngine
 import EddyModel
@@ -41,6 +42,35 @@ import Testing
         _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": "s"}}}"#))
         try await engine.waitForIndexes()
         _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: { _ in })
+    }
+
+    @Test func droppingTheIndexCancelsTheListen() async throws {
+        let directory = TemporaryDirectory("events-cancel")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+        defer { engine.close() }
+        _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": ["s", "t"]}}}"#))
+        try await engine.waitForIndexes()
+        let byS = ReceivedBatches()
+        let byT = ReceivedBatches()
+        let changes = ReceivedChanges()
+        _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: byS.sink)
+        _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("t"))), sink: byT.sink)
+        _ = try await engine.listenForChanges(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: changes.sink)
+        _ = (byS.take(), byT.take(), changes.take())
+        _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": "t"}}}"#))
+        let cancel = byS.take()
+        #expect(cancel.count == 1 && cancel.first?.map(\.kind) == [.cancel])
+        if case .string(let reason)? = cancel.first?.first?.value {
+            #expect(reason.contains(#"".indexOn": "s" for path "/m" was removed"#), "\(reason)")
+        } else {
+            Issue.record("no reason")
+        }
+        #expect(changes.take().map(\.kind) == [.cancelled])
+        #expect(byT.take().isEmpty, "a listen whose index stays is untouched")
+        _ = try await engine.set(try Path("/m/a"), try JSONParser.parse(#"{"s": 1, "t": 2}"#))
+        #expect(byS.take().isEmpty, "nothing after cancel")
+        #expect(byT.take().count == 1)
     }
 
     @Test func underSyncDurabilityBatchesArriveInLogOrder() async throws {

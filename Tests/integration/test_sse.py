@@ -128,6 +128,18 @@ def test_query_streams_follow_the_window(daemon):
     client.close()
 
 
+def test_dropping_the_index_cancels_the_stream(daemon):
+    put(daemon, "/c", {"a": {"s": 1}})
+    requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {"c": {".indexOn": "s"}}}))
+    client = SSEClient(daemon, "/c", 'orderBy="s"')
+    assert client.next_data()[2] == {"path": "/", "data": {"a": {"s": 1}}}
+    requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {}}))
+    event, id, data, raw = client.next_data()
+    assert event == "cancel" and id is None
+    assert '".indexOn": "s" for path "/c" was removed' in data
+    assert client.next(timeout=10)[0] in ("closed", "error")
+
+
 def test_resume_with_last_event_id_has_no_gap_and_no_duplicate(daemon):
     put(daemon, "/r", {"n": 0})
     client = SSEClient(daemon, "/r")

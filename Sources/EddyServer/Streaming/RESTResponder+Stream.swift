@@ -67,6 +67,10 @@ extension RESTResponder {
                                         ?? SSEFrames.put(
                                             path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
                                     if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+                                } else if let cancel = events.first(where: { $0.kind == .cancel }) {
+                                    guard case .string(let reason) = cancel.value else { break loop }
+                                    try await writer.write(ByteBuffer(bytes: SSEFrames.cancel(reason)))
+                                    break loop
                                 } else {
                                     try await writer.write(ByteBuffer(bytes: SSEFrames.frames(for: events)))
                                 }

@@ -67,7 +67,7 @@ enum SSEFrames {
             switch event.kind {
             case .childRemoved: members.append((key, Array("null".utf8)))
             case .childAdded, .childChanged: members.append((key, JSONWriter.bytes(event.value)))
-            case .childMoved, .value: continue
+            case .childMoved, .value, .cancel: continue
             }
         }
         if members.count == 1 { return self.put(path: "/" + members[0].key, data: members[0].json, id: id) }
