@@ -48,7 +48,8 @@ let package = Package(
         .target(
             name: "EddyServer",
             dependencies: [
-                "EddyEngine", "EddyModel",
+                "EddyEngine", "EddyModel", "EddyProtocol",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -58,6 +59,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "EddyTesting", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
+        .target(name: "EddyProtocol", swiftSettings: swiftSettings),
         .executableTarget(
             name: "eddyd",
             dependencies: [
@@ -79,6 +81,7 @@ let package = Package(
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",

@@ -39,7 +39,7 @@ public enum EddyServer {
                 "eddy.http": "\(configuration.httpHost):\(configuration.httpPort)",
                 "eddy.durability": "\(configuration.durability.rawValue)",
                 "eddy.request_bytes_max": "\(configuration.requestBytesMax)",
-                "eddy.socket": "\(configuration.effectiveSocketPath) (reserved, not listening yet)",
+                "eddy.socket": "\(configuration.effectiveSocketPath)",
                 "eddy.replication_socket": "\(configuration.effectiveReplicationSocketPath) (reserved, not listening yet)",
             ])
         let app = Application(
@@ -59,6 +59,10 @@ public enum EddyServer {
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: DataDirectoryService(data: data)),
+                    .init(
+                        service: NativeServerService(
+                            path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
+                            logger: logger)),
                     .init(service: app),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -10,7 +10,7 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// HTTP listen address. Default 127.0.0.1:9000 (the Firebase emulator's).
     public var httpHost = "127.0.0.1"
     public var httpPort = 9000
-    /// Native protocol socket; reserved (the native protocol arrives with live events).
+    /// Native protocol Unix socket (mode 0660).
     /// Default `<data>/eddyd.sock`.
     public var socketPath: String? = nil
     /// Follower replication socket; reserved (arrives with followers).

@@ -39,7 +39,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "HTTP listen address HOST:PORT (port 0 picks a free port). Default: 127.0.0.1:9000")
     var http: String?
 
-    @Option(name: .long, help: "Native protocol Unix socket (reserved; not listening in this version). Default: <data>/eddyd.sock")
+    @Option(name: .long, help: "Native protocol Unix socket (mode 0660). Default: <data>/eddyd.sock")
     var socket: String?
 
     @Option(name: .customLong("replication-socket"), help: "Follower replication Unix socket (reserved; not listening in this version). Default: <data>/replication.sock")

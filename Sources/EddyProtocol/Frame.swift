@@ -1,0 +1,118 @@
+// The native protocol's frames (Unix socket; see DESIGN.md "Interfaces"). Version 1:
+//
+//   frame   = u32be(length of the rest) u8(version = 1) u8(kind) u64be(request id) payload
+//   payload = one JSON document (UTF-8), its shape by kind (see `Frame.Kind`)
+//
+// One connection multiplexes requests: every request carries an id chosen by the client, and
+// every answer (and a subscription's event frames) carries the id of the request it belongs to.
+// Frames are at most `Frame.bytesMax`; a longer length prefix is a protocol error that closes
+// the connection. A version this side does not speak is refused with an `error` frame.
+
+public struct Frame: Sendable, Equatable {
+    public static let version: UInt8 = 1
+    /// Largest frame (after the length prefix), 16 MiB: bounds every buffer of a connection.
+    public static let bytesMax = 16 * 1024 * 1024
+    /// Bytes before the payload, after the length prefix: version, kind, request id.
+    static let headerBytes = 10
+
+    public enum Kind: UInt8, Sendable {
+        // client -> server
+        /// `{"path": "/a"}` (answer: `value`)
+        case get = 1
+        /// `{"path": "/a", "query": {"orderBy": "\"s\"", "limitToFirst": "2", ...}}` (REST parameter texts)
+        case query = 2
+        /// `{"op": "set"|"update"|"push"|"remove", "path": "/a", "value": ..., "silence": [subscription ids]}`
+        /// (answer: `written`)
+        case write = 3
+        /// `{"path": "/a", "query": {...}}` (answer: `subscribed`, then `events` frames with this id)
+        case subscribe = 4
+        /// `{"subscription": <request id of the subscribe>}` (answer: `unsubscribed`)
+        case unsubscribe = 5
+        // server -> client
+        /// `{"value": ...}`
+        case value = 20
+        /// `{"logID": "...", "name": "<push id>"?}`
+        case written = 21
+        /// `{"subscription": id, "liveAfter": "<log id>"|null}`: the first `events` frame holds the
+        /// state after liveAfter; later ones, every entry after it.
+        case subscribed = 22
+        /// `{"events": [{"kind": "child_added", "key": "k", "prev": "j"|null, "value": ..., "logID": "..."|null}]}`
+        case events = 23
+        /// `{"lastDelivered": "<log id>"|null}`: the subscriber fell too far behind; the
+        /// connection closes after this frame.
+        case behind = 24
+        case unsubscribed = 25
+        /// `{"code": "invalidPath", "message": "..."}`
+        case error = 26
+    }
+
+    public var kind: Kind
+    public var requestID: UInt64
+    public var payload: [UInt8]
+
+    public init(kind: Kind, requestID: UInt64, payload: [UInt8]) {
+        self.kind = kind
+        self.requestID = requestID
+        self.payload = payload
+    }
+
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(4 + Self.headerBytes + self.payload.count)
+        let length = UInt32(Self.headerBytes + self.payload.count)
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: length >> UInt32(shift))) }
+        out.append(Self.version)
+        out.append(self.kind.rawValue)
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: self.requestID >> UInt64(shift))) }
+        out += self.payload
+        return out
+    }
+}
+
+/// Cuts a byte stream into frames. Bounded: it never holds more than one frame's bytes beyond
+/// what it was given.
+public struct FrameDecoder: Sendable {
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    public init() {}
+
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        self.buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame, nil when more bytes are needed. Throws on a malformed stream
+    /// (the connection must close): an oversized length, an unknown version or kind.
+    public mutating func next() throws(ProtocolError) -> Frame? {
+        let available = self.buffer.count - self.start
+        guard available >= 4 else { return nil }
+        var length = 0
+        for i in 0..<4 { length = length << 8 | Int(self.buffer[self.start + i]) }
+        guard length >= Frame.headerBytes, length <= Frame.bytesMax else {
+            throw ProtocolError("frame length \(length) is outside \(Frame.headerBytes)...\(Frame.bytesMax) bytes")
+        }
+        guard available >= 4 + length else { return nil }
+        let base = self.start + 4
+        guard self.buffer[base] == Frame.version else {
+            throw ProtocolError("protocol version \(self.buffer[base]) is not supported; this server speaks version \(Frame.version)")
+        }
+        guard let kind = Frame.Kind(rawValue: self.buffer[base + 1]) else {
+            throw ProtocolError("unknown frame kind \(self.buffer[base + 1])")
+        }
+        var requestID: UInt64 = 0
+        for i in 0..<8 { requestID = requestID << 8 | UInt64(self.buffer[base + 2 + i]) }
+        let payload = Array(self.buffer[(base + Frame.headerBytes)..<(base + length)])
+        self.start += 4 + length
+        if self.start > 64 * 1024, self.start * 2 > self.buffer.count {
+            self.buffer.removeFirst(self.start)
+            self.start = 0
+        }
+        return Frame(kind: kind, requestID: requestID, payload: payload)
+    }
+}
+
+public struct ProtocolError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}

@@ -1,0 +1,111 @@
+// The native protocol's listener: a Unix domain socket (default `<data>/eddyd.sock`, mode 0660,
+// a stale socket file from a crash is replaced). Each connection gets a `NativeConnection`; at
+// graceful shutdown the listener and every connection close (their listeners are removed).
+
+import EddyEngine
+import EddyProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+public struct NativeServerService: Service {
+    let path: String
+    let data: DataDirectory
+    let outstandingMax: Int
+    let logger: Logger
+
+    public init(path: String, data: DataDirectory, outstandingMax: Int, logger: Logger) {
+        self.path = path
+        self.data = data
+        self.outstandingMax = outstandingMax
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let connections = OpenConnections()
+        let data = self.data
+        let outstandingMax = self.outstandingMax
+        let logger = self.logger
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, logger: logger)
+                connections.add(channel)
+                channel.closeFuture.whenComplete { _ in
+                    connections.remove(channel)
+                    connection.closed()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection))
+                }
+            }
+            .bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true)
+            .get()
+        chmod(self.path, 0o660)
+        self.logger.info("native protocol listening", metadata: ["eddy.socket": "\(self.path)"])
+        await withGracefulShutdownHandler {
+            try? await server.closeFuture.get()
+        } onGracefulShutdown: {
+            server.close(promise: nil)
+            connections.closeAll()
+        }
+        unlink(self.path)
+    }
+}
+
+/// Channels of open connections, to close at shutdown.
+final class OpenConnections: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    func add(_ channel: any Channel) { self.channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { _ = self.channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    func closeAll() {
+        for channel in self.channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+    }
+}
+
+/// Cuts the byte stream into frames and hands them to the connection's request task, which
+/// runs them one after the other: a connection's writes commit in the order it sent them.
+/// At most `requestsMax` requests may wait; a client that sends more without reading answers
+/// is cut off with an error.
+final class NativeFrameHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    static let requestsMax = 1024
+
+    private let connection: NativeConnection
+    private var decoder = FrameDecoder()
+    private let requests: AsyncStream<Frame>.Continuation
+
+    init(connection: NativeConnection) {
+        self.connection = connection
+        let (stream, continuation) = AsyncStream.makeStream(of: Frame.self, bufferingPolicy: .bufferingOldest(Self.requestsMax))
+        self.requests = continuation
+        Task {
+            for await frame in stream { await connection.handle(frame) }
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = self.unwrapInboundIn(data)
+        self.decoder.append(buffer.readableBytesView)
+        do {
+            while let frame = try self.decoder.next() {
+                if case .dropped = self.requests.yield(frame) {
+                    self.connection.protocolError(
+                        ProtocolError("more than \(Self.requestsMax) requests are waiting on this connection; read the answers before sending more"))
+                    return
+                }
+            }
+        } catch {
+            self.connection.protocolError(error)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.requests.finish()
+        context.fireChannelInactive()
+    }
+}

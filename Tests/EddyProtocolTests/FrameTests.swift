@@ -1,0 +1,37 @@
+// Frames round-trip through the decoder whatever the chunking; oversized lengths, unknown
+// versions and kinds are protocol errors.
+
+import EddyProtocol
+import Testing
+
+@Suite struct FrameTests {
+    @Test func framesRoundTripInAnyChunking() throws {
+        let frames = (0..<50).map { i in
+            Frame(kind: i % 2 == 0 ? .get : .events, requestID: UInt64(i) * 1_000_003, payload: Array("{\"n\":\(i)}".utf8))
+        }
+        let bytes = frames.flatMap { $0.encoded() }
+        for chunk in [1, 3, 7, 64, bytes.count] {
+            var decoder = FrameDecoder()
+            var decoded: [Frame] = []
+            var offset = 0
+            while offset < bytes.count {
+                decoder.append(bytes[offset..<min(offset + chunk, bytes.count)])
+                offset += chunk
+                while let frame = try decoder.next() { decoded.append(frame) }
+            }
+            #expect(decoded == frames, "chunk \(chunk)")
+        }
+    }
+
+    @Test func malformedStreamsAreRefused() {
+        var oversized = FrameDecoder()
+        oversized.append([0x7F, 0xFF, 0xFF, 0xFF])
+        #expect(throws: ProtocolError.self) { try oversized.next() }
+        var version = FrameDecoder()
+        version.append([0, 0, 0, 10, 9, 1, 0, 0, 0, 0, 0, 0, 0, 1])
+        #expect(throws: ProtocolError.self) { try version.next() }
+        var kind = FrameDecoder()
+        kind.append([0, 0, 0, 10, 1, 99, 0, 0, 0, 0, 0, 0, 0, 1])
+        #expect(throws: ProtocolError.self) { try kind.next() }
+    }
+}

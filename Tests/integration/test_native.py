@@ -1,0 +1,169 @@
+"""The native protocol on the daemon's Unix socket (EddyProtocol/Frame.swift), spoken from
+Python: length-prefixed, versioned frames with request ids; reads, queries, writes acknowledged
+with their log id, subscriptions whose `subscribed` answer names the log id they are live after
+and whose events carry log ids; errors naming what was wrong; malformed frames close the
+connection; a subscriber that stops reading gets `behind` and is disconnected."""
+
+import json
+import os
+import socket
+import stat
+import struct
+
+import pytest
+import requests
+
+GET, QUERY, WRITE, SUBSCRIBE, UNSUBSCRIBE = 1, 2, 3, 4, 5
+VALUE, WRITTEN, SUBSCRIBED, EVENTS, BEHIND, UNSUBSCRIBED, ERROR = 20, 21, 22, 23, 24, 25, 26
+
+
+class Native:
+    def __init__(self, daemon):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(20)
+        self.sock.connect(os.path.join(daemon.data_dir, "eddyd.sock"))
+        self.buf = b""
+
+    def send(self, kind, request_id, payload, version=1):
+        body = json.dumps(payload).encode()
+        self.sock.sendall(struct.pack(">IBBQ", 10 + len(body), version, kind, request_id) + body)
+
+    def recv(self):
+        """(kind, request id, payload), or None at end of stream."""
+        while True:
+            if len(self.buf) >= 4:
+                (n,) = struct.unpack(">I", self.buf[:4])
+                if len(self.buf) >= 4 + n:
+                    version, kind, request_id = struct.unpack(">BBQ", self.buf[4:14])
+                    assert version == 1
+                    payload = json.loads(self.buf[14 : 4 + n])
+                    self.buf = self.buf[4 + n :]
+                    return kind, request_id, payload
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def native(daemon):
+    client = Native(daemon)
+    yield client
+    client.close()
+
+
+def test_socket_file_is_group_accessible(daemon):
+    mode = os.stat(os.path.join(daemon.data_dir, "eddyd.sock")).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o660
+
+
+def test_reads_writes_and_queries(native, daemon):
+    native.send(WRITE, 1, {"op": "set", "path": "/u", "value": {"b": {"age": 2}, "a": {"age": 1}}})
+    kind, rid, written = native.recv()
+    assert (kind, rid) == (WRITTEN, 1) and written["logID"]
+    native.send(WRITE, 2, {"op": "push", "path": "/u", "value": {"age": 3}})
+    kind, rid, pushed = native.recv()
+    assert kind == WRITTEN and pushed["name"] == pushed["logID"]
+    native.send(WRITE, 3, {"op": "update", "path": "/u", "value": {"a/age": 5, "b": None}})
+    assert native.recv()[0] == WRITTEN
+    native.send(GET, 4, {"path": "/u"})
+    assert native.recv() == (VALUE, 4, {"value": {"a": {"age": 5}, pushed["name"]: {"age": 3}}})
+    native.send(QUERY, 5, {"path": "/u", "query": {"orderBy": '"$key"', "limitToFirst": "1"}})
+    assert native.recv() == (VALUE, 5, {"value": {pushed["name"]: {"age": 3}}})
+    assert requests.get(daemon.url("/u/a/age")).json() == 5  # the same database as HTTP
+    native.send(WRITE, 6, {"op": "remove", "path": "/u"})
+    assert native.recv()[0] == WRITTEN
+
+
+def test_writes_of_one_connection_commit_in_order(native):
+    for i in range(200):
+        native.send(WRITE, 100 + i, {"op": "set", "path": "/order", "value": i})
+    ids = []
+    for i in range(200):
+        kind, rid, payload = native.recv()
+        assert (kind, rid) == (WRITTEN, 100 + i)
+        ids.append(payload["logID"])
+    assert ids == sorted(ids)
+    native.send(GET, 1, {"path": "/order"})
+    assert native.recv() == (VALUE, 1, {"value": 199})
+
+
+def test_subscriptions_are_live_after_their_log_id(native, daemon):
+    requests.put(daemon.url("/feed"), data=json.dumps({"a": 1}))
+    native.send(SUBSCRIBE, 7, {"path": "/feed"})
+    kind, rid, subscribed = native.recv()
+    assert (kind, rid) == (SUBSCRIBED, 7) and subscribed["liveAfter"]
+    kind, rid, first = native.recv()
+    assert (kind, rid) == (EVENTS, 7)
+    assert first["events"] == [{"kind": "child_added", "key": "a", "value": 1}, {"kind": "value", "value": {"a": 1}}]
+    other = Native(daemon)
+    other.send(WRITE, 1, {"op": "set", "path": "/feed/b", "value": 2})
+    _, _, written = other.recv()
+    kind, rid, update = native.recv()
+    assert (kind, rid) == (EVENTS, 7)
+    assert update["events"] == [
+        {"kind": "child_added", "key": "b", "prev": "a", "value": 2, "logID": written["logID"]},
+        {"kind": "value", "value": {"a": 1, "b": 2}, "logID": written["logID"]},
+    ]
+    assert written["logID"] > subscribed["liveAfter"]
+    # A write that silences the subscription is not heard by it.
+    native.send(WRITE, 8, {"op": "set", "path": "/feed/c", "value": 3, "silence": [7]})
+    assert native.recv()[0] == WRITTEN
+    native.send(UNSUBSCRIBE, 9, {"subscription": 7})
+    assert native.recv() == (UNSUBSCRIBED, 9, {"subscription": 7, "removed": True})
+    other.send(WRITE, 2, {"op": "set", "path": "/feed/d", "value": 4})
+    other.recv()
+    native.send(GET, 10, {"path": "/feed/d"})
+    assert native.recv() == (VALUE, 10, {"value": 4}), "no events after unsubscribe"
+    other.close()
+
+
+def test_errors_name_what_is_wrong(native):
+    native.send(GET, 1, {"path": "/bad.key"})
+    kind, rid, error = native.recv()
+    assert (kind, rid) == (ERROR, 1) and error["code"] == "invalidKey" and "bad.key" in error["message"]
+    native.send(WRITE, 2, {"op": "frobnicate", "path": "/x"})
+    assert native.recv()[2]["message"].startswith("write op frobnicate")
+    native.send(SUBSCRIBE, 3, {"path": "/x", "query": {"orderBy": '"age"'}})
+    assert 'Index not defined, add ".indexOn": "age", for path "/x"' in native.recv()[2]["message"]
+    native.send(GET, 4, {"path": "/x", "ns": "../etc"})
+    assert native.recv()[0] == ERROR
+
+
+@pytest.mark.parametrize("frame", [struct.pack(">IBBQ", 10, 9, GET, 1), struct.pack(">IBBQ", 10, 1, 99, 1), struct.pack(">I", 0x7FFFFFFF)])
+def test_malformed_frames_close_the_connection(daemon, frame):
+    client = Native(daemon)
+    client.sock.sendall(frame)
+    kind, _, error = client.recv()
+    assert kind == ERROR and error["message"]
+    assert client.recv() is None
+    client.close()
+
+
+def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
+    daemon = daemon_factory("--stream-buffer-batches", "16")
+    subscriber = Native(daemon)
+    subscriber.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    subscriber.send(SUBSCRIBE, 1, {"path": "/flood"})
+    assert subscriber.recv()[0] == SUBSCRIBED
+    writer = Native(daemon)
+    blob = "x" * 8192
+    for i in range(600):
+        writer.send(WRITE, i, {"op": "set", "path": f"/flood/k{i % 4}", "value": {"i": i, "blob": blob}})
+    for i in range(600):
+        assert writer.recv()[0] == WRITTEN  # writers never wait for a slow subscriber
+    frames = []
+    while True:
+        frame = subscriber.recv()
+        if frame is None:
+            break
+        frames.append(frame)
+    assert frames[-1][0] == BEHIND, [f[0] for f in frames[-3:]]
+    assert len(frames) < 600
+    delivered = [f[2]["events"][-1].get("logID") for f in frames if f[0] == EVENTS]
+    last = frames[-1][2]["lastDelivered"]
+    assert last in delivered, "behind names a log id the subscriber was sent"
+    writer.close()
