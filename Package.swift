@@ -73,7 +73,7 @@ let package = Package(
         .executableTarget(
             name: "eddy",
             dependencies: [
-                "EddyEngine", "EddyModel",
+                "EddyEngine", "EddyModel", "EddyProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -5,6 +5,7 @@
 import ArgumentParser
 import EddyEngine
 import EddyModel
+import EddyProtocol
 import Foundation
 import Logging
 
@@ -13,7 +14,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
-        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
+        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self]
     )
 }
 
@@ -303,5 +304,83 @@ extension Duration {
     var seconds: Double {
         let (s, attoseconds) = self.components
         return Double(s) + Double(attoseconds) / 1e18
+    }
+}
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print live events of a location (and query) from a running eddyd, as JSON lines.",
+        discussion: #"""
+            Connects to the daemon's native socket (--socket, default <data>/eddyd.sock). The first line is
+            {"subscribed": {"liveAfter": ...}}; then one line per event: {"kind", "key", "prev", "value", "logID"}.
+            Query options take JSON values as in the REST API, e.g. --order-by '"score"' --limit-to-last 10.
+            """#)
+    @Argument(help: "Location, e.g. /users") var path: String
+    @Option(name: .long, help: "Data directory of the daemon (to find its socket). Default: ./data") var data = "./data"
+    @Option(name: .long, help: "Native protocol socket. Default: <data>/eddyd.sock") var socket: String?
+    @Option(name: .long, help: "Namespace. Default: default") var ns = "default"
+    @Option(name: .customLong("order-by"), help: #"JSON: "$key", "$value" or "child/path""#) var orderBy: String?
+    @Option(name: .customLong("start-at"), help: "JSON value[,\"key\"]") var startAt: String?
+    @Option(name: .customLong("start-after"), help: "JSON value[,\"key\"]") var startAfter: String?
+    @Option(name: .customLong("end-at"), help: "JSON value[,\"key\"]") var endAt: String?
+    @Option(name: .customLong("end-before"), help: "JSON value[,\"key\"]") var endBefore: String?
+    @Option(name: .customLong("equal-to"), help: "JSON value[,\"key\"]") var equalTo: String?
+    @Option(name: .customLong("limit-to-first"), help: "Positive integer") var limitToFirst: Int?
+    @Option(name: .customLong("limit-to-last"), help: "Positive integer") var limitToLast: Int?
+    @Option(name: .long, help: "Resume after this log id (not available yet; the daemon says so)") var since: String?
+    @Option(name: .customLong("max-events"), help: "Exit after this many events (default: run until interrupted)") var maxEvents: Int?
+
+    func run() throws {
+        var query: [String: Value] = [:]
+        let given: [(String, String?)] = [
+            ("orderBy", self.orderBy), ("startAt", self.startAt), ("startAfter", self.startAfter), ("endAt", self.endAt),
+            ("endBefore", self.endBefore), ("equalTo", self.equalTo), ("limitToFirst", self.limitToFirst.map(String.init)),
+            ("limitToLast", self.limitToLast.map(String.init)),
+        ]
+        for (name, value) in given { if let value { query[name] = .string(value) } }
+        var request: [String: Value] = ["path": .string(self.path), "ns": .string(self.ns)]
+        if !query.isEmpty { request["query"] = .object(query) }
+        if let since { request["since"] = .string(since) }
+        let socketPath = self.socket ?? self.data + "/eddyd.sock"
+        do {
+            let client = try NativeClient(path: socketPath)
+            try client.send(Frame(kind: .subscribe, requestID: 1, payload: JSONWriter.bytes(.object(request))))
+            var events = 0
+            while let frame = try client.receive() {
+                let payload = (try? JSONParser.parse(frame.payload)) ?? .null
+                switch frame.kind {
+                case .subscribed:
+                    printLine(#"{"subscribed":"# + JSONWriter.string(payload) + "}")
+                case .events:
+                    guard case .object(let list) = payload["events"] else { continue }
+                    for index in 0..<list.count {
+                        printLine(JSONWriter.string(list[String(index)] ?? .null))
+                        events += 1
+                        if let maxEvents, events >= maxEvents { return }
+                    }
+                case .error:
+                    FileHandle.standardError.write(Data("eddy: \(payload["message"].stringValue ?? "error")\n".utf8))
+                    throw ExitCode(1)
+                case .behind:
+                    FileHandle.standardError.write(
+                        Data("eddy: fell too far behind; the daemon disconnected after \(payload["lastDelivered"].stringValue ?? "nothing")\n".utf8))
+                    throw ExitCode(2)
+                default:
+                    continue
+                }
+            }
+            FileHandle.standardError.write(Data("eddy: the daemon closed the connection\n".utf8))
+            throw ExitCode(2)
+        } catch let error as ProtocolError {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension Value {
+    fileprivate var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
     }
 }

@@ -167,3 +167,23 @@ def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
     last = frames[-1][2]["lastDelivered"]
     assert last in delivered, "behind names a log id the subscriber was sent"
     writer.close()
+
+
+def test_eddy_watch_prints_events_as_json_lines(daemon):
+    import subprocess
+    from conftest import EDDY
+
+    requests.put(daemon.url("/w"), data=json.dumps({"a": 1}))
+    watch = subprocess.Popen(
+        [EDDY, "watch", "/w", "--data", daemon.data_dir, "--order-by", '"$key"', "--limit-to-last", "1", "--max-events", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = json.loads(watch.stdout.readline())
+    assert first["subscribed"]["liveAfter"]
+    assert json.loads(watch.stdout.readline()) == {"kind": "child_added", "key": "a", "value": 1}
+    assert json.loads(watch.stdout.readline()) == {"kind": "value", "value": {"a": 1}}
+    requests.put(daemon.url("/w/b"), data="2")
+    removed = json.loads(watch.stdout.readline())
+    assert removed["kind"] == "child_removed" and removed["key"] == "a" and removed["logID"] > first["subscribed"]["liveAfter"]
+    assert watch.wait(timeout=20) == 0
+    failed = subprocess.run([EDDY, "watch", "/w", "--socket", "/nonexistent/eddyd.sock"], capture_output=True, timeout=20)
+    assert failed.returncode == 1 and b"cannot connect to /nonexistent/eddyd.sock" in failed.stderr
