@@ -20,15 +20,16 @@ extension Committer {
                 continuation.resume(returning: .failure(failed))
                 return
             }
-            let window: ListenerWindow
+            let added: (window: ListenerWindow, first: [Delivery])
             do {
-                window = try self.events.add(spec)
+                added = try self.events.add(spec, newest: self.lastAssignedLogID)
             } catch {
                 continuation.resume(returning: .failure(error))
                 return
             }
+            let window = added.window
             // Handed over (or queued behind earlier groups' events) before the answer.
-            self.deliver([window.initialDelivery()])
+            if !added.first.isEmpty { self.deliver(added.first) }
             continuation.resume(returning: .success(ListenerAttachment(id: window.id, liveAfter: self.lastAssignedLogID)))
         case .unlisten(let id, let continuation):
             continuation.resume(returning: self.events.remove(id))

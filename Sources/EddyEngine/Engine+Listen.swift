@@ -28,6 +28,8 @@ struct ListenerSpec: Sendable {
     var query: Query?
     var keyPaths: [Path]?
     var output: ListenerOutput
+    /// Resume: instead of the attach batch, the events of every entry after this log id.
+    var since: LogID? = nil
 }
 
 extension Engine {
@@ -35,18 +37,24 @@ extension Engine {
     /// need a ready index (as queries do). `keyPaths`: only changes at these paths inside a
     /// child notify it (children entering, leaving or moving always do). `sink` receives the
     /// attach batch, then one batch per log entry that changed what it listens to.
+    ///
+    /// `since`: resume a listen that had heard everything up to that log id: instead of the attach
+    /// batch it receives the events of every entry after `since` (one batch per entry, derived
+    /// from the state at `since`, rebuilt with the log's before-images), then the live events.
+    /// Throws `invalidArgument` when `since` is newer than every entry.
     public func listen(
-        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, sink: @escaping ChildEventSink
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
-        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .events(sink)))
+        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .events(sink), since: since))
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,
     /// then an `update` per log entry that changed it.
     public func listenForChanges(
-        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, sink: @escaping ResultChangeSink
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, sink: @escaping ResultChangeSink
     ) async throws(EddyError) -> ListenerAttachment {
-        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink)))
+        try await self.attach(
+            ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink), since: since))
     }
 
     private func attach(_ spec: ListenerSpec) async throws(EddyError) -> ListenerAttachment {

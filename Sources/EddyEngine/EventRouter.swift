@@ -33,8 +33,68 @@ final class EventRouter {
 
     // MARK: Listeners (between groups)
 
-    /// Registers a listener and loads its result from the committed state.
-    func add(_ spec: ListenerSpec) throws(EddyError) -> ListenerWindow {
+    /// Registers a listener and loads its result from the committed state (after `newest`).
+    /// Returns what to hand it first: the attach batch, or with `spec.since` the events of the
+    /// entries after `since`.
+    func add(_ spec: ListenerSpec, newest: LogID?) throws(EddyError) -> (window: ListenerWindow, first: [Delivery]) {
+        if let since = spec.since {
+            guard let newest, !(newest < since) else {
+                throw EddyError(
+                    .invalidArgument, "cannot resume after log id \(since): it is newer than every entry (\(newest?.rawValue ?? "none"))")
+            }
+        }
+        let window = try self.load(spec)
+        var first: [Delivery] = []
+        if let since = spec.since {
+            first = try self.replay(window, after: since, upTo: newest!)
+        } else {
+            first = [window.initialDelivery()]
+        }
+        self.nextID += 1
+        self.windows[window.id] = window
+        self.trie.add(window.id, at: spec.location)
+        return (window, first)
+    }
+
+    /// The events of the entries after `since` up to `newest` for `window` (whose result is
+    /// the state after `newest`): the state at `since` is the current one with the before-images
+    /// of those entries undone, newest first; the entries are then replayed one by one. Ends
+    /// with the window at the state after `newest` again.
+    private func replay(_ window: ListenerWindow, after since: LogID, upTo newest: LogID) throws(EddyError) -> [Delivery] {
+        let location = window.location
+        let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        var state = Value.null.setting(try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value, at: location)
+        var entries: [LogEntry] = []
+        let log = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        log.seek(Array(since.rawValue.utf8))
+        if log.isValid, log.key == Array(since.rawValue.utf8) { log.next() }
+        while log.isValid {
+            let key = String(decoding: log.key, as: UTF8.self)
+            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
+            if newest < id { break }
+            entries.append(try LogEntryCodec.decode(id: id, log.value))
+            log.next()
+        }
+        func related(_ path: Path) -> Bool { path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: path) }
+        for entry in entries.reversed() {
+            for image in entry.before.reversed() where related(image.path) { state.set(image.value, at: image.path) }
+        }
+        window.replaceAll(with: state.child(at: location))
+        var deliveries: [Delivery] = []
+        for entry in entries {
+            let old = window.snapshot
+            for change in entry.changes {
+                let path = entry.location.appending(change.path)
+                if related(path) { state.set(change.value, at: path) }
+            }
+            window.replaceAll(with: state.child(at: location))
+            if let delivery = window.delivery(from: old, logID: entry.id) { deliveries.append(delivery) }
+        }
+        return deliveries
+    }
+
+    /// A new window with its result loaded from the committed state.
+    private func load(_ spec: ListenerSpec) throws(EddyError) -> ListenerWindow {
         let window = ListenerWindow(id: ListenerID(rawValue: self.nextID), spec: spec)
         let location = spec.location
         if window.isPlain {
@@ -48,9 +108,6 @@ final class EventRouter {
             case nil: window.load(try self.fetch(window, after: true, edge: nil, count: .max, inGroup: false))
             }
         }
-        self.nextID += 1
-        self.windows[window.id] = window
-        self.trie.add(window.id, at: location)
         return window
     }
 

@@ -144,6 +144,7 @@ final class ReceivedChanges: Sendable {
         }
 
         var mismatches = 0
+        var history: [(logID: LogID, before: Value, after: Value)] = []
         for step in 0..<writes {
             let before = root
             let key = g.element(of: keys)
@@ -194,6 +195,7 @@ final class ReceivedChanges: Sendable {
                 root.set(value, at: m.appending(key).appending("s").appending("deep"))
             }
             #expect(try await engine.get(.root) == root, "seed \(seed) step \(step) \(description): the tree")
+            history.append((outcome.logID, before, root))
             let expectedChange = ReferenceModel.changeSet(before: before, after: root, at: m, changeQuery)
             let gotChanges = changes.take()
             if let expectedChange {
@@ -231,6 +233,29 @@ final class ReceivedChanges: Sendable {
                 Issue.record("seed \(seed): stopping after \(mismatches) mismatches")
                 break
             }
+        }
+        // Resuming after a past entry: exactly the events of every later entry, one batch each.
+        for _ in 0..<6 where !history.isEmpty {
+            let k = g.int(in: 0..<history.count)
+            let (location, query) = g.element(of: queries)
+            let received = ReceivedBatches()
+            let resumed = try await engine.listen(location, query: query, since: history[k].logID, sink: received.sink)
+            var expected: [[String]] = []
+            var ids: [LogID] = []
+            for entry in history[(k + 1)...] {
+                let events = ReferenceModel.events(before: entry.before, after: entry.after, at: location, query)
+                if !events.isEmpty {
+                    expected.append(Self.describe(events))
+                    ids.append(entry.logID)
+                }
+            }
+            let batches = received.take()
+            #expect(batches.map(Self.describe) == expected, "seed \(seed): resume \(location) \(String(describing: query)) after step \(k)")
+            #expect(batches.map { $0.first?.logID } == ids.map { Optional($0) })
+            await engine.removeListener(resumed.id)
+        }
+        await expectEddyError(.invalidArgument, mentioning: ["newer than every entry"]) {
+            _ = try await engine.listen(m, since: LogID("zzzzzzzzzzzzzzzzzzzz")!, sink: { _ in })
         }
         // A removed listener hears nothing more; removing all at /m keeps /m/a's.
         #expect(await engine.removeListener(listeners[2].id))

@@ -187,3 +187,24 @@ def test_eddy_watch_prints_events_as_json_lines(daemon):
     assert watch.wait(timeout=20) == 0
     failed = subprocess.run([EDDY, "watch", "/w", "--socket", "/nonexistent/eddyd.sock"], capture_output=True, timeout=20)
     assert failed.returncode == 1 and b"cannot connect to /nonexistent/eddyd.sock" in failed.stderr
+
+
+def test_subscriptions_resume_after_a_log_id(native, daemon):
+    native.send(WRITE, 1, {"op": "set", "path": "/res", "value": {"a": 1}})
+    _, _, first = native.recv()
+    for i, (path, value) in enumerate([("/res/b", 2), ("/elsewhere", 0), ("/res/a", None)]):
+        native.send(WRITE, 10 + i, {"op": "set", "path": path, "value": value})
+        native.recv()
+    native.send(SUBSCRIBE, 2, {"path": "/res", "since": first["logID"]})
+    kind, rid, subscribed = native.recv()
+    assert (kind, rid) == (SUBSCRIBED, 2)
+    batches = [native.recv(), native.recv()]
+    assert [b[0] for b in batches] == [EVENTS, EVENTS]
+    assert [[(e["kind"], e.get("key")) for e in b[2]["events"]] for b in batches] == [
+        [("child_added", "b"), ("value", None)],
+        [("child_removed", "a"), ("value", None)],
+    ]
+    assert batches[1][2]["events"][-1]["value"] == {"b": 2}
+    native.send(SUBSCRIBE, 3, {"path": "/res", "since": "not-a-log-id"})
+    kind, rid, error = native.recv()
+    assert (kind, rid) == (ERROR, 3) and "is not a log id" in error["message"]

@@ -259,3 +259,22 @@ def test_a_slow_consumer_is_cut_off_with_its_resume_id_and_resumes_without_a_gap
         rest.append(data["data"]["i"])
     resumed.close()
     assert delivered + rest == list(range(total)), "no gap, no duplicate"
+
+
+def test_query_streams_resume_after_an_id_too(daemon):
+    put(daemon, "/qr", {"a": {"s": 3}, "b": {"s": 1}, "c": {"s": 2}})
+    requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {"qr": {".indexOn": "s"}}}))
+    query = 'orderBy="s"&limitToFirst=2'
+    client = SSEClient(daemon, "/qr", query)
+    _, seen, data, _ = client.next_data()
+    assert data == {"path": "/", "data": {"b": {"s": 1}, "c": {"s": 2}}}
+    client.close()
+    put(daemon, "/qr/d", {"s": 0})  # enters; c leaves
+    put(daemon, "/qr/a/s", 9)  # outside the window: no event
+    put(daemon, "/qr/b/s", 0.5)  # changes inside the window
+    resumed = SSEClient(daemon, "/qr", query, headers={"Last-Event-ID": seen})
+    assert resumed.next_data()[0:3:2] == ("patch", {"path": "/", "data": {"c": None, "d": {"s": 0}}})
+    assert resumed.next_data()[2] == {"path": "/b", "data": {"s": 0.5}}
+    put(daemon, "/qr/e", {"s": -1})  # then live
+    assert resumed.next_data()[2] == {"path": "/", "data": {"b": None, "e": {"s": -1}}}
+    resumed.close()

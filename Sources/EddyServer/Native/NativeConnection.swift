@@ -163,15 +163,17 @@ final class NativeConnection: Sendable {
     }
 
     private func subscribe(_ requestID: UInt64, _ body: Value, _ engine: Engine) async throws(EddyError) {
-        guard body["since"].isNull else {
-            throw EddyError(.unsupported, "resuming a native subscription from a log id (\"since\") is not available yet; use an event stream with Last-Event-ID")
+        var since: LogID? = nil
+        if let text = try Self.string(body, "since", optional: true) {
+            guard let id = LogID(text) else { throw EddyError(.invalidArgument, "\"since\" \(text) is not a log id") }
+            since = id
         }
         let path = try Self.path(body)
         let query = try Self.query(body)
         self.state.withLock { $0.held[requestID] = [] }
         let attachment: ListenerAttachment
         do {
-            attachment = try await engine.listen(path, query: query) { events in
+            attachment = try await engine.listen(path, query: query, since: since) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }
                     state.held[requestID]!.append(events)

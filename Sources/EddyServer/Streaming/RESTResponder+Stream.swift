@@ -2,10 +2,10 @@
 // before the response starts; its batches travel through a bounded `EventBuffer` to the task
 // writing the response (see `SSEFrames` for the format).
 //
-// Resuming: with `Last-Event-ID: <log id>` (what EventSource clients send on reconnect) a
-// query-less stream starts with the logged changes after that id instead of a full put, while
-// the log still holds them; otherwise (a query, an unknown or future id) it starts with the full
-// put. A client that falls more than `EventBuffer` allows behind gets `cancel` naming the last
+// Resuming: with `Last-Event-ID: <log id>` (what EventSource clients send on reconnect) a stream
+// starts with what happened after that id instead of a full put: a query-less stream gets the
+// logged changes, a query stream the events of its result (the engine rebuilds the state at that
+// id); an id the log cannot answer (unknown, newer than every entry) gets the full put. A client that falls more than `EventBuffer` allows behind gets `cancel` naming the last
 // id it was sent, and the connection ends; reconnecting with that id resumes without a gap.
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
 
@@ -27,8 +27,18 @@ extension RESTResponder {
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
         let buffer = EventBuffer(batchesMax: self.streamBufferBatches)
         let attachment: ListenerAttachment
+        // A query stream resumes through the engine (the events of every entry after the id);
+        // a plain one replays the logged changes below. An id the engine cannot resume from
+        // gets the full put.
+        let resumeQueryAfter = rest.query == nil ? nil : headers[Self.lastEventID].flatMap(LogID.init)
         do {
-            attachment = try await engine.listen(rest.path, query: rest.query, sink: { buffer.push($0) })
+            if let since = resumeQueryAfter,
+                let resumed = try? await engine.listen(rest.path, query: rest.query, since: since, sink: { buffer.push($0) })
+            {
+                attachment = resumed
+            } else {
+                attachment = try await engine.listen(rest.path, query: rest.query, sink: { buffer.push($0) })
+            }
         } catch {
             throw RESTError(error)
         }
@@ -60,7 +70,8 @@ extension RESTResponder {
                         loop: while let item = await buffer.next() {
                             switch item {
                             case .events(let events):
-                                if first {
+                                if first, events.allSatisfy({ $0.logID == nil && $0.kind != .cancel }) {
+                                    // The attach batch (a resumed query stream has none).
                                     first = false
                                     let bytes =
                                         replay
@@ -68,10 +79,12 @@ extension RESTResponder {
                                             path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
                                     if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
                                 } else if let cancel = events.first(where: { $0.kind == .cancel }) {
+                                    first = false
                                     guard case .string(let reason) = cancel.value else { break loop }
                                     try await writer.write(ByteBuffer(bytes: SSEFrames.cancel(reason)))
                                     break loop
                                 } else {
+                                    first = false
                                     try await writer.write(ByteBuffer(bytes: SSEFrames.frames(for: events)))
                                 }
                             case .keepAlive:
