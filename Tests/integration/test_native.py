@@ -166,6 +166,18 @@ def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
     delivered = [f[2]["events"][-1].get("logID") for f in frames if f[0] == EVENTS]
     last = frames[-1][2]["lastDelivered"]
     assert last in delivered, "behind names a log id the subscriber was sent"
+    # Resuming after the last id received delivers exactly the rest of the 600 writes.
+    received = [f[2]["events"][0]["value"]["i"] for f in frames if f[0] == EVENTS and f[2]["events"][0].get("logID")]
+    resumed = Native(daemon)
+    resumed.send(SUBSCRIBE, 2, {"path": "/flood", "since": delivered[-1]})
+    assert resumed.recv()[0] == SUBSCRIBED
+    rest = []
+    while len(received) + len(rest) < 600:
+        kind, _, payload = resumed.recv()
+        assert kind == EVENTS
+        rest.append(payload["events"][0]["value"]["i"])
+    assert received + rest == list(range(600)), "no gap, no duplicate"
+    resumed.close()
     writer.close()
 
 
