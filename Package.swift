@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "EddyModel", targets: ["EddyModel"]),
         .library(name: "EddyStorage", targets: ["EddyStorage"]),
         .library(name: "EddyTesting", targets: ["EddyTesting"]),
+        .library(name: "EddyProtocol", targets: ["EddyProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),

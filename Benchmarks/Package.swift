@@ -60,6 +60,7 @@ let package = Package(
             name: "EventProfile",
             dependencies: [
                 .product(name: "EddyEngine", package: "eddy"),
+                .product(name: "EddyProtocol", package: "eddy"),
                 .product(name: "EddyModel", package: "eddy"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,9 +1,11 @@
-// A blocking client of the native protocol for tools (`eddy watch`): connects to the daemon's
-// Unix socket, sends frames, reads frames. One thread; not for servers.
+// A blocking client of the native protocol for tools (`eddy watch`, benchmarks): connects to
+// the daemon's Unix socket, sends frames, reads frames. At most one thread sends and one thread
+// receives at a time (the socket allows both at once); not for servers.
 
 import Glibc
 
-public final class NativeClient {
+public final class NativeClient: @unchecked Sendable {
+    // @unchecked: `fd` is immutable; `decoder` is only used by the receiving thread.
     private let fd: Int32
     private var decoder = FrameDecoder()
 
@@ -40,7 +42,7 @@ public final class NativeClient {
         let bytes = frame.encoded()
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(self.fd, $0.baseAddress, $0.count) }
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard written > 0 else { throw ProtocolError("writing to the socket failed: \(String(cString: strerror(errno)))") }
             offset += written
         }

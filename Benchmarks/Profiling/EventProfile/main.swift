@@ -7,10 +7,16 @@
 //           the latency from submitting a write to each listener's sink receiving its event
 //           (events are handed over before the writer's acknowledgement, so this covers commit,
 //           fsync and event computation).
+//   socket  the same fan-out through a running eddyd's native socket: one writer connection
+//           (writes pipelined at `rate`), `subscribers` connections subscribed to /feed/latest,
+//           each receiving every write: events/s, losses, and latency from the write's
+//           acknowledgement (and from its submission) to each subscriber's receipt.
 // Usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners]
+//        | socket SOCKET [rate] [seconds] [subscribers]
 
 import EddyEngine
 import EddyModel
+import EddyProtocol
 import Foundation
 import Logging
 import Synchronization
@@ -126,6 +132,100 @@ extension Value {
     }
 }
 
+/// Receipt times by log id, per subscriber thread.
+final class Receipts: @unchecked Sendable {
+    // @unchecked: each instance is written by one thread, read after it finished.
+    var times: [String: ContinuousClock.Instant] = [:]
+    var count = 0
+}
+
+func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) throws {
+    let total = Int(Double(rate) * duration)
+    var receipts: [Receipts] = []
+    var threads: [Thread] = []
+    let ready = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for _ in 0..<subscribers {
+        let client = try NativeClient(path: path)
+        let mine = Receipts()
+        receipts.append(mine)
+        try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
+        done.enter()
+        let thread = Thread {
+            defer { done.leave() }
+            var attached = false
+            while let frame = try? client.receive() {
+                let now = ContinuousClock.now
+                guard frame.kind == .events else { continue }
+                if !attached {
+                    attached = true
+                    ready.signal()
+                    continue
+                }
+                // The log id sits in the last event: ..."logID":"<20 chars>"}]}
+                let bytes = frame.payload
+                guard let range = bytes.lastRange(of: Array(#""logID":""#.utf8)) else { continue }
+                let id = String(decoding: bytes[range.upperBound..<(range.upperBound + 20)], as: UTF8.self)
+                mine.times[id] = now
+                mine.count += 1
+                if mine.count == total { return }
+            }
+        }
+        threads.append(thread)
+        thread.start()
+    }
+    for _ in 0..<subscribers { ready.wait() }
+    let writer = try NativeClient(path: path)
+    let acks = Receipts()
+    let ackDone = DispatchSemaphore(value: 0)
+    let ackThread = Thread {
+        var n = 0
+        while n < total, let frame = try? writer.receive() {
+            let now = ContinuousClock.now
+            guard frame.kind == .written, let value = try? JSONParser.parse(frame.payload), case .string(let id) = value["logID"] else { continue }
+            acks.times[id] = now
+            n += 1
+        }
+        ackDone.signal()
+    }
+    let start = ContinuousClock.now
+    let interval = Duration.seconds(1.0 / Double(rate))
+    ackThread.start()
+    for n in 0..<total {
+        let due = start.advanced(by: interval * n)
+        while ContinuousClock.now < due { Thread.sleep(forTimeInterval: max(0, seconds(due - ContinuousClock.now))) }
+        try writer.send(Frame(kind: .write, requestID: UInt64(n), payload: Array(#"{"op":"set","path":"/feed/latest","value":{"n":\#(n)}}"#.utf8)))
+    }
+    ackDone.wait()
+    _ = done.wait(timeout: .now() + 30)
+    let elapsedSeconds = seconds(ContinuousClock.now - start)
+    var fromAck: [Double] = []
+    let received = receipts.reduce(0) { $0 + $1.count }
+    for receipt in receipts {
+        for (id, time) in receipt.times {
+            if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
+        }
+    }
+    fromAck.sort()
+    print("socket fan-out: \(total) writes at \(rate)/s, \(subscribers) subscriber connections each receiving every write, \(format(elapsedSeconds, 2)) s")
+    print("  events received \(received) of \(total * subscribers) (lost \(total * subscribers - received)), \(Int(Double(received) / elapsedSeconds)) events/s")
+    if !fromAck.isEmpty {
+        print("  acknowledgement to receipt: p50 \(format(percentile(fromAck, 0.5))) us, p99 \(format(percentile(fromAck, 0.99))) us (negative: the event arrived before the writer's ack)")
+    }
+}
+
+extension Array where Element == UInt8 {
+    func lastRange(of pattern: [UInt8]) -> Range<Int>? {
+        guard pattern.count <= self.count else { return nil }
+        var i = self.count - pattern.count
+        while i >= 0 {
+            if self[i..<(i + pattern.count)].elementsEqual(pattern) { return i..<(i + pattern.count) }
+            i -= 1
+        }
+        return nil
+    }
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
 case "idle": try await idle(rounds: arguments.dropFirst().first.flatMap { Int($0) } ?? 5)
@@ -134,6 +234,12 @@ case "fanout":
     try await fanout(
         rate: rest.first.flatMap { Int($0) } ?? 2000, duration: rest.dropFirst().first.flatMap { Double($0) } ?? 10,
         listeners: rest.dropFirst(2).first.flatMap { Int($0) } ?? 100)
+case "socket":
+    let rest = Array(arguments.dropFirst())
+    guard let path = rest.first else { fatalError("socket needs the daemon's socket path") }
+    try socketFanout(
+        path: path, rate: rest.dropFirst().first.flatMap { Int($0) } ?? 2000,
+        duration: rest.dropFirst(2).first.flatMap { Double($0) } ?? 10, subscribers: rest.dropFirst(3).first.flatMap { Int($0) } ?? 100)
 default:
-    print("usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners]")
+    print("usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners] | socket SOCKET [rate] [seconds] [subscribers]")
 }
