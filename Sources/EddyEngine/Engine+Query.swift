@@ -167,10 +167,10 @@ struct KeyQueryReader {
     private func isAfter(_ segment: ArraySlice<UInt8>, _ end: (KeyBoundPosition, inclusive: Bool)) -> Bool {
         switch end.0 {
         case .key(let e):
-            let order = compare(segment, e[...])
+            let order = compareBytes(segment, e[...])
             return order > 0 || (order == 0 && !end.inclusive)
         case .between(let x):
-            return compare(segment, x[...]) > 0
+            return compareBytes(segment, x[...]) > 0
         }
     }
 
@@ -178,10 +178,10 @@ struct KeyQueryReader {
     private func isBefore(_ segment: ArraySlice<UInt8>, _ start: (KeyBoundPosition, inclusive: Bool)) -> Bool {
         switch start.0 {
         case .key(let s):
-            let order = compare(segment, s[...])
+            let order = compareBytes(segment, s[...])
             return order < 0 || (order == 0 && !start.inclusive)
         case .between(let x):
-            return compare(segment, x[...]) < 0
+            return compareBytes(segment, x[...]) < 0
         }
     }
 
@@ -232,10 +232,4 @@ struct KeyQueryReader {
         }
         try TreeReader.check(self.iterator)
     }
-}
-
-/// Bytewise comparison; encoded segments are self-delimiting, so this is key order.
-private func compare(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Int {
-    for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
-    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }

@@ -16,7 +16,6 @@
 
 import EddyModel
 import EddyStorage
-import Glibc
 
 final class IndexMaintainer {
     let family: ColumnFamily
@@ -265,12 +264,4 @@ final class IndexMaintainer {
             return .object([:])
         }
     }
-}
-
-/// Bytewise order of two byte strings.
-private func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
-    let n = min(a.count, b.count)
-    let c = a.withUnsafeBytes { a in b.withUnsafeBytes { b in n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n) } }
-    if c != 0 { return c < 0 ? -1 : 1 }
-    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }

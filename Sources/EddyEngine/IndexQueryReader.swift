@@ -16,7 +16,6 @@
 
 import EddyModel
 import EddyStorage
-import Glibc
 
 final class IndexQueryReader {
     let definition: IndexDefinition
@@ -39,7 +38,9 @@ final class IndexQueryReader {
     /// The selected children as a `Value` (`.null` when none).
     func read() throws(EddyError) -> Value {
         var children: [String: Value] = [:]
-        try self.scan { key, covered, childPrefix throws(EddyError) in
+        try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
+            var bytes = Array(segment)[...]
+            let key = try PathKeyEncoding.decodeSegment(&bytes)
             if let covered {
                 var value = try JSONParser.parse(covered)  // in place, no copy
                 // A rendered value holds `null` only as an array hole.
@@ -119,7 +120,9 @@ final class IndexQueryReader {
         return nil
     }
 
-    /// Like `scan`, without decoding keys: `visit` gets the child's encoded segment.
+    /// Calls `visit` for every entry in the window, in query order (backward for limitToLast),
+    /// with the child's encoded key segment, the covered JSON (both valid during the call) or
+    /// nil, and a way to get the child's tree prefix.
     private func scanRaw(
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
     ) throws(EddyError) {
@@ -179,15 +182,6 @@ final class IndexQueryReader {
         return false
     }
 
-    /// Calls `visit` for every entry in the window, in query order (backward for limitToLast),
-    /// with the child key, the covered JSON (valid during the call) or nil, and a way to get
-    /// the child's tree prefix.
-    private func scan(
-        _ visit: (String, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
-    ) throws(EddyError) {
-        try self.window { prefixCount throws(EddyError) in try self.visitEntry(prefixCount: prefixCount, visit) }
-    }
-
     /// Positions the index iterator on each entry of the window in turn and calls `body` with
     /// the length of the entries' common prefix (id and location).
     private func window(_ body: (Int) throws(EddyError) -> Void) throws(EddyError) {
@@ -199,22 +193,22 @@ final class IndexQueryReader {
         switch self.query.limit {
         case .last(let limit):
             self.index.seekForPrev(upper)
-            if self.index.isValid, self.index.withKey({ compare($0, upper) == 0 }) { self.index.previous() }
-            while count < limit, self.index.isValid, self.index.withKey({ compare($0, lower) >= 0 }) {
+            if self.index.isValid, self.index.withKey({ compareBytes($0, upper) == 0 }) { self.index.previous() }
+            while count < limit, self.index.isValid, self.index.withKey({ compareBytes($0, lower) >= 0 }) {
                 try body(prefix.count)
                 count += 1
                 self.index.previous()
             }
         case .first(let limit):
             self.index.seek(lower)
-            while count < limit, self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
+            while count < limit, self.index.isValid, self.index.withKey({ compareBytes($0, upper) < 0 }) {
                 try body(prefix.count)
                 count += 1
                 self.index.next()
             }
         case nil:
             self.index.seek(lower)
-            while self.index.isValid, self.index.withKey({ compare($0, upper) < 0 }) {
+            while self.index.isValid, self.index.withKey({ compareBytes($0, upper) < 0 }) {
                 try body(prefix.count)
                 self.index.next()
             }
@@ -223,22 +217,6 @@ final class IndexQueryReader {
             try self.index.checkError()
         } catch {
             throw EngineErrors.storage(error, while: "reading an index")
-        }
-    }
-
-    private func visitEntry(
-        prefixCount: Int, _ visit: (String, UnsafeRawBufferPointer?, () -> [UInt8]) throws(EddyError) -> Void
-    ) throws(EddyError) {
-        let key = self.index.key
-        var rest = key[prefixCount...]
-        rest = rest.dropFirst(try SortValueEncoding.length(rest))
-        let segmentStart = rest.startIndex
-        let childKey = try PathKeyEncoding.decodeSegment(&rest)
-        let segmentEnd = rest.startIndex
-        try self.index.withValue { bytes throws(EddyError) in
-            guard let tag = bytes.first else { throw EddyError(.corruption, "empty index entry value") }
-            let covered = tag == IndexDefinition.coveredTag ? UnsafeRawBufferPointer(rebasing: bytes[1...]) : nil
-            try visit(childKey, covered, { self.location + key[segmentStart..<segmentEnd] })
         }
     }
 
@@ -289,12 +267,4 @@ final class IndexQueryReader {
         }
         return out
     }
-}
-
-/// Bytewise comparison of a key with `b`.
-private func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
-    let n = min(a.count, b.count)
-    let order = b.withUnsafeBytes { b in n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n) }
-    if order != 0 { return order < 0 ? -1 : 1 }
-    return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
