@@ -84,14 +84,9 @@ struct Get: AsyncParsableCommand {
     }
 }
 
-struct QueryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "query",
-        abstract: "Run an ordered query; options take JSON values as in the REST API.",
-        discussion: #"Example: eddy query /users --order-by '"$key"' --start-at '"b"' --limit-to-first 10"#)
-    @OptionGroup var options: DataOptions
-    @Argument(help: "Location whose children are queried, e.g. /users") var path: String
-    @Option(name: .customLong("order-by"), help: #"JSON: "$key", "$value" or "child/path""#) var orderBy: String
+/// The REST query parameters as options (JSON texts, as in the REST API).
+struct QueryOptions: ParsableArguments {
+    @Option(name: .customLong("order-by"), help: #"JSON: "$key", "$value" or "child/path""#) var orderBy: String?
     @Option(name: .customLong("start-at"), help: "JSON value[,\"key\"]") var startAt: String?
     @Option(name: .customLong("start-after"), help: "JSON value[,\"key\"]") var startAfter: String?
     @Option(name: .customLong("end-at"), help: "JSON value[,\"key\"]") var endAt: String?
@@ -99,17 +94,36 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(name: .customLong("equal-to"), help: "JSON value[,\"key\"]") var equalTo: String?
     @Option(name: .customLong("limit-to-first"), help: "Positive integer") var limitToFirst: Int?
     @Option(name: .customLong("limit-to-last"), help: "Positive integer") var limitToLast: Int?
+
+    /// The given parameters by their REST names, in a fixed order.
+    var given: [(name: String, value: String)] {
+        let all: [(String, String?)] = [
+            ("orderBy", self.orderBy), ("startAt", self.startAt), ("startAfter", self.startAfter), ("endAt", self.endAt),
+            ("endBefore", self.endBefore), ("equalTo", self.equalTo), ("limitToFirst", self.limitToFirst.map(String.init)),
+            ("limitToLast", self.limitToLast.map(String.init)),
+        ]
+        return all.compactMap { name, value in value.map { (name, $0) } }
+    }
+}
+
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Run an ordered query; options take JSON values as in the REST API.",
+        discussion: #"Example: eddy query /users --order-by '"$key"' --start-at '"b"' --limit-to-first 10"#)
+    @OptionGroup var options: DataOptions
+    @Argument(help: "Location whose children are queried, e.g. /users") var path: String
+    @OptionGroup var query: QueryOptions
     @Flag(help: "Indent the output.") var pretty = false
+
+    func validate() throws {
+        guard self.query.orderBy != nil else { throw ValidationError("Missing expected argument '--order-by <order-by>'") }
+    }
 
     func run() async throws {
         let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
             var parameters = QueryParameters()
-            let given: [(String, String?)] = [
-                ("orderBy", self.orderBy), ("startAt", self.startAt), ("startAfter", self.startAfter),
-                ("endAt", self.endAt), ("endBefore", self.endBefore), ("equalTo", self.equalTo),
-                ("limitToFirst", self.limitToFirst.map(String.init)), ("limitToLast", self.limitToLast.map(String.init)),
-            ]
-            for (name, value) in given { if let value { try parameters.add(name, value) } }
+            for (name, value) in self.query.given { try parameters.add(name, value) }
             guard let query = try parameters.build() else { return Value.null }
             return try engine.readQuery(try parsePath(self.path), query)
         }
@@ -319,25 +333,13 @@ struct Watch: ParsableCommand {
     @Option(name: .long, help: "Data directory of the daemon (to find its socket). Default: ./data") var data = "./data"
     @Option(name: .long, help: "Native protocol socket. Default: <data>/eddyd.sock") var socket: String?
     @Option(name: .long, help: "Namespace. Default: default") var ns = "default"
-    @Option(name: .customLong("order-by"), help: #"JSON: "$key", "$value" or "child/path""#) var orderBy: String?
-    @Option(name: .customLong("start-at"), help: "JSON value[,\"key\"]") var startAt: String?
-    @Option(name: .customLong("start-after"), help: "JSON value[,\"key\"]") var startAfter: String?
-    @Option(name: .customLong("end-at"), help: "JSON value[,\"key\"]") var endAt: String?
-    @Option(name: .customLong("end-before"), help: "JSON value[,\"key\"]") var endBefore: String?
-    @Option(name: .customLong("equal-to"), help: "JSON value[,\"key\"]") var equalTo: String?
-    @Option(name: .customLong("limit-to-first"), help: "Positive integer") var limitToFirst: Int?
-    @Option(name: .customLong("limit-to-last"), help: "Positive integer") var limitToLast: Int?
+    @OptionGroup var query: QueryOptions
     @Option(name: .long, help: "Resume after this log id (not available yet; the daemon says so)") var since: String?
     @Option(name: .customLong("max-events"), help: "Exit after this many events (default: run until interrupted)") var maxEvents: Int?
 
     func run() throws {
         var query: [String: Value] = [:]
-        let given: [(String, String?)] = [
-            ("orderBy", self.orderBy), ("startAt", self.startAt), ("startAfter", self.startAfter), ("endAt", self.endAt),
-            ("endBefore", self.endBefore), ("equalTo", self.equalTo), ("limitToFirst", self.limitToFirst.map(String.init)),
-            ("limitToLast", self.limitToLast.map(String.init)),
-        ]
-        for (name, value) in given { if let value { query[name] = .string(value) } }
+        for (name, value) in self.query.given { query[name] = .string(value) }
         var request: [String: Value] = ["path": .string(self.path), "ns": .string(self.ns)]
         if !query.isEmpty { request["query"] = .object(query) }
         if let since { request["since"] = .string(since) }
