@@ -118,7 +118,9 @@ final class NativeConnection: Sendable {
                 try await self.subscribe(frame.requestID, body, engine)
             case .unsubscribe:
                 guard case .number(let n) = body["subscription"], n >= 0, n == n.rounded() else {
-                    throw EddyError(.invalidArgument, "unsubscribe needs \"subscription\": the request id of the subscribe")
+                    throw EddyError(
+                        .invalidArgument,
+                        "unsubscribe needs \"subscription\": the request id of the subscribe, not \(JSONWriter.string(body["subscription"]))")
                 }
                 let removed = self.state.withLock { $0.subscriptions.removeValue(forKey: UInt64(n)) }
                 if let removed { await removed.engine.removeListener(removed.id) }
@@ -240,7 +242,7 @@ final class NativeConnection: Sendable {
         switch body[name] {
         case .string(let s): return s
         case .null where optional: return nil
-        default: throw EddyError(.invalidArgument, "field \"\(name)\" must be a string")
+        default: throw EddyError(.invalidArgument, "field \"\(name)\" must be a string, not \(JSONWriter.string(body[name]))")
         }
     }
 
@@ -252,7 +254,7 @@ final class NativeConnection: Sendable {
     private static func query(_ body: Value) throws(EddyError) -> Query? {
         guard case .object(let parameters) = body["query"] else {
             if body["query"].isNull { return nil }
-            throw EddyError(.invalidArgument, "field \"query\" must be an object of REST query parameters")
+            throw EddyError(.invalidArgument, "field \"query\" must be an object of REST query parameters, not \(JSONWriter.string(body["query"]))")
         }
         var builder = QueryParameters()
         for (name, value) in parameters {
@@ -260,7 +262,8 @@ final class NativeConnection: Sendable {
                 throw EddyError(.invalidArgument, "query parameter \(name) is not one of \(QueryParameters.names.sorted().joined(separator: ", "))")
             }
             guard case .string(let text) = value else {
-                throw EddyError(.invalidArgument, "query parameter \(name) must be its REST text, e.g. \"\\\"age\\\"\"")
+                throw EddyError(
+                    .invalidArgument, "query parameter \(name) must be its REST text (e.g. \"\\\"age\\\"\"), not \(JSONWriter.string(value))")
             }
             try builder.add(name, text)
         }
