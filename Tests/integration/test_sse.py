@@ -9,7 +9,6 @@ import json
 import queue
 import socket
 import threading
-import time
 import uuid
 
 import pytest
@@ -108,10 +107,9 @@ def test_keep_alive_on_an_idle_stream(daemon_factory):
     daemon = daemon_factory("--sse-keep-alive-seconds", "1")
     client = SSEClient(daemon, "/idle")
     assert client.next()[0:3:2] == ("put", {"path": "/", "data": None})
-    started = time.monotonic()
-    event, id, data, raw = client.next(timeout=5)
+    # With the 30 s default no keep-alive could arrive within this wait.
+    event, id, data, raw = client.next(timeout=10)
     assert (event, id, data, raw) == ("keep-alive", None, None, "event: keep-alive\ndata: null\n")
-    assert time.monotonic() - started < 3
     client.close()
 
 
@@ -213,9 +211,7 @@ def test_firebase_admin_listen_receives_the_stream(daemon_factory):
 def test_streams_end_when_the_daemon_stops(daemon):
     client = SSEClient(daemon, "/s")
     client.next_data()
-    started = time.monotonic()
-    daemon.stop()
-    assert time.monotonic() - started < 10
+    daemon.stop()  # fails the test if the daemon does not exit (an open stream must not hold it)
     while True:
         event = client.next(timeout=10)[0]
         if event in ("closed", "error"):
