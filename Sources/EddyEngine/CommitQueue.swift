@@ -14,7 +14,8 @@ struct PendingWrite: Sendable {
     var approximateBytes: Int
     /// Listeners that must not hear this write ("write without notifying").
     var silenced: Set<ListenerID> = []
-    var continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>
+    /// Called once, when the write is durable (or failed), after its entry's event deliveries.
+    var completion: @Sendable (Result<WriteOutcome, EddyError>) -> Void
 }
 
 /// Work the committer does between groups, so it is ordered with writes: rules (and the index
@@ -41,7 +42,9 @@ final class CommitQueue: @unchecked Sendable {
     private var pending: [PendingWrite] = []
     private var controls: [ControlRequest] = []
     /// Control requests are rare (an operator changing rules); this bounds them anyway.
-    private let controlsCapacity = 64
+    /// Control requests waiting at most; a burst of reconnecting subscribers (one attach each)
+    /// must fit.
+    private let controlsCapacity = 4096
     private var stopping = false
     private let capacity: Int
 
@@ -77,7 +80,7 @@ final class CommitQueue: @unchecked Sendable {
         defer { self.condition.unlock() }
         if self.stopping { return EddyError(.shuttingDown, "the database is shutting down; nothing was changed") }
         if self.controls.count >= self.controlsCapacity {
-            return EddyError(.busy, "too many rules changes waiting (\(self.controlsCapacity)); nothing was changed, retry")
+            return EddyError(.busy, "too many listens and rules changes waiting for the committer (\(self.controlsCapacity)); nothing was changed, retry")
         }
         self.controls.append(request)
         self.condition.signal()

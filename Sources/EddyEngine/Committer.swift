@@ -137,7 +137,7 @@ final class Committer: @unchecked Sendable {
 
     private func commit(_ group: [PendingWrite]) {
         if let failed = self.failed {
-            for write in group { write.continuation.resume(returning: .failure(failed)) }
+            for write in group { write.completion(.failure(failed)) }
             return
         }
         self.batch.clear()
@@ -172,7 +172,7 @@ final class Committer: @unchecked Sendable {
         self.treeWriter.endGroup()
         self.treeWriter.indexes.flushPending()
         if let failed = self.failed {
-            for write in group { write.continuation.resume(returning: .failure(failed)) }
+            for write in group { write.completion(.failure(failed)) }
             return
         }
         // Alone (nothing waiting, syncer idle), a synced write acknowledges right here with one
@@ -186,7 +186,7 @@ final class Committer: @unchecked Sendable {
                 self.treeWriter.forgetCachedFacts()
                 let failure = EngineErrors.storage(error, while: "committing \(entries.count) writes")
                 self.fail(failure)
-                for write in group { write.continuation.resume(returning: .failure(failure)) }
+                for write in group { write.completion(.failure(failure)) }
                 return
             }
         }
@@ -224,7 +224,7 @@ final class Committer: @unchecked Sendable {
         // failure is ever acknowledged.
         if let failed = self.failed {
             for ticket in tickets {
-                for write in ticket.writes { write.continuation.resume(returning: .failure(failed)) }
+                for write in ticket.writes { write.completion(.failure(failed)) }
             }
             return
         }
@@ -235,7 +235,7 @@ final class Committer: @unchecked Sendable {
                 error, while: "syncing the write-ahead log (the write may or may not be durable; the database stopped accepting writes)")
             self.fail(failure)
             for ticket in tickets {
-                for write in ticket.writes { write.continuation.resume(returning: .failure(failure)) }
+                for write in ticket.writes { write.completion(.failure(failure)) }
             }
             return
         }
@@ -251,7 +251,7 @@ final class Committer: @unchecked Sendable {
             // Events first: a writer that sees its write acknowledged can rely on every
             // listener having been handed the write's events.
             for delivery in ticket.deliveries { delivery() }
-            for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.continuation.resume(returning: outcome) }
+            for (write, outcome) in zip(ticket.writes, ticket.outcomes) { write.completion(outcome) }
             if !ticket.entries.isEmpty { self.onCommit(ticket.entries) }
         }
     }

@@ -150,14 +150,32 @@ public final class Engine: Sendable {
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
-            let pending = PendingWrite(
-                operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silenced: silencing,
-                continuation: continuation)
-            if let refused = self.queue.enqueue(pending) {
-                continuation.resume(returning: .failure(refused))
-            }
+            self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// Validates a write and queues it before returning, so writes submitted one after the
+    /// other commit in that order; `completion` runs once it is durable (after its events were
+    /// handed to listeners) or failed, on an engine thread: it must not block. Validation
+    /// errors are thrown before anything is queued; a full or stopping queue reaches
+    /// `completion` as a failure. Lets a caller pipeline writes without awaiting each one.
+    public func submit(
+        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = [],
+        completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
+    ) throws(EddyError) {
+        var approximateBytes = 0
+        let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+        self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, completion: completion)
+    }
+
+    private func enqueue(
+        _ validated: WriteOperation, ifMatch: String?, approximateBytes: Int, silencing: Set<ListenerID>,
+        completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
+    ) {
+        let pending = PendingWrite(
+            operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silenced: silencing, completion: completion)
+        if let refused = self.queue.enqueue(pending) { completion(.failure(refused)) }
     }
 
     public func set(_ path: Path, _ value: Value, ifMatch: String? = nil) async throws(EddyError) -> WriteOutcome {

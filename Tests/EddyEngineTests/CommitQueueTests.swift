@@ -6,22 +6,14 @@ import Testing
 @testable import EddyEngine
 
 @Suite struct CommitQueueTests {
-    /// Runs `body` with a continuation to put in PendingWrites (resumed once at the end).
-    private func withContinuation(_ body: (CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) -> Void) async {
-        _ = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
-            body(continuation)
-            continuation.resume(returning: .failure(EddyError(.internal, "test done")))
-        }
+    private func write(_ bytes: Int) -> PendingWrite {
+        PendingWrite(operation: .remove(.root), ifMatch: nil, approximateBytes: bytes, completion: { _ in })
     }
 
-    private func write(_ bytes: Int, _ c: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) -> PendingWrite {
-        PendingWrite(operation: .remove(.root), ifMatch: nil, approximateBytes: bytes, continuation: c)
-    }
-
-    @Test func groupsStopAtTheByteBoundButNeverEmpty() async {
-        await withContinuation { c in
+    @Test func groupsStopAtTheByteBoundButNeverEmpty() {
+        do {
             let queue = CommitQueue(capacity: 10)
-            for bytes in [40, 40, 40, 500, 10] { #expect(queue.enqueue(write(bytes, c)) == nil) }
+            for bytes in [40, 40, 40, 500, 10] { #expect(queue.enqueue(write(bytes)) == nil) }
             #expect(queue.takeGroup(max: 10, bytesMax: 100, deadline: nil)?.map(\.approximateBytes) == [40, 40])
             #expect(queue.takeGroup(max: 10, bytesMax: 100, deadline: nil)?.map(\.approximateBytes) == [40])
             // One write larger than the bound still commits, alone.
@@ -30,23 +22,23 @@ import Testing
         }
     }
 
-    @Test func groupsStopAtTheCountBound() async {
-        await withContinuation { c in
+    @Test func groupsStopAtTheCountBound() {
+        do {
             let queue = CommitQueue(capacity: 10)
-            for _ in 0..<5 { _ = queue.enqueue(write(1, c)) }
+            for _ in 0..<5 { _ = queue.enqueue(write(1)) }
             #expect(queue.takeGroup(max: 3, bytesMax: 1000, deadline: nil)?.count == 3)
             #expect(queue.takeGroup(max: 3, bytesMax: 1000, deadline: nil)?.count == 2)
         }
     }
 
-    @Test func aFullQueueRefusesAndAStoppedQueueDrainsThenEnds() async {
-        await withContinuation { c in
+    @Test func aFullQueueRefusesAndAStoppedQueueDrainsThenEnds() {
+        do {
             let queue = CommitQueue(capacity: 2)
-            #expect(queue.enqueue(write(1, c)) == nil)
-            #expect(queue.enqueue(write(1, c)) == nil)
-            #expect(queue.enqueue(write(1, c))?.code == .busy)
+            #expect(queue.enqueue(write(1)) == nil)
+            #expect(queue.enqueue(write(1)) == nil)
+            #expect(queue.enqueue(write(1))?.code == .busy)
             queue.stop()
-            #expect(queue.enqueue(write(1, c))?.code == .shuttingDown)
+            #expect(queue.enqueue(write(1))?.code == .shuttingDown)
             #expect(queue.takeGroup(max: 10, bytesMax: 1000, deadline: nil)?.count == 2, "queued writes still drain")
             #expect(queue.takeGroup(max: 10, bytesMax: 1000, deadline: nil) == nil)
         }
