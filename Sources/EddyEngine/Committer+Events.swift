@@ -20,17 +20,16 @@ extension Committer {
                 continuation.resume(returning: .failure(failed))
                 return
             }
-            let added: (window: ListenerWindow, first: [Delivery])
+            let added: (id: ListenerID, first: [Delivery])
             do {
                 added = try self.events.add(spec, newest: self.lastAssignedLogID)
             } catch {
                 continuation.resume(returning: .failure(error))
                 return
             }
-            let window = added.window
             // Handed over (or queued behind earlier groups' events) before the answer.
             if !added.first.isEmpty { self.deliver(added.first) }
-            continuation.resume(returning: .success(ListenerAttachment(id: window.id, liveAfter: self.lastAssignedLogID)))
+            continuation.resume(returning: .success(ListenerAttachment(id: added.id, liveAfter: self.lastAssignedLogID)))
         case .unlisten(let id, let continuation):
             continuation.resume(returning: self.events.remove(id))
         case .unlistenAll(let location, let continuation):

@@ -20,6 +20,11 @@ public struct ListenerAttachment: Sendable {
 enum ListenerOutput: Sendable {
     case events(ChildEventSink)
     case changeSets(ResultChangeSink)
+
+    var isChangeSets: Bool {
+        if case .changeSets = self { return true }
+        return false
+    }
 }
 
 /// Everything that defines a listener.

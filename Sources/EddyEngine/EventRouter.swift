@@ -2,20 +2,27 @@
 // the state after that change) and delivered after the entry is durable, in log order, with the
 // acknowledgements (`SyncTicket.deliveries`).
 //
-// Per write: the first time a change touches a listener its result is remembered; at the end
+// Per write: the first time a change touches a window its result is remembered; at the end
 // of the write the difference between that and the current result is the entry's events. A
-// write that fails restores every touched result. Listeners are found through `ListenerTrie`,
-// so a change costs nothing for listeners elsewhere. Owned by the committer thread.
+// write that fails restores every touched result. Windows are found through `ListenerTrie`,
+// so a change costs nothing for listeners elsewhere. Identical listens (not resumed ones) share
+// one window (`ListenerWindow.canShare`), so 100 subscribers of one query cost one result and
+// one event computation per entry. Owned by the committer thread.
 
 import EddyModel
 import EddyStorage
 
 final class EventRouter {
-    private var windows: [ListenerID: ListenerWindow] = [:]
+    private var windows: [ListenerWindow.ID: ListenerWindow] = [:]
+    /// Each listener's window.
+    private var listeners: [ListenerID: ListenerWindow.ID] = [:]
+    /// Windows by location, to find one to share.
+    private var windowsAt: [Path: [ListenerWindow.ID]] = [:]
     private let trie = ListenerTrie()
-    private var nextID: UInt64 = 1
+    private var nextListenerID: UInt64 = 1
+    private var nextWindowID: UInt64 = 1
     /// Results as they were before the current write touched them.
-    private var touched: [ListenerID: ListenerWindow.Snapshot] = [:]
+    private var touched: [ListenerWindow.ID: ListenerWindow.Snapshot] = [:]
     /// Events of the current group, in log order.
     private(set) var deliveries: [Delivery] = []
 
@@ -33,34 +40,47 @@ final class EventRouter {
 
     // MARK: Listeners (between groups)
 
-    /// Registers a listener and loads its result from the committed state (after `newest`).
-    /// Returns what to hand it first: the attach batch, or with `spec.since` the events of the
-    /// entries after `since`.
-    func add(_ spec: ListenerSpec, newest: LogID?) throws(EddyError) -> (window: ListenerWindow, first: [Delivery]) {
+    /// Registers a listener: it joins a window with the same listen, or gets a new one loaded
+    /// from the committed state (after `newest`). Returns its id and what to hand it first: the
+    /// attach batch, or with `spec.since` the events of the entries after `since`.
+    func add(_ spec: ListenerSpec, newest: LogID?) throws(EddyError) -> (id: ListenerID, first: [Delivery]) {
         if let since = spec.since {
             guard let newest, !(newest < since) else {
                 throw EddyError(
                     .invalidArgument, "cannot resume after log id \(since): it is newer than every entry (\(newest?.rawValue ?? "none"))")
             }
         }
+        let id = ListenerID(rawValue: self.nextListenerID)
+        if let shared = self.windowsAt[spec.location]?.lazy.compactMap({ self.windows[$0] }).first(where: { $0.canShare(spec) }) {
+            self.nextListenerID += 1
+            shared.addMember(id, spec.output)
+            self.listeners[id] = shared.id
+            return (id, [shared.initialDelivery(to: spec.output)])
+        }
         let window = try self.load(spec)
         var first: [Delivery] = []
         if let since = spec.since {
-            first = try self.replay(window, after: since, upTo: newest!)
+            first = try self.replay(window, after: since, upTo: newest!, to: spec.output)
         } else {
-            first = [window.initialDelivery()]
+            first = [window.initialDelivery(to: spec.output)]
         }
-        self.nextID += 1
+        self.nextListenerID += 1
+        self.nextWindowID += 1
+        window.addMember(id, spec.output)
+        self.listeners[id] = window.id
         self.windows[window.id] = window
+        self.windowsAt[spec.location, default: []].append(window.id)
         self.trie.add(window.id, at: spec.location)
-        return (window, first)
+        return (id, first)
     }
 
     /// The events of the entries after `since` up to `newest` for `window` (whose result is
     /// the state after `newest`): the state at `since` is the current one with the before-images
     /// of those entries undone, newest first; the entries are then replayed one by one. Ends
     /// with the window at the state after `newest` again.
-    private func replay(_ window: ListenerWindow, after since: LogID, upTo newest: LogID) throws(EddyError) -> [Delivery] {
+    private func replay(
+        _ window: ListenerWindow, after since: LogID, upTo newest: LogID, to output: ListenerOutput
+    ) throws(EddyError) -> [Delivery] {
         let location = window.location
         let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
         var state = Value.null.setting(try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value, at: location)
@@ -88,14 +108,14 @@ final class EventRouter {
                 if related(path) { state.set(change.value, at: path) }
             }
             window.replaceAll(with: state.child(at: location))
-            if let delivery = window.delivery(from: old, logID: entry.id) { deliveries.append(delivery) }
+            if let delivery = window.delivery(from: old, logID: entry.id, to: output) { deliveries.append(delivery) }
         }
         return deliveries
     }
 
     /// A new window with its result loaded from the committed state.
     private func load(_ spec: ListenerSpec) throws(EddyError) -> ListenerWindow {
-        let window = ListenerWindow(id: ListenerID(rawValue: self.nextID), spec: spec)
+        let window = ListenerWindow(id: ListenerWindow.ID(rawValue: self.nextWindowID), spec: spec)
         let location = spec.location
         if window.isPlain {
             let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
@@ -112,9 +132,19 @@ final class EventRouter {
     }
 
     func remove(_ id: ListenerID) -> Bool {
-        guard let window = self.windows.removeValue(forKey: id) else { return false }
-        self.trie.remove(id, at: window.location)
+        guard let windowID = self.listeners.removeValue(forKey: id), let window = self.windows[windowID] else { return false }
+        _ = window.removeMember(id)
+        if window.members.isEmpty { self.drop(window) }
         return true
+    }
+
+    /// Forgets a window and its members.
+    private func drop(_ window: ListenerWindow) {
+        for member in window.members { self.listeners.removeValue(forKey: member.id) }
+        self.windows.removeValue(forKey: window.id)
+        self.windowsAt[window.location]?.removeAll { $0 == window.id }
+        if self.windowsAt[window.location]?.isEmpty == true { self.windowsAt.removeValue(forKey: window.location) }
+        self.trie.remove(window.id, at: window.location)
     }
 
     /// After an index catalog change: listeners whose order no longer has an index are removed
@@ -125,20 +155,20 @@ final class EventRouter {
             let on: Rules.IndexDeclaration.On = window.query.order == .value ? .value : .child(window.query.childPath!)
             let indexed = self.treeWriter.indexes.definitions.contains { $0.declaration.on == on && $0.declaration.matches(window.location) }
             guard !indexed else { continue }
-            _ = self.remove(window.id)
             deliveries.append(
                 window.cancelDelivery(
                     "the index \".indexOn\": \"\(window.query.indexOnName ?? "")\" for path \"\(window.location)\" was removed from the rules; this listen ended"
                 ))
+            self.drop(window)
         }
         return deliveries
     }
 
     /// Removes the listeners at exactly `location` (not those below it).
     func removeAll(at location: Path) -> Bool {
-        let ids = self.windows.values.filter { $0.location == location }.map(\.id)
-        for id in ids { _ = self.remove(id) }
-        return !ids.isEmpty
+        let windows = (self.windowsAt[location] ?? []).compactMap { self.windows[$0] }
+        for window in windows { self.drop(window) }
+        return !windows.isEmpty
     }
 
     // MARK: Writes (inside a group)
@@ -172,8 +202,8 @@ final class EventRouter {
     /// The current write committed as `logID`: its events join the group's deliveries, except
     /// for the `silenced` listeners (whose results still follow the write).
     func endWrite(logID: LogID, silenced: Set<ListenerID>) {
-        for (id, old) in self.touched where !silenced.contains(id) {
-            guard let window = self.windows[id], let delivery = window.delivery(from: old, logID: logID) else { continue }
+        for (id, old) in self.touched {
+            guard let window = self.windows[id], let delivery = window.delivery(from: old, logID: logID, silenced: silenced) else { continue }
             self.deliveries.append(delivery)
         }
         self.touched.removeAll(keepingCapacity: true)
@@ -242,7 +272,7 @@ final class EventRouter {
             // The index went away (dropped while listening): select from the whole location.
             let all = try TreeReader.readSubtree(tree, prefix: location).value
             let scratch = ListenerWindow(
-                id: window.id, spec: ListenerSpec(location: window.location, query: query, keyPaths: nil, output: window.output))
+                id: window.id, spec: ListenerSpec(location: window.location, query: query, keyPaths: nil, output: .events({ _ in })))
             scratch.replaceAll(with: all)
             return scratch.entries
         }

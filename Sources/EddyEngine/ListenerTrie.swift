@@ -1,4 +1,4 @@
-// Listeners by location, as a trie of path keys, so a change finds the listeners it touches by
+// Listener windows by location, as a trie of path keys, so a change finds the windows it touches by
 // walking its own path (listeners at the change's ancestors and at itself) plus the subtree
 // below it (listeners the change replaces), whatever the number of listeners elsewhere.
 // Owned by the committer thread.
@@ -8,14 +8,14 @@ import EddyModel
 final class ListenerTrie {
     private final class Node {
         var children: [String: Node] = [:]
-        var listeners: Set<ListenerID> = []
+        var listeners: Set<ListenerWindow.ID> = []
     }
 
     private let root = Node()
 
     var isEmpty: Bool { self.root.children.isEmpty && self.root.listeners.isEmpty }
 
-    func add(_ id: ListenerID, at location: Path) {
+    func add(_ id: ListenerWindow.ID, at location: Path) {
         var node = self.root
         for key in location.keys {
             if let child = node.children[key] {
@@ -29,7 +29,7 @@ final class ListenerTrie {
         node.listeners.insert(id)
     }
 
-    func remove(_ id: ListenerID, at location: Path) {
+    func remove(_ id: ListenerWindow.ID, at location: Path) {
         var path: [(Node, String)] = []
         var node = self.root
         for key in location.keys {
@@ -45,8 +45,8 @@ final class ListenerTrie {
     }
 
     /// Listeners at `path`, at its ancestors, and below it.
-    func touched(by path: Path) -> [ListenerID] {
-        var found: [ListenerID] = Array(self.root.listeners)
+    func touched(by path: Path) -> [ListenerWindow.ID] {
+        var found: [ListenerWindow.ID] = Array(self.root.listeners)
         var node = self.root
         for key in path.keys {
             guard let child = node.children[key] else { return found }

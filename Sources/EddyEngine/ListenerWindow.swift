@@ -1,5 +1,8 @@
-// One listener's view: its location, its query (a plain listener sees every child in key order
-// and the location's whole value), and its current result in query order. The committer updates
+// One listen's view: its location, its query (a plain listener sees every child in key order
+// and the location's whole value), and its current result in query order. Listeners with the
+// same location, query, key paths and kind of output share one window (its `members`): the
+// result is kept and the events computed once per entry, and every member's sink receives the
+// same batch. The committer updates
 // it change by change, at the moment each change is applied, so reads through the write batch
 // see exactly the state after that change:
 // - a change at or above the location replaces the whole result (from the change's value);
@@ -13,6 +16,10 @@
 import EddyModel
 
 final class ListenerWindow {
+    struct ID: Hashable {
+        let rawValue: UInt64
+    }
+
     struct Entry: Equatable {
         var key: String
         var sort: Value
@@ -25,24 +32,42 @@ final class ListenerWindow {
         var primitive: Value?
     }
 
-    let id: ListenerID
+    let id: ID
     let location: Path
     let query: Query
     let isPlain: Bool
-    let output: ListenerOutput
+    let deliversChangeSets: Bool
     /// Only changes at these paths inside a child notify (nil: any change).
     let keyPaths: [Path]?
+    /// The listeners that hear this window, in the order they attached.
+    private(set) var members: [(id: ListenerID, output: ListenerOutput)] = []
     private(set) var entries: [Entry] = []
     /// A plain listener whose location holds a primitive sees it here (and no children).
     private(set) var primitive: Value? = nil
 
-    init(id: ListenerID, spec: ListenerSpec) {
+    /// A window for `spec`, with no members yet.
+    init(id: ID, spec: ListenerSpec) {
         self.id = id
         self.location = spec.location
         self.query = spec.query ?? Query(order: .key)
         self.isPlain = spec.query == nil
-        self.output = spec.output
+        self.deliversChangeSets = spec.output.isChangeSets
         self.keyPaths = spec.keyPaths
+    }
+
+    /// Whether a listener for `spec` hears exactly what this window's members hear.
+    func canShare(_ spec: ListenerSpec) -> Bool {
+        spec.since == nil && spec.location == self.location && spec.query == (self.isPlain ? nil : self.query)
+            && spec.keyPaths == self.keyPaths && spec.output.isChangeSets == self.deliversChangeSets
+    }
+
+    func addMember(_ id: ListenerID, _ output: ListenerOutput) { self.members.append((id, output)) }
+
+    /// Removes a member; false when it was not one.
+    func removeMember(_ id: ListenerID) -> Bool {
+        guard let i = self.members.firstIndex(where: { $0.id == id }) else { return false }
+        self.members.remove(at: i)
+        return true
     }
 
     var snapshot: Snapshot { Snapshot(entries: self.entries, primitive: self.primitive) }
@@ -166,9 +191,9 @@ final class ListenerWindow {
         return self.entries.isEmpty ? .null : .object(Dictionary(uniqueKeysWithValues: self.entries.map { ($0.key, $0.value) }))
     }
 
-    /// What attaching hands the listener.
-    func initialDelivery() -> Delivery {
-        switch self.output {
+    /// What attaching hands a listener: the current result.
+    func initialDelivery(to output: ListenerOutput) -> Delivery {
+        switch output {
         case .events(let sink):
             var events: [ChildEvent] = []
             for (i, entry) in self.entries.enumerated() {
@@ -187,29 +212,46 @@ final class ListenerWindow {
         }
     }
 
-    /// Tells the listener its listen ended.
+    /// Tells every member its listen ended.
     func cancelDelivery(_ reason: String) -> Delivery {
-        switch self.output {
-        case .events(let sink):
-            let event = ChildEvent(kind: .cancel, key: nil, previousKey: nil, value: .string(reason), logID: nil)
-            return { sink([event]) }
-        case .changeSets(let sink):
-            let change = ResultChange(kind: .cancelled, results: [], deletions: [], insertions: [], modifications: [], logID: nil)
-            return { sink(change) }
+        let event = ChildEvent(kind: .cancel, key: nil, previousKey: nil, value: .string(reason), logID: nil)
+        let change = ResultChange(kind: .cancelled, results: [], deletions: [], insertions: [], modifications: [], logID: nil)
+        let outputs = self.members.map(\.output)
+        return {
+            for output in outputs {
+                switch output {
+                case .events(let sink): sink([event])
+                case .changeSets(let sink): sink(change)
+                }
+            }
         }
     }
 
-    /// What turns `old` into the current result, for this listener's output; nil when nothing
-    /// it listens to changed.
-    func delivery(from old: Snapshot, logID: LogID) -> Delivery? {
-        switch self.output {
-        case .events(let sink):
-            let events = self.events(from: old, logID: logID)
-            if events.isEmpty { return nil }
-            return { @Sendable in sink(events) }
-        case .changeSets(let sink):
+    /// What turns `old` into the current result, computed once and handed to every member
+    /// except the `silenced` ones (all receive the same batch); nil when nothing they listen
+    /// to changed.
+    func delivery(from old: Snapshot, logID: LogID, silenced: Set<ListenerID>) -> Delivery? {
+        let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
+        return self.delivery(from: old, logID: logID, to: outputs)
+    }
+
+    /// The same for the listener with `output` alone (a resumed listener catching up).
+    func delivery(from old: Snapshot, logID: LogID, to output: ListenerOutput) -> Delivery? {
+        self.delivery(from: old, logID: logID, to: [output])
+    }
+
+    private func delivery(from old: Snapshot, logID: LogID, to outputs: [ListenerOutput]) -> Delivery? {
+        if outputs.isEmpty { return nil }
+        if self.deliversChangeSets {
             guard let change = self.changeSet(from: old, logID: logID) else { return nil }
-            return { @Sendable in sink(change) }
+            return { @Sendable in
+                for case .changeSets(let sink) in outputs { sink(change) }
+            }
+        }
+        let events = self.events(from: old, logID: logID)
+        if events.isEmpty { return nil }
+        return { @Sendable in
+            for case .events(let sink) in outputs { sink(events) }
         }
     }
 

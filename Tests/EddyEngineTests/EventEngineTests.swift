@@ -52,12 +52,14 @@ import Testing
         _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": ["s", "t"]}}}"#))
         try await engine.waitForIndexes()
         let byS = ReceivedBatches()
+        let twinByS = ReceivedBatches()
         let byT = ReceivedBatches()
         let changes = ReceivedChanges()
         _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: byS.sink)
+        _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: twinByS.sink)
         _ = try await engine.listen(try Path("/m"), query: Query(order: .child(try Path("t"))), sink: byT.sink)
         _ = try await engine.listenForChanges(try Path("/m"), query: Query(order: .child(try Path("s"))), sink: changes.sink)
-        _ = (byS.take(), byT.take(), changes.take())
+        _ = (byS.take(), twinByS.take(), byT.take(), changes.take())
         _ = try await engine.setRules(try JSONParser.parse(#"{"rules": {"m": {".indexOn": "t"}}}"#))
         let cancel = byS.take()
         #expect(cancel.count == 1 && cancel.first?.map(\.kind) == [.cancel])
@@ -66,6 +68,7 @@ import Testing
         } else {
             Issue.record("no reason")
         }
+        #expect(twinByS.take().map { $0.map(\.kind) } == [[.cancel]], "an identical listen (sharing the window) is cancelled too")
         #expect(changes.take().map(\.kind) == [.cancelled])
         #expect(byT.take().isEmpty, "a listen whose index stays is untouched")
         _ = try await engine.set(try Path("/m/a"), try JSONParser.parse(#"{"s": 1, "t": 2}"#))
@@ -96,6 +99,36 @@ import Testing
         #expect(batchIDs == ids.sorted(), "in log order")
         #expect(live.allSatisfy { batch in batch.allSatisfy { $0.logID == batch.first?.logID } })
         #expect(live.last?.last?.value.objectKeys == Set(ids.sorted().suffix(3).map(\.rawValue)))
+    }
+}
+
+extension EventEngineTests {
+    /// More listens at once than the committer's control queue held before (64): every attach
+    /// succeeds, identical listens get the same attach batch, and a write reaches each once.
+    @Test func aBurstOfListensIsAttached() async throws {
+        let directory = TemporaryDirectory("events-burst")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
+        defer { engine.close() }
+        _ = try await engine.set(try Path("/feed/a"), .number(1))
+        let received = (0..<300).map { _ in ReceivedBatches() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (i, batches) in received.enumerated() {
+                // Two of three share /feed; the rest listen to distinct paths below it.
+                let location = i % 3 == 2 ? try Path("/feed/l\(i)") : try Path("/feed")
+                group.addTask { _ = try await engine.listen(location, sink: batches.sink) }
+            }
+            try await group.waitForAll()
+        }
+        let shared = received.enumerated().filter { $0.offset % 3 != 2 }.map(\.element)
+        for batches in shared {
+            #expect(batches.take().map { $0.map(\.description) } == [["child_added a (prev null) 1", "value {\"a\":1}"]])
+        }
+        let id = try await engine.set(try Path("/feed/b"), .number(2)).committed!.logID
+        for batches in shared {
+            let got = batches.take()
+            #expect(got.count == 1 && got.first?.map(\.kind) == [.childAdded, .value] && got.first?.first?.logID == id)
+        }
     }
 }
 

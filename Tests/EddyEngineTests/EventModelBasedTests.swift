@@ -3,8 +3,9 @@
 // write, exactly the events that `ReferenceModel.events` derives from the whole database before
 // and after it: same kinds, keys, previous keys, values and order, tagged with the write's log
 // id; writes that change nothing a listener sees, or that silence it, send it nothing. A
-// change-set listener receives `ReferenceModel.changeSet`. Also checks attach batches and
-// removing listeners.
+// change-set listener receives `ReferenceModel.changeSet`. Also checks attach batches,
+// identical listens (which share one window in the engine: twins attached at the start and
+// mid-run, one silenced alone, an original removed while its twin stays) and resuming.
 //
 // Rerun a failure with `EDDY_SEED=<seed>`; `EDDY_EVENTS_MAX` sets the number of writes.
 
@@ -142,10 +143,28 @@ final class ReceivedChanges: Sendable {
             #expect(batches.first?.allSatisfy { $0.logID == nil } == true)
             listeners.append(Listener(location: location, query: query, received: received, id: attachment.id))
         }
+        // Twins: identical listens share one window; each still hears, and is silenced, alone.
+        // One more twin joins mid-run, and an original leaves (its twin must keep hearing).
+        func attachTwin(_ location: Path, _ query: Query?, step: Int) async throws {
+            let received = ReceivedBatches()
+            let attachment = try await engine.listen(location, query: query, sink: received.sink)
+            #expect(
+                received.take().map(Self.describe) == [Self.describe(ReferenceModel.initialEvents(root, at: location, query))],
+                "seed \(seed) step \(step): attach batch of a twin of \(location) \(String(describing: query))")
+            listeners.append(Listener(location: location, query: query, received: received, id: attachment.id))
+        }
+        for i in [1, 5, 7] { try await attachTwin(queries[i].0, queries[i].1, step: 0) }
+        var removed: [Listener] = []
 
         var mismatches = 0
         var history: [(logID: LogID, before: Value, after: Value)] = []
         for step in 0..<writes {
+            if step == writes / 3 { try await attachTwin(queries[5].0, queries[5].1, step: step) }
+            if step == 2 * writes / 3 {
+                let original = listeners.remove(at: 2)  // (m, nil); its twin stays
+                #expect(try await engine.removeListener(original.id))
+                removed.append(original)
+            }
             let before = root
             let key = g.element(of: keys)
             // Now and then the write names a listener that must not hear it.
@@ -212,6 +231,9 @@ final class ReceivedChanges: Sendable {
             } else {
                 #expect(gotChanges.isEmpty, "seed \(seed) step \(step) \(description): no change set expected")
             }
+            for listener in removed {
+                #expect(listener.received.take().isEmpty, "seed \(seed) step \(step): a removed listener heard \(description)")
+            }
             for listener in listeners {
                 var expected = Self.filtered(
                     ReferenceModel.events(before: before, after: root, at: listener.location, listener.query), before: before, after: root,
@@ -258,10 +280,11 @@ final class ReceivedChanges: Sendable {
             _ = try await engine.listen(m, since: LogID("zzzzzzzzzzzzzzzzzzzz")!, sink: { _ in })
         }
         // A removed listener hears nothing more; removing all at /m keeps /m/a's.
-        #expect(await engine.removeListener(listeners[2].id))
+        let one = listeners.first { $0.location == m && $0.query != nil }!
+        #expect(await engine.removeListener(one.id))
         _ = try await engine.set(m.appending("a"), .number(42))
-        #expect(listeners[2].received.take().isEmpty)
-        #expect(await engine.removeListener(listeners[2].id) == false)
+        #expect(one.received.take().isEmpty)
+        #expect(await engine.removeListener(one.id) == false)
         for listener in listeners { _ = listener.received.take() }
         #expect(await engine.removeListeners(at: m))
         _ = try await engine.set(m.appending("a"), .number(43))
