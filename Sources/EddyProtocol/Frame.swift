@@ -13,7 +13,7 @@ public struct Frame: Sendable, Equatable {
     /// Largest frame (after the length prefix), 16 MiB: bounds every buffer of a connection.
     public static let bytesMax = 16 * 1024 * 1024
     /// Bytes before the payload, after the length prefix: version, kind, request id.
-    static let headerBytes = 10
+    public static let headerBytes = 10
 
     public enum Kind: UInt8, Sendable {
         // client -> server
@@ -103,7 +103,10 @@ public struct FrameDecoder: Sendable {
         for i in 0..<8 { requestID = requestID << 8 | UInt64(self.buffer[base + 2 + i]) }
         let payload = Array(self.buffer[(base + Frame.headerBytes)..<(base + length)])
         self.start += 4 + length
-        if self.start > 64 * 1024, self.start * 2 > self.buffer.count {
+        if self.start == self.buffer.count {
+            self.buffer.removeAll(keepingCapacity: true)
+            self.start = 0
+        } else if self.start > 64 * 1024, self.start * 2 > self.buffer.count {
             self.buffer.removeFirst(self.start)
             self.start = 0
         }

@@ -5,9 +5,12 @@
 import Glibc
 
 public final class NativeClient: @unchecked Sendable {
-    // @unchecked: `fd` is immutable; `decoder` is only used by the receiving thread.
+    // @unchecked: `fd` is immutable; `decoder` and `readBuffer` are only used by the receiving
+    // thread.
     private let fd: Int32
     private var decoder = FrameDecoder()
+    /// Where `receive` reads the socket into, allocated once.
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
 
     /// Connects to the socket at `path`; throws with the OS error when nobody listens there.
     public init(path: String) throws(ProtocolError) {
@@ -36,6 +39,7 @@ public final class NativeClient: @unchecked Sendable {
 
     deinit {
         close(self.fd)
+        self.readBuffer.deallocate()
     }
 
     public func send(_ frame: Frame) throws(ProtocolError) {
@@ -50,13 +54,12 @@ public final class NativeClient: @unchecked Sendable {
 
     /// The next frame; nil when the server closed the connection.
     public func receive() throws(ProtocolError) -> Frame? {
-        var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             if let frame = try self.decoder.next() { return frame }
-            let count = buffer.withUnsafeMutableBytes { read(self.fd, $0.baseAddress, $0.count) }
+            let count = read(self.fd, self.readBuffer.baseAddress, self.readBuffer.count)
             if count == 0 { return nil }
             guard count > 0 else { throw ProtocolError("reading the socket failed: \(String(cString: strerror(errno)))") }
-            self.decoder.append(buffer[..<count])
+            self.decoder.append(UnsafeRawBufferPointer(rebasing: self.readBuffer[..<count]))
         }
     }
 }
