@@ -91,6 +91,24 @@ def test_writes_of_one_connection_commit_in_order(native):
     assert native.recv() == (VALUE, 1, {"value": 199})
 
 
+def test_pipelined_writes_commit_in_order_and_a_read_sees_the_earlier_ones(native):
+    """Writes are not answered one at a time: a client may send many before reading. A read
+    waits for the connection's earlier writes, and the writes after it wait for the read."""
+    for i in range(100):
+        native.send(WRITE, 1000 + i, {"op": "set", "path": "/piped", "value": i})
+    native.send(GET, 1, {"path": "/piped"})
+    for i in range(100, 200):
+        native.send(WRITE, 1000 + i, {"op": "set", "path": "/piped", "value": i})
+    answers = [native.recv() for _ in range(201)]
+    assert [(kind, rid) for kind, rid, _ in answers[:100]] == [(WRITTEN, 1000 + i) for i in range(100)]
+    assert answers[100] == (VALUE, 1, {"value": 99})
+    assert [(kind, rid) for kind, rid, _ in answers[101:]] == [(WRITTEN, 1000 + i) for i in range(100, 200)]
+    ids = [payload["logID"] for kind, _, payload in answers if kind == WRITTEN]
+    assert ids == sorted(ids) and len(set(ids)) == 200
+    native.send(GET, 2, {"path": "/piped"})
+    assert native.recv() == (VALUE, 2, {"value": 199})
+
+
 def test_subscriptions_are_live_after_their_log_id(native, daemon):
     requests.put(daemon.url("/feed"), data=json.dumps({"a": 1}))
     native.send(SUBSCRIBE, 7, {"path": "/feed"})

@@ -1,12 +1,19 @@
-// One native-protocol connection (see EddyProtocol/Frame.swift): requests run concurrently,
-// each answered with a frame carrying its request id; subscriptions are engine listeners whose
-// batches become `events` frames.
+// One native-protocol connection (see EddyProtocol/Frame.swift): each request is answered with
+// a frame carrying its request id; subscriptions are engine listeners whose batches become
+// `events` frames. Frames are queued and written by one task on the channel's event loop, so a
+// burst costs one hop and one write call; identical subscriptions share one encoded payload
+// (`EventsPayloadCache`).
 //
-// Ordering: a subscription's `subscribed` answer precedes its first `events` frame (the attach
+// Ordering: requests are taken in the order sent. A write is submitted to the engine before the
+// next request is taken (so a connection's writes commit in order) and answered when durable,
+// without holding up the writes after it: a client may pipeline writes. Any other request waits
+// until the connection's earlier writes are answered, so it sees them.
+// A subscription's `subscribed` answer precedes its first `events` frame (the attach
 // batch, which describes the state after `liveAfter`); later frames follow log order.
-// Bounds: at most `outstandingMax` frames may wait to be written to the socket; a subscriber
-// that lets more pile up gets `behind` (with the last log id written to it) and the connection
-// closes. Closing the connection removes its listeners.
+// Bounds: at most `outstandingMax` events frames may wait to be written to the socket; a
+// subscriber that lets more pile up gets `behind` (with the last log id queued before it) and
+// the connection closes. Answers are bounded by the requests in flight (`writesInFlightMax`
+// writes, one other request). Closing the connection removes its listeners.
 
 import EddyEngine
 import EddyModel
@@ -20,65 +27,116 @@ final class NativeConnection: Sendable {
         var subscriptions: [UInt64: (engine: Engine, id: ListenerID)] = [:]
         /// Events of a subscription that arrived before its `subscribed` answer was sent.
         var held: [UInt64: [[ChildEvent]]] = [:]
-        var outstanding = 0
-        var lastWritten: LogID?
+        /// `events` frames queued or handed to the channel and not yet written to the socket.
+        /// (Answers are not counted: they are bounded by the requests in flight.)
+        var outstandingEvents = 0
+        /// Frames waiting for `flushOutbox`.
+        var outbox: [(buffer: ByteBuffer, isEvents: Bool)] = []
+        var flushScheduled = false
+        /// The log id of the last events frame queued for the socket.
+        var lastQueued: LogID?
         var closed = false
+        /// Writes submitted to the engine and not yet answered.
+        var writesInFlight = 0
+        /// Requests waiting until at most `threshold` writes are in flight.
+        var writeWaiters: [(threshold: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
+
+    /// At most this many of a connection's writes are submitted and not yet durable; more wait.
+    static let writesInFlightMax = 1024
 
     let channel: any Channel
     let data: DataDirectory
     let outstandingMax: Int
+    let payloads: EventsPayloadCache
     let logger: Logger
     private let state = Mutex(State())
 
-    init(channel: any Channel, data: DataDirectory, outstandingMax: Int, logger: Logger) {
+    init(channel: any Channel, data: DataDirectory, outstandingMax: Int, payloads: EventsPayloadCache, logger: Logger) {
         self.channel = channel
         self.data = data
         self.outstandingMax = outstandingMax
+        self.payloads = payloads
         self.logger = logger
     }
 
     // MARK: Sending
 
-    private enum Admission { case send, overflow, closed }
+    private enum Admission { case send(schedule: Bool), overflow, closed }
 
+    /// Queues a frame for the socket. Frames are written by one task on the channel's event
+    /// loop, which takes every queued frame and flushes once (`flushOutbox`): a burst of events
+    /// costs one hop and one write call, not one per frame.
     private func send(_ frame: Frame, logID: LogID? = nil) {
+        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + frame.payload.count)
+        buffer.writeFrame(frame)
         let admission = self.state.withLock { state -> Admission in
             if state.closed { return .closed }
-            guard state.outstanding < self.outstandingMax else { return .overflow }
-            state.outstanding += 1
-            return .send
+            let isEvents = frame.kind == .events
+            if isEvents {
+                guard state.outstandingEvents < self.outstandingMax else { return .overflow }
+                state.outstandingEvents += 1
+            }
+            state.outbox.append((buffer, isEvents))
+            if let logID { state.lastQueued = logID }
+            defer { state.flushScheduled = true }
+            return .send(schedule: !state.flushScheduled)
         }
         switch admission {
         case .closed: return
-        case .overflow:
-            self.cutOff()
-            return
-        case .send: break
+        case .overflow: self.cutOff()
+        case .send(let schedule):
+            if schedule { self.channel.eventLoop.execute { self.flushOutbox() } }
         }
-        self.channel.writeAndFlush(ByteBuffer(bytes: frame.encoded())).whenComplete { result in
-            self.state.withLock { state in
-                state.outstanding -= 1
-                if case .success = result, let logID { state.lastWritten = logID }
+    }
+
+    /// On the event loop: writes every queued frame, flushes once, and counts them written
+    /// when the last one is. Returns that write's future (nil when nothing was queued).
+    @discardableResult
+    private func flushOutbox() -> EventLoopFuture<Void>? {
+        let frames = self.state.withLock { state -> [(buffer: ByteBuffer, isEvents: Bool)] in
+            state.flushScheduled = false
+            defer { state.outbox.removeAll(keepingCapacity: true) }
+            return state.outbox
+        }
+        guard !frames.isEmpty else { return nil }
+        let written = self.channel.eventLoop.makePromise(of: Void.self)
+        for (i, frame) in frames.enumerated() {
+            self.channel.write(frame.buffer, promise: i == frames.count - 1 ? written : nil)
+        }
+        self.channel.flush()
+        let events = frames.count { $0.isEvents }
+        written.futureResult.whenComplete { _ in
+            self.state.withLock { $0.outstandingEvents -= events }
+        }
+        return written.futureResult
+    }
+
+    /// On the event loop: writes what is queued plus `last`, then closes (`.output`: a
+    /// half-close, so the client reads everything sent and then the end of the stream).
+    private func close(after last: Frame, mode: CloseMode) {
+        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + last.payload.count)
+        buffer.writeFrame(last)
+        self.channel.eventLoop.execute {
+            self.flushOutbox()
+            self.channel.writeAndFlush(buffer).whenComplete { _ in
+                self.channel.close(mode: mode, promise: nil)
             }
         }
     }
 
+    /// Tells a subscriber that let too many frames pile up that it is behind, naming the last
+    /// log id queued before this (every such frame reaches the socket first), and disconnects.
     private func cutOff() {
         let last = self.state.withLock { state -> LogID?? in
             if state.closed { return nil }
             state.closed = true
-            return .some(state.lastWritten)
+            return .some(state.lastQueued)
         }
         guard let last else { return }
         let payload: Value = .object(["lastDelivered": last.map { .string($0.rawValue) } ?? .null])
-        let frame = Frame(kind: .behind, requestID: 0, payload: JSONWriter.bytes(payload))
         self.logger.info("native subscriber fell behind; disconnecting", metadata: ["eddy.last_delivered": "\(last?.rawValue ?? "none")"])
-        // Half-close after the frame: the client reads everything sent, then end of stream;
-        // the connection closes fully when it does (a full close here could cut the frame off).
-        self.channel.writeAndFlush(ByteBuffer(bytes: frame.encoded())).whenComplete { _ in
-            self.channel.close(mode: .output, promise: nil)
-        }
+        self.close(after: Frame(kind: .behind, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .output)
         self.closed()  // its listeners go now, not when the client hangs up
     }
 
@@ -91,8 +149,13 @@ final class NativeConnection: Sendable {
     }
 
     func protocolError(_ error: ProtocolError) {
-        self.fail(0, EddyError(.invalidArgument, error.message))
-        self.channel.close(promise: nil)
+        let first = self.state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        let payload: Value = .object(["code": .string(EddyError.Code.invalidArgument.description), "message": .string(error.message)])
+        self.close(after: Frame(kind: .error, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .all)
     }
 
     // MARK: Requests
@@ -106,6 +169,7 @@ final class NativeConnection: Sendable {
                 throw EddyError(.invalidJSON, "frame \(frame.requestID): payload is not JSON: \(error.message)")
             }
             let engine = try self.data.engine(namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)
+            if frame.kind != .write { await self.waitForWrites(atMost: 0) }
             switch frame.kind {
             case .get:
                 self.answer(.value, frame.requestID, .object(["value": try await engine.get(try Self.path(body))]))
@@ -154,14 +218,52 @@ final class NativeConnection: Sendable {
                 silenced.insert(subscription.id)
             }
         }
-        switch try await engine.write(operation, silencing: silenced) {
-        case .committed(let committed):
-            var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
-            if let name = committed.pushedKey { answer["name"] = .string(name) }
-            self.answer(.written, requestID, .object(answer))
-        case .preconditionFailed:
-            throw EddyError(.preconditionFailed, "the write was conditional and the value changed")
+        await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
+        self.state.withLock { $0.writesInFlight += 1 }
+        do {
+            try engine.submit(operation, silencing: silenced) { result in
+                switch result {
+                case .success(.committed(let committed)):
+                    var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
+                    if let name = committed.pushedKey { answer["name"] = .string(name) }
+                    self.answer(.written, requestID, .object(answer))
+                case .success(.preconditionFailed):
+                    self.fail(requestID, EddyError(.preconditionFailed, "the write was conditional and the value changed"))
+                case .failure(let error):
+                    self.fail(requestID, error)
+                }
+                self.writeAnswered()
+            }
+        } catch {
+            self.writeAnswered()
+            throw error
         }
+    }
+
+    /// Returns once at most `threshold` of this connection's writes are in flight.
+    private func waitForWrites(atMost threshold: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state -> Bool in
+                if state.writesInFlight <= threshold { return true }
+                state.writeWaiters.append((threshold, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    private func writeAnswered() {
+        let ready = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.writesInFlight -= 1
+            var ready: [CheckedContinuation<Void, Never>] = []
+            state.writeWaiters.removeAll { waiter in
+                guard state.writesInFlight <= waiter.threshold else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
     }
 
     private func subscribe(_ requestID: UInt64, _ body: Value, _ engine: Engine) async throws(EddyError) {
@@ -209,18 +311,7 @@ final class NativeConnection: Sendable {
     }
 
     private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent]) {
-        var list: [String: Value] = [:]
-        for (i, event) in events.enumerated() {
-            var object: [String: Value] = ["kind": .string(event.kind.rawValue), "value": event.value]
-            if let key = event.key { object["key"] = .string(key) }
-            if let previous = event.previousKey { object["prev"] = .string(previous) }
-            if let id = event.logID { object["logID"] = .string(id.rawValue) }
-            list[String(i)] = .object(object)
-        }
-        var payload = Array(#"{"events":"#.utf8)
-        JSONWriter.writeArrayOfObjects(list, count: events.count, into: &payload)
-        payload.append(UInt8(ascii: "}"))
-        self.send(Frame(kind: .events, requestID: requestID, payload: payload), logID: events.last?.logID)
+        self.send(Frame(kind: .events, requestID: requestID, payload: self.payloads.payload(for: events)), logID: events.last?.logID)
     }
 
     /// The connection closed (or was cut off): its listeners go.
@@ -268,17 +359,5 @@ final class NativeConnection: Sendable {
             try builder.add(name, text)
         }
         return try builder.build()
-    }
-}
-
-extension JSONWriter {
-    /// Writes `count` objects keyed "0"... as a JSON array (never as an object).
-    static func writeArrayOfObjects(_ list: [String: Value], count: Int, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for i in 0..<count {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONWriter.write(list[String(i)]!, into: &out, pretty: false, indent: 0)
-        }
-        out.append(UInt8(ascii: "]"))
     }
 }

@@ -29,10 +29,11 @@ public struct NativeServerService: Service {
         let data = self.data
         let outstandingMax = self.outstandingMax
         let logger = self.logger
+        let payloads = EventsPayloadCache()
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, logger: logger)
+                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)

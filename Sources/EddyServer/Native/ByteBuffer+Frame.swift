@@ -1,0 +1,15 @@
+// Writes a native-protocol frame straight into a NIO buffer (the layout is `Frame.encoded()`'s:
+// u32be length, u8 version, u8 kind, u64be request id, payload), without an intermediate array.
+
+import EddyProtocol
+import NIOCore
+
+extension ByteBuffer {
+    mutating func writeFrame(_ frame: Frame) {
+        self.writeInteger(UInt32(Frame.headerBytes + frame.payload.count))
+        self.writeInteger(Frame.version)
+        self.writeInteger(frame.kind.rawValue)
+        self.writeInteger(frame.requestID)
+        self.writeBytes(frame.payload)
+    }
+}

@@ -1,0 +1,46 @@
+// The payload of an `events` frame, encoded once per batch and shared by every subscriber that
+// receives the same batch. The engine hands listeners that share a window the very same
+// `[ChildEvent]` array, one sink after the other on one thread; so the last batch encoded is
+// remembered and recognised by its storage.
+//
+// Soundness: the cache holds the array it encoded, so that storage stays alive and cannot be
+// reused by another array; an array with the same storage address and count is therefore the
+// same, unmodified batch (arrays share storage only while neither is mutated).
+
+import EddyEngine
+import EddyModel
+import Synchronization
+
+final class EventsPayloadCache: Sendable {
+    private let last = Mutex<(events: [ChildEvent], payload: [UInt8])?>(nil)
+
+    func payload(for events: [ChildEvent]) -> [UInt8] {
+        let hit = self.last.withLock { last -> [UInt8]? in
+            guard let last, last.events.count == events.count, Self.storage(of: last.events) == Self.storage(of: events) else { return nil }
+            return last.payload
+        }
+        if let hit { return hit }
+        let payload = Self.encode(events)
+        self.last.withLock { $0 = (events, payload) }
+        return payload
+    }
+
+    private static func storage(of events: [ChildEvent]) -> UnsafeRawPointer? {
+        events.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+    }
+
+    /// `{"events":[{"kind":…,"key":…,"prev":…,"value":…,"logID":…},…]}`
+    static func encode(_ events: [ChildEvent]) -> [UInt8] {
+        var payload = Array(#"{"events":["#.utf8)
+        for (i, event) in events.enumerated() {
+            if i > 0 { payload.append(UInt8(ascii: ",")) }
+            var object: [String: Value] = ["kind": .string(event.kind.rawValue), "value": event.value]
+            if let key = event.key { object["key"] = .string(key) }
+            if let previous = event.previousKey { object["prev"] = .string(previous) }
+            if let id = event.logID { object["logID"] = .string(id.rawValue) }
+            JSONWriter.write(.object(object), into: &payload, pretty: false, indent: 0)
+        }
+        payload += Array("]}".utf8)
+        return payload
+    }
+}
