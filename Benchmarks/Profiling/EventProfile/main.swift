@@ -156,6 +156,9 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
             var attached = false
             while let frame = try? client.receive() {
                 let now = ContinuousClock.now
+                if frame.kind == .error || frame.kind == .behind {
+                    fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
+                }
                 guard frame.kind == .events else { continue }
                 if !attached {
                     attached = true
@@ -182,6 +185,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
         var n = 0
         while n < total, let frame = try? writer.receive() {
             let now = ContinuousClock.now
+            if frame.kind == .error { fatalError("writer got an error: \(String(decoding: frame.payload, as: UTF8.self))") }
             guard frame.kind == .written, let value = try? JSONParser.parse(frame.payload), case .string(let id) = value["logID"] else { continue }
             acks.times[id] = now
             n += 1
