@@ -23,6 +23,9 @@ enum MetaKeys {
     /// The next index id to hand out (u32be); ids are never reused, so entries of a dropped
     /// index can never be mistaken for a new one's.
     static let indexNextID = Array("index-next-id".utf8)
+    /// On a follower's replica: the database id of the leader's database it replicates (set at
+    /// the first connection; an optional key, so no format change).
+    static let replicaOf = Array("replica-of".utf8)
 }
 
 public enum StorageFormat {

@@ -14,6 +14,9 @@ struct PendingWrite: Sendable {
     var approximateBytes: Int
     /// Listeners that must not hear this write ("write without notifying").
     var silenced: Set<ListenerID> = []
+    /// On a follower: the leader's entry to apply as it is (same id, timestamp, changes); then
+    /// `operation` only describes it (an update of its changes at its location).
+    var replicated: LogEntry? = nil
     /// Called once, when the write is durable (or failed), after its entry's event deliveries.
     var completion: @Sendable (Result<WriteOutcome, EddyError>) -> Void
 }

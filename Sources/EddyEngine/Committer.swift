@@ -27,13 +27,16 @@ final class Committer: @unchecked Sendable {
     // @unchecked: `batch`, `ids` and `lastSync` are only used by the committer thread.
     let database: Database
     private let tree: ColumnFamily
-    private let log: ColumnFamily
-    private let batch: WriteBatchWithIndex
+    let log: ColumnFamily
+    let batch: WriteBatchWithIndex
     let treeWriter: TreeWriter
     /// Live events of the writes this committer applies.
     let events: EventRouter
     /// The newest log id handed out (durable or not): what a listener attached now reflects.
     var lastAssignedLogID: LogID?
+    /// On a follower: the first replicated entry that failed; every later one is refused too,
+    /// so nothing is applied past a gap.
+    var replicationFailure: EddyError?
     private let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
     let clock: any MillisecondClock
@@ -275,6 +278,7 @@ final class Committer: @unchecked Sendable {
 
     /// Applies one write to the batch; returns its outcome and log entry (nil when refused).
     private func apply(_ write: PendingWrite) throws(EddyError) -> (WriteOutcome, LogEntry?) {
+        if let entry = write.replicated { return try self.applyReplicated(entry) }
         let writer = self.treeWriter
         let operation = write.operation
         if let ifMatch = write.ifMatch {

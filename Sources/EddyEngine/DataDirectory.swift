@@ -67,9 +67,14 @@ public final class DataDirectory: Sendable {
         }
     }
 
-    /// The engine of namespace `name`, opened on first use.
+    /// The engine of namespace `name`, opened on first use. A follower's data directory holds
+    /// only the replica of the leader's default namespace.
     public func engine(namespace name: String) throws(EddyError) -> Engine {
         try Self.validateNamespace(name)
+        if let leader = self.options.leader, name != Self.defaultNamespace {
+            throw EddyError(
+                .unsupported, "this follower replicates only the default namespace; read namespace \(name) from the leader at \(leader)")
+        }
         return try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Engine in
             if state.closed {
                 throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")

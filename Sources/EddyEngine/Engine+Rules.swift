@@ -28,7 +28,18 @@ extension Engine {
     /// the index catalog to match its `.indexOn` declarations: new indexes start building
     /// online (see `indexStatus()`), removed ones are dropped with their entries. The change is
     /// applied by the committer between write groups, so it is ordered with every write.
+    /// Refused on a follower (`notLeader`): its rules come from the leader.
     public func setRules(_ document: Value) async throws(EddyError) -> Rules {
+        try self.checkLeader()
+        return try await self.storeRules(document)
+    }
+
+    /// On a follower: stores the leader's rules document, with the same index catalog changes.
+    public func applyReplicatedRules(_ document: Value) async throws(EddyError) -> Rules {
+        try await self.storeRules(document)
+    }
+
+    private func storeRules(_ document: Value) async throws(EddyError) -> Rules {
         let rules = try Rules.parse(document)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Rules, EddyError>, Never>) in
             let request = ControlRequest.setRules(rules, continuation)

@@ -147,6 +147,7 @@ public final class Engine: Sendable {
     public func write(
         _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = []
     ) async throws(EddyError) -> WriteOutcome {
+        try self.checkLeader()
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
@@ -164,9 +165,71 @@ public final class Engine: Sendable {
         _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = [],
         completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
     ) throws(EddyError) {
+        try self.checkLeader()
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, completion: completion)
+    }
+
+    /// Refuses writes on a follower, naming its leader.
+    func checkLeader() throws(EddyError) {
+        if let leader = self.options.leader {
+            throw EddyError(.notLeader, "this eddyd is a read-only follower of the leader at \(leader); send writes and rules changes there")
+        }
+    }
+
+    /// On a follower: applies the leader's entries in order (each with the leader's id and
+    /// timestamp, in this replica's log too) and returns once all are durable here. Stops at the
+    /// first that fails (e.g. it is not after the last applied one, or the replica diverged);
+    /// the ones before it stay applied.
+    public func applyReplicated(_ entries: [LogEntry]) async throws(EddyError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, EddyError>, Never>) in
+            self.submitReplicated(entries) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// `applyReplicated` without waiting: queues the entries before returning (batches submitted
+    /// one after the other apply in that order) and calls `completion` once all are durable, or
+    /// with the first failure, on an engine thread (it must not block).
+    public func submitReplicated(_ entries: [LogEntry], completion: @escaping @Sendable (Result<Void, EddyError>) -> Void) {
+        if entries.isEmpty { return completion(.success(())) }
+        let outcomes = Mutex<(count: Int, failure: EddyError?)>((0, nil))
+        for entry in entries {
+            var bytes = 64
+            for change in entry.changes { bytes += change.value.approximateBytes }
+            let pending = PendingWrite(
+                operation: .update(entry.location, entry.changes), ifMatch: nil, approximateBytes: bytes, replicated: entry,
+                completion: { result in
+                    let done = outcomes.withLock { state -> Result<Void, EddyError>? in
+                        if case .failure(let error) = result, state.failure == nil { state.failure = error }
+                        state.count += 1
+                        guard state.count == entries.count else { return nil }
+                        return state.failure.map { .failure($0) } ?? .success(())
+                    }
+                    if let done { completion(done) }
+                })
+            if let refused = self.queue.enqueue(pending) { pending.completion(.failure(refused)) }
+        }
+    }
+
+    /// On a follower's replica: the id of the leader's database it replicates (nil before its
+    /// first connection).
+    public func replicaOf() throws(EddyError) -> String? {
+        do {
+            return try self.database.get(self.database.columnFamily(ColumnFamilies.meta), MetaKeys.replicaOf).map { String(decoding: $0, as: UTF8.self) }
+        } catch {
+            throw EngineErrors.storage(error, while: "reading which database this replica follows")
+        }
+    }
+
+    /// Records (synced) the leader's database id this replica follows.
+    public func setReplicaOf(_ databaseID: String) throws(EddyError) {
+        do {
+            try self.database.put(self.database.columnFamily(ColumnFamilies.meta), MetaKeys.replicaOf, Array(databaseID.utf8), durability: .sync)
+        } catch {
+            throw EngineErrors.storage(error, while: "recording which database this replica follows")
+        }
     }
 
     private func enqueue(

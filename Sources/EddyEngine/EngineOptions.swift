@@ -33,6 +33,10 @@ public struct EngineOptions: Sendable {
     /// Whether this engine advances online index builds. The offline `eddy` tools turn it off
     /// (except `eddy index build`), so inspecting a database does not change it.
     public var runIndexBuilds = true
+    /// Set on a follower's replica: the leader it follows (as the operator named it). Writes and
+    /// rules changes are then refused with `notLeader` naming it; entries arrive only through
+    /// `Engine.applyReplicated`. Nil (default): a leader, which accepts writes.
+    public var leader: String? = nil
 
     public init(durability: Durability = .sync) {
         self.durability = durability

@@ -8,7 +8,7 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidKey, invalidPath, invalidValue, invalidJSON, invalidArgument
             case limitExceeded, notFound, methodNotAllowed, preconditionFailed, readOnly
-            case unsupported, inUse, busy, unavailable, shuttingDown, corruption, io, `internal`
+            case unsupported, inUse, busy, unavailable, shuttingDown, corruption, io, `internal`, notLeader
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -32,6 +32,9 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         /// A write to a read-only location (`/.info`).
         public static let readOnly = Code(.readOnly)
         public static let unsupported = Code(.unsupported)
+        /// A write (or rules change) sent to a follower, which is read-only; the message names
+        /// the leader to send it to.
+        public static let notLeader = Code(.notLeader)
         /// The data directory is held by another process.
         public static let inUse = Code(.inUse)
         /// A bounded queue is full; retry later. Nothing was applied.

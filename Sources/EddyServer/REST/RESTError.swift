@@ -22,6 +22,9 @@ struct RESTError: Error {
             .unsupported:
             self.status = 400
             self.message = error.message
+        case .notLeader:
+            self.status = 403
+            self.message = error.message
         case .notFound:
             self.status = 404
             self.message = error.message

@@ -1,0 +1,98 @@
+// What replication needs from an engine: the log's stored entries as they are (the leader
+// sends them unchanged), and a digest of the tree, the indexes and the log to check that a
+// replica equals its leader.
+
+import EddyModel
+import EddyStorage
+
+extension Engine {
+    /// Up to `limit` stored entries (at most about `bytesMax` bytes, always at least one) with
+    /// ids after `after`, in log order, never past the newest durable entry. Blocking.
+    public func readStoredLogEntries(after: LogID?, limit: Int, bytesMax: Int) throws(EddyError) -> [(id: LogID, bytes: [UInt8])] {
+        guard let durable = self.committer.durableLogID else { return [] }
+        if let after, !(after < durable) { return [] }
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        if let after {
+            iterator.seek(Array(after.rawValue.utf8))
+            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
+        } else {
+            iterator.seekToFirst()
+        }
+        var entries: [(id: LogID, bytes: [UInt8])] = []
+        var bytes = 0
+        while iterator.isValid, entries.count < limit, entries.isEmpty || bytes < bytesMax {
+            let key = String(decoding: iterator.key, as: UTF8.self)
+            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
+            if durable < id { break }
+            let value = iterator.value
+            bytes += value.count + 32
+            entries.append((id, value))
+            iterator.next()
+        }
+        do {
+            try iterator.checkError()
+        } catch {
+            throw EngineErrors.storage(error, while: "reading the log")
+        }
+        return entries
+    }
+
+    /// The oldest entry still in the log (nil when empty).
+    public func firstLogID() throws(EddyError) -> LogID? {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        iterator.seekToFirst()
+        guard iterator.isValid else { return nil }
+        return LogID(String(decoding: iterator.key, as: UTF8.self))
+    }
+
+    /// CRC32C digests (with counts) of the tree, the index entries and the log, over one
+    /// snapshot. Index entries are digested under their declaration instead of their catalog
+    /// id, so replicas that numbered their indexes differently still compare equal.
+    public func digest() throws(EddyError) -> Value {
+        let snapshot = self.database.makeSnapshot()
+        func walk(_ family: String, _ transform: ([UInt8]) -> [UInt8]?) throws(EddyError) -> Value {
+            let iterator = self.database.makeIterator(self.database.columnFamily(family), snapshot: snapshot)
+            iterator.seekToFirst()
+            var crc: UInt32 = 0
+            var count = 0
+            while iterator.isValid {
+                if let key = transform(iterator.key) {
+                    crc = CRC32C.checksum(iterator.value, seed: CRC32C.checksum(key, seed: crc))
+                    count += 1
+                }
+                iterator.next()
+            }
+            do {
+                try iterator.checkError()
+            } catch {
+                throw EngineErrors.storage(error, while: "digesting the \(family) family")
+            }
+            return .object(["count": .number(Double(count)), "crc32c": .string(String(crc, radix: 16))])
+        }
+        let names = Dictionary(uniqueKeysWithValues: self.indexCatalog.definitions.map { (IndexDefinition.keyPrefix($0.id), Array($0.declaration.description.utf8)) })
+        return .object([
+            "tree": try walk(ColumnFamilies.tree) { $0 },
+            "index": try walk(ColumnFamilies.index) { key in
+                guard key.count >= 4, let name = names[Array(key.prefix(4))] else { return nil }
+                return name + [0] + key.dropFirst(4)
+            },
+            "log": try walk(ColumnFamilies.log) { $0 },
+        ])
+    }
+}
+
+extension Engine {
+    /// `readStoredLogEntries` on the reader pool.
+    public func storedLogEntries(after: LogID?, limit: Int, bytesMax: Int) async throws(EddyError) -> [(id: LogID, bytes: [UInt8])] {
+        try await self.onReader { () throws(EddyError) in try self.readStoredLogEntries(after: after, limit: limit, bytesMax: bytesMax) }
+    }
+
+    /// Whether the log holds an entry with this id.
+    public func containsLogEntry(_ id: LogID) throws(EddyError) -> Bool {
+        do {
+            return try self.database.get(self.database.columnFamily(ColumnFamilies.log), Array(id.rawValue.utf8)) != nil
+        } catch {
+            throw EngineErrors.storage(error, while: "reading the log")
+        }
+    }
+}
