@@ -49,7 +49,7 @@ let package = Package(
         .target(
             name: "EddyServer",
             dependencies: [
-                "EddyEngine", "EddyModel", "EddyProtocol",
+                "EddyEngine", "EddyModel", "EddyProtocol", "EddyReplication",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -60,7 +60,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "EddyTesting", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
-        .target(name: "EddyProtocol", swiftSettings: swiftSettings),
+        .target(name: "EddyProtocol", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
+        .target(
+            name: "EddyReplication",
+            dependencies: [
+                "EddyEngine", "EddyModel", "EddyProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "eddyd",
             dependencies: [
@@ -82,7 +93,7 @@ let package = Package(
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
-        .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",

@@ -7,6 +7,9 @@
 // every answer (and a subscription's event frames) carries the id of the request it belongs to.
 // Frames are at most `Frame.bytesMax`; a longer length prefix is a protocol error that closes
 // the connection. A version this side does not speak is refused with an `error` frame.
+//
+// The leader's log server (replication socket) speaks the same frames with the replication
+// kinds (40...): see `ReplicationPayloads.swift`.
 
 public struct Frame: Sendable, Equatable {
     public static let version: UInt8 = 1
@@ -28,6 +31,8 @@ public struct Frame: Sendable, Equatable {
         case subscribe = 4
         /// `{"subscription": <request id of the subscribe>}` (answer: `unsubscribed`)
         case unsubscribe = 5
+        /// `{}` (answer: `value` with the replication status: role, followers or leader, lag)
+        case status = 6
         // server -> client
         /// `{"value": ...}`
         case value = 20
@@ -44,6 +49,22 @@ public struct Frame: Sendable, Equatable {
         case unsubscribed = 25
         /// `{"code": "invalidPath", "message": "..."}`
         case error = 26
+        // replication, follower -> leader
+        /// `{"protocol": 1, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null}`
+        case hello = 40
+        /// `{"applied": "<log id>"}`: everything up to it is durable on the follower.
+        case applied = 45
+        // replication, leader -> follower
+        /// `{"databaseID": "...", "leaderLast": "<log id>"|null, "rules": {...}}`: entries follow.
+        case welcome = 41
+        /// `{"message": "..."}`: the leader will not serve this follower; the connection closes.
+        case refused = 42
+        /// Binary, `ReplicatedEntries`: log entries in order, each with its checksum.
+        case entries = 43
+        /// `{"leaderLast": "<log id>"|null}`, about once a second when idle.
+        case heartbeat = 44
+        /// The leader's rules document changed: `{...}` (the whole document).
+        case rules = 46
     }
 
     public var kind: Kind

@@ -42,6 +42,11 @@ public final class NativeClient: @unchecked Sendable {
         self.readBuffer.deallocate()
     }
 
+    /// Ends the connection both ways: a `receive` blocked in another thread returns nil.
+    public func shutdown() {
+        _ = Glibc.shutdown(self.fd, Int32(SHUT_RDWR))
+    }
+
     public func send(_ frame: Frame) throws(ProtocolError) {
         let bytes = frame.encoded()
         var offset = 0

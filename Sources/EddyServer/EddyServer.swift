@@ -1,9 +1,12 @@
 // Assembles a serving daemon from a configuration: the data directory (one engine per
-// namespace) and the Hummingbird HTTP server, in one ServiceGroup that stops on SIGTERM or
+// namespace), the Hummingbird HTTP server, the native socket, and either the log server for
+// followers (a leader) or the follower runtime (`eddyd follow`), in one ServiceGroup that stops on SIGTERM or
 // SIGINT: the HTTP server stops first, then every commit queue drains and RocksDB closes.
 
 import EddyEngine
 import EddyModel
+import EddyReplication
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -24,6 +27,7 @@ public enum EddyServer {
         engineOptions.readerThreads = 2
         engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk
         engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
+        engineOptions.leader = configuration.leader
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
         // Open the default namespace now so a broken data directory fails startup, not a request.
         do {
@@ -40,12 +44,28 @@ public enum EddyServer {
                 "eddy.durability": "\(configuration.durability.rawValue)",
                 "eddy.request_bytes_max": "\(configuration.requestBytesMax)",
                 "eddy.socket": "\(configuration.effectiveSocketPath)",
-                "eddy.replication_socket": "\(configuration.effectiveReplicationSocketPath) (reserved, not listening yet)",
+                configuration.leader == nil ? "eddy.replication_socket" : "eddy.leader":
+                    "\(configuration.leader ?? configuration.effectiveReplicationSocketPath)",
             ])
+        let replication: ReplicationRole
+        let replicationService: any Service
+        if let leader = configuration.leader {
+            let name =
+                configuration.followerName
+                ?? "\(ProcessInfo.processInfo.hostName):\(URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path)"
+            let follower = FollowerService(leader: leader, name: name, data: data, logger: logger)
+            replication = .follower(follower)
+            replicationService = follower
+        } else {
+            let registry = FollowerRegistry()
+            replication = .leader(registry)
+            replicationService = LogServerService(
+                path: configuration.effectiveReplicationSocketPath, data: data, registry: registry, logger: logger)
+        }
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
-                streamBufferBatches: configuration.streamBufferBatches, logger: logger),
+                streamBufferBatches: configuration.streamBufferBatches, replication: replication, logger: logger),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
             onServerRunning: { channel in
@@ -62,7 +82,8 @@ public enum EddyServer {
                     .init(
                         service: NativeServerService(
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
-                            logger: logger)),
+                            replication: replication, logger: logger)),
+                    .init(service: replicationService),
                     .init(service: app),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -13,9 +13,14 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Native protocol Unix socket (mode 0660).
     /// Default `<data>/eddyd.sock`.
     public var socketPath: String? = nil
-    /// Follower replication socket; reserved (arrives with followers).
-    /// Default `<data>/replication.sock`.
+    /// The leader's log server socket, where followers connect (mode 0660); not opened by a
+    /// follower. Default `<data>/replication.sock`.
     public var replicationSocketPath: String? = nil
+    /// Set by `eddyd follow --leader`: the leader's replication socket. Nil: this daemon leads.
+    public var leader: String? = nil
+    /// How this follower names itself to the leader (status, logs). Default
+    /// `<host name>:<absolute data directory>`.
+    public var followerName: String? = nil
     /// When a write is acknowledged; see `Durability`. Default `sync`.
     public var durability: Durability = .sync
     /// Largest accepted request body in bytes. Default 32 MiB, at most 256 MiB.

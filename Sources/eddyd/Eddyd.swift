@@ -12,7 +12,7 @@ struct Eddyd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddyd",
         abstract: "Eddy: a self-hosted realtime JSON database with the Firebase REST API.",
-        subcommands: [Serve.self],
+        subcommands: [Serve.self, Follow.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -42,7 +42,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Native protocol Unix socket (mode 0660). Default: <data>/eddyd.sock")
     var socket: String?
 
-    @Option(name: .customLong("replication-socket"), help: "Follower replication Unix socket (reserved; not listening in this version). Default: <data>/replication.sock")
+    @Option(name: .customLong("replication-socket"), help: "Unix socket where followers connect (mode 0660; a leader only). Default: <data>/replication.sock")
     var replicationSocket: String?
 
     @Option(
@@ -70,8 +70,18 @@ struct Serve: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
+        let configuration: ServeConfiguration
         do {
-            let configuration = try self.effectiveConfiguration()
+            configuration = try self.effectiveConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("eddyd: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        try await Self.start(configuration)
+    }
+
+    static func start(_ configuration: ServeConfiguration) async throws {
+        do {
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
@@ -79,7 +89,8 @@ struct Serve: AsyncParsableCommand {
             }
             let logger = Logger(label: "eddyd")
             try await EddyServer.serve(configuration, logger: logger) { address in
-                let line = "eddyd: listening on http://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue))\n"
+                let role = configuration.leader.map { ", following \($0)" } ?? ""
+                let line = "eddyd: listening on http://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue)\(role))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
         } catch let error as EddyError {
@@ -120,3 +131,37 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
+
+struct Follow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a read-only replica of a leader's default database, kept current from its log.",
+        discussion: """
+            Connects to the leader's replication socket, applies every log entry after the last one
+            applied here (a new data directory starts from the leader's first entry), then follows
+            the live log; reconnects with backoff when the leader goes away. Serves reads, queries,
+            event streams and native subscriptions like the leader; writes and rules changes are
+            refused with an error naming the leader. Takes the same options as `serve`.
+            """
+    )
+
+    @Option(name: .long, help: "The leader's replication socket (its <data>/replication.sock).")
+    var leader: String
+
+    @Option(name: .long, help: "How this follower names itself to the leader. Default: <host>:<absolute data dir>")
+    var name: String?
+
+    @OptionGroup var serve: Serve
+
+    func run() async throws {
+        var configuration: ServeConfiguration
+        do {
+            configuration = try self.serve.effectiveConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("eddyd: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        configuration.leader = self.leader
+        configuration.followerName = self.name
+        try await Serve.start(configuration)
+    }
+}

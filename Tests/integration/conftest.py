@@ -37,9 +37,10 @@ class Daemon:
     """One `eddyd serve` process over a data directory. `restart()` reuses the directory; the
     port may change on every start (it binds port 0), so read `base_url` after each start."""
 
-    def __init__(self, data_dir, args=(), log_path=None):
+    def __init__(self, data_dir, args=(), log_path=None, command="serve"):
         self.data_dir = str(data_dir)
         self.args = list(args)
+        self.command = command
         self.log_path = str(log_path or (Path(self.data_dir).parent / (Path(self.data_dir).name + ".eddyd.log")))
         self.process = None
         self.base_url = None
@@ -55,7 +56,7 @@ class Daemon:
         log = open(self.log_path, "ab")
         log.write(f"\n==== start #{self.starts + 1}: {self.args}\n".encode())
         log.flush()
-        cmd = [EDDYD, "serve", "--data", self.data_dir, "--http", "127.0.0.1:0", *self.args]
+        cmd = [EDDYD, self.command, "--data", self.data_dir, "--http", "127.0.0.1:0", *self.args]
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         self.starts += 1
@@ -143,10 +144,10 @@ class DaemonFactory:
         self.tmp_path_factory = tmp_path_factory
         self.daemons = []
 
-    def __call__(self, *args, data_dir=None, start=True):
+    def __call__(self, *args, data_dir=None, start=True, command="serve"):
         if data_dir is None:
             data_dir = self.tmp_path_factory.mktemp("eddy") / "data"
-        daemon = Daemon(data_dir, args)
+        daemon = Daemon(data_dir, args, command=command)
         self.daemons.append(daemon)
         if start:
             daemon.start()
@@ -163,6 +164,12 @@ def daemon_factory(tmp_path_factory):
     factory = DaemonFactory(tmp_path_factory)
     yield factory
     factory.cleanup()
+
+
+def follower_of(factory, leader, *args, name=None, start=True):
+    """An `eddyd follow` of `leader` (a Daemon) in a new data directory."""
+    extra = ["--name", name] if name else []
+    return factory("--leader", os.path.join(leader.data_dir, "replication.sock"), *extra, *args, start=start, command="follow")
 
 
 @pytest.fixture

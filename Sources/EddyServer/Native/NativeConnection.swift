@@ -18,6 +18,7 @@
 import EddyEngine
 import EddyModel
 import EddyProtocol
+import EddyReplication
 import Logging
 import NIOCore
 import Synchronization
@@ -49,10 +50,15 @@ final class NativeConnection: Sendable {
     let data: DataDirectory
     let outstandingMax: Int
     let payloads: EventsPayloadCache
+    let replication: ReplicationRole
     let logger: Logger
     private let state = Mutex(State())
 
-    init(channel: any Channel, data: DataDirectory, outstandingMax: Int, payloads: EventsPayloadCache, logger: Logger) {
+    init(
+        channel: any Channel, data: DataDirectory, outstandingMax: Int, payloads: EventsPayloadCache, replication: ReplicationRole,
+        logger: Logger
+    ) {
+        self.replication = replication
         self.channel = channel
         self.data = data
         self.outstandingMax = outstandingMax
@@ -180,6 +186,8 @@ final class NativeConnection: Sendable {
                 try await self.write(frame.requestID, body, engine)
             case .subscribe:
                 try await self.subscribe(frame.requestID, body, engine)
+            case .status:
+                self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
             case .unsubscribe:
                 guard case .number(let n) = body["subscription"], n >= 0, n == n.rounded() else {
                     throw EddyError(

@@ -4,6 +4,7 @@
 
 import EddyEngine
 import EddyProtocol
+import EddyReplication
 import Foundation
 import Logging
 import NIOCore
@@ -15,12 +16,14 @@ public struct NativeServerService: Service {
     let path: String
     let data: DataDirectory
     let outstandingMax: Int
+    let replication: ReplicationRole
     let logger: Logger
 
-    public init(path: String, data: DataDirectory, outstandingMax: Int, logger: Logger) {
+    public init(path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, logger: Logger) {
         self.path = path
         self.data = data
         self.outstandingMax = outstandingMax
+        self.replication = replication
         self.logger = logger
     }
 
@@ -28,12 +31,13 @@ public struct NativeServerService: Service {
         let connections = OpenConnections()
         let data = self.data
         let outstandingMax = self.outstandingMax
+        let replication = self.replication
         let logger = self.logger
         let payloads = EventsPayloadCache()
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, logger: logger)
+                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, replication: replication, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)

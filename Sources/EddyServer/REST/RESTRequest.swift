@@ -29,6 +29,8 @@ struct RESTRequest {
     var isRules = false
     /// `/.settings/indexes.json`: the index catalog with build progress (read-only).
     var isIndexes = false
+    /// `/.settings/followers.json`: replication status (read-only).
+    var isFollowers = false
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
 
@@ -55,6 +57,9 @@ struct RESTRequest {
             decoded = []
         } else if decoded == [".settings", "indexes"] {
             self.isIndexes = true
+            decoded = []
+        } else if decoded == [".settings", "followers"] {
+            self.isFollowers = true
             decoded = []
         } else if decoded.first == ".info" {
             self.isInfo = true

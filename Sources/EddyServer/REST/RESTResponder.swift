@@ -9,9 +9,11 @@
 // print=silent answers 204 with no body; print=pretty indents.
 // /.settings/rules.json: GET the rules document, PUT to replace it.
 // /.settings/indexes.json: GET every index with its state and build progress.
+// /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
 
 import EddyEngine
 import EddyModel
+import EddyReplication
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -26,11 +28,15 @@ public struct RESTResponder: HTTPResponder {
     let keepAliveSeconds: Int
     /// Event batches an event stream may fall behind before it is cut off (with a resume id).
     let streamBufferBatches: Int
+    /// Leader or follower, for `/.settings/followers.json`.
+    let replication: ReplicationRole
     let logger: Logger
 
     public init(
-        data: DataDirectory, requestBytesMax: Int, keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024, logger: Logger
+        data: DataDirectory, requestBytesMax: Int, keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
+        replication: ReplicationRole = .leader(FollowerRegistry()), logger: Logger
     ) {
+        self.replication = replication
         self.data = data
         self.requestBytesMax = requestBytesMax
         self.keepAliveSeconds = keepAliveSeconds
@@ -73,6 +79,17 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(error)
         }
         if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
+        if rest.isFollowers {
+            guard method == .get else { throw RESTError(status: 405, message: "replication status is read-only (GET)") }
+            let status: Value
+            do {
+                status = try self.replication.status(engine, namespace: rest.namespace)
+            } catch {
+                throw RESTError(error)
+            }
+            let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(status))))
+        }
         if rest.isIndexes {
             guard method == .get else { throw RESTError(status: 405, message: "index status is read-only (GET); change indexes through /.settings/rules.json") }
             // Written by hand: a `Value` cannot hold an empty array.

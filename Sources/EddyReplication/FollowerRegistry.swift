@@ -1,0 +1,69 @@
+// The leader's view of its connected followers, for `eddy followers` and
+// `GET /.settings/followers.json`: who they are, what was sent to them, what they applied, and
+// their lag. Lag is time: the leader's newest durable entry's timestamp minus the follower's
+// last applied entry's (push ids carry their millisecond timestamp), so it needs no counting.
+// Thread-safe.
+
+import EddyModel
+import Foundation
+import Synchronization
+
+public final class FollowerRegistry: Sendable {
+    struct Follower {
+        var name: String
+        var namespace: String
+        var connectedMilliseconds: UInt64
+        var sent: LogID?
+        var applied: LogID?
+        var entriesSent = 0
+    }
+
+    private let followers = Mutex<[UInt64: Follower]>([:])
+    private let nextID = Atomic<UInt64>(1)
+
+    public init() {}
+
+    func add(name: String, namespace: String, applied: LogID?) -> UInt64 {
+        let id = self.nextID.add(1, ordering: .relaxed).oldValue
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        self.followers.withLock {
+            $0[id] = Follower(name: name, namespace: namespace, connectedMilliseconds: now, sent: applied, applied: applied)
+        }
+        return id
+    }
+
+    func remove(_ id: UInt64) { _ = self.followers.withLock { $0.removeValue(forKey: id) } }
+
+    func sent(_ id: UInt64, upTo last: LogID, count: Int) {
+        self.followers.withLock {
+            $0[id]?.sent = last
+            $0[id]?.entriesSent += count
+        }
+    }
+
+    func applied(_ id: UInt64, _ last: LogID) { self.followers.withLock { $0[id]?.applied = last } }
+
+    /// The connected followers of `namespace` by name (a name connected twice shows its newest
+    /// connection), with their applied id and lag behind `leaderLast`.
+    public func status(namespace: String, leaderLast: LogID?) -> [String: Value] {
+        let list = self.followers.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }.filter { $0.namespace == namespace }
+        var result: [String: Value] = [:]
+        for follower in list {
+            var lag = 0.0
+            if let leaderLast, follower.applied != leaderLast {
+                let applied = min(follower.applied?.timestampMilliseconds ?? 0, leaderLast.timestampMilliseconds)
+                lag = Double(leaderLast.timestampMilliseconds - applied)
+            }
+            result[follower.name] = .object([
+                "ns": .string(follower.namespace),
+                "connectedAt": .number(Double(follower.connectedMilliseconds)),
+                "sent": follower.sent.map { .string($0.rawValue) } ?? .null,
+                "applied": follower.applied.map { .string($0.rawValue) } ?? .null,
+                "entriesSent": .number(Double(follower.entriesSent)),
+                "caughtUp": .bool(follower.applied == leaderLast),
+                "lagMilliseconds": .number(lag),
+            ])
+        }
+        return result
+    }
+}

@@ -1,0 +1,246 @@
+// The follower runtime (`eddyd follow`): connects to the leader's log server, says which
+// database it replicates and the last entry it applied, and applies every entry the leader
+// sends through the engine (`Engine.submitReplicated`: tree, indexes, events, its own copy of
+// the log, the last applied id in the same batch). It acknowledges applied entries, takes the
+// leader's rules, and reconnects with backoff (100 ms doubling to 5 s) when the leader goes
+// away, resuming after its last applied entry.
+//
+// A frame that fails its checksum or cannot be decoded resets the connection; nothing of it is
+// applied. An entry the replica cannot apply (it diverged) stops replication for good: the
+// status says why, reads go on being served.
+//
+// Runs on its own thread with a blocking socket; at most `batchesInFlightMax` entry frames are
+// being applied at once (the engine's commit queue bounds the rest).
+
+import EddyEngine
+import EddyModel
+import EddyProtocol
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+public final class FollowerService: Service, Sendable {
+    static let batchesInFlightMax = 2
+
+    public struct Status: Sendable {
+        public var connected = false
+        public var leaderLast: LogID?
+        public var applied: LogID?
+        public var lastError: String?
+        public var stopped = false
+    }
+
+    let leader: String
+    let name: String
+    let data: DataDirectory
+    let logger: Logger
+    private let state = Mutex<(status: Status, client: NativeClient?, stopping: Bool)>((Status(), nil, false))
+
+    public init(leader: String, name: String, data: DataDirectory, logger: Logger) {
+        self.leader = leader
+        self.name = name
+        self.data = data
+        self.logger = logger
+    }
+
+    public var status: Status { self.state.withLock { $0.status } }
+
+    public func run() async throws {
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            self.loop()
+            done.signal()
+        }
+        thread.name = "eddy-follower"
+        thread.start()
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    done.wait()
+                    continuation.resume()
+                }
+            }
+        } onGracefulShutdown: {
+            let client = self.state.withLock { state -> NativeClient? in
+                state.stopping = true
+                return state.client
+            }
+            client?.shutdown()
+        }
+    }
+
+    private var stopping: Bool { self.state.withLock { $0.stopping } }
+
+    private func loop() {
+        var backoff: Duration = .milliseconds(100)
+        while !self.stopping {
+            let outcome = self.session()
+            self.state.withLock {
+                $0.client = nil
+                $0.status.connected = false
+            }
+            switch outcome {
+            case .stopped: return
+            case .diverged: return
+            case .connectedThenLost: backoff = .milliseconds(100)
+            case .failed: break
+            }
+            if self.stopping { return }
+            Thread.sleep(forTimeInterval: Double(backoff.components.seconds) + Double(backoff.components.attoseconds) / 1e18)
+            backoff = min(backoff * 2, .seconds(5))
+        }
+    }
+
+    private enum Outcome { case stopped, diverged, connectedThenLost, failed }
+
+    private func fail(_ message: String) {
+        self.logger.warning("replication: \(message)", metadata: ["eddy.leader": "\(self.leader)"])
+        self.state.withLock { $0.status.lastError = message }
+    }
+
+    /// One connection: hello, welcome, then entries until the connection ends.
+    private func session() -> Outcome {
+        let engine: Engine
+        let client: NativeClient
+        do {
+            engine = try self.data.engine(namespace: DataDirectory.defaultNamespace)
+            client = try NativeClient(path: self.leader)
+        } catch let error as EddyError {
+            self.fail(error.message)
+            return .failed
+        } catch {
+            self.fail("cannot reach the leader: \(error)")
+            return .failed
+        }
+        let stopping = self.state.withLock { state -> Bool in
+            state.client = client
+            return state.stopping
+        }
+        if stopping { return .stopped }
+        do {
+            let lastApplied = try engine.lastLogID()
+            let hello: Value = .object([
+                "protocol": .number(1), "ns": .string(DataDirectory.defaultNamespace), "follower": .string(self.name),
+                "databaseID": try engine.replicaOf().map { .string($0) } ?? .null,
+                "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
+            ])
+            try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
+            guard let first = try client.receive() else {
+                self.fail("the leader closed the connection before its welcome")
+                return .failed
+            }
+            guard first.kind == .welcome else {
+                let message = (try? JSONParser.parse(first.payload)["message"]).map { JSONWriter.string($0) } ?? "\(first.kind)"
+                self.fail("the leader refused this follower: \(message)")
+                return .failed
+            }
+            let welcome = try JSONParser.parse(first.payload)
+            if case .string(let databaseID) = welcome["databaseID"], try engine.replicaOf() == nil { try engine.setReplicaOf(databaseID) }
+            try self.adoptRules(welcome["rules"], engine)
+            self.state.withLock {
+                $0.status.connected = true
+                $0.status.lastError = nil
+                $0.status.applied = lastApplied
+                if case .string(let text) = welcome["leaderLast"] { $0.status.leaderLast = LogID(text) }
+            }
+            self.logger.info("replicating", metadata: ["eddy.leader": "\(self.leader)", "eddy.last_applied": "\(lastApplied?.rawValue ?? "none")"])
+            return try self.receiveEntries(client, engine)
+        } catch let error as EddyError {
+            self.fail(error.message)
+            return .failed
+        } catch let error as ProtocolError {
+            self.fail("the connection to the leader was reset: \(error.message)")
+            return .failed
+        } catch {
+            self.fail("\(error)")
+            return .failed
+        }
+    }
+
+    private func adoptRules(_ document: Value, _ engine: Engine) throws(EddyError) {
+        guard case .object = document, document != (try engine.rules().json) else { return }
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<EddyError?>(nil)
+        Task {
+            do throws(EddyError) {
+                _ = try await engine.applyReplicatedRules(document)
+            } catch {
+                result.withLock { $0 = error }
+            }
+            done.signal()
+        }
+        done.wait()
+        if let error = result.withLock({ $0 }) { throw error }
+    }
+
+    private func receiveEntries(_ client: NativeClient, _ engine: Engine) throws -> Outcome {
+        let inFlight = DispatchSemaphore(value: Self.batchesInFlightMax)
+        let failure = Mutex<EddyError?>(nil)
+        defer {
+            // Wait for the batches still being applied before the next session reads lastLogID.
+            for _ in 0..<Self.batchesInFlightMax { inFlight.wait() }
+            for _ in 0..<Self.batchesInFlightMax { inFlight.signal() }
+        }
+        while let frame = try client.receive() {
+            if let error = failure.withLock({ $0 }) {
+                self.logger.critical("replication stopped: this replica cannot apply the leader's entries", metadata: ["eddy.error": "\(error)"])
+                self.state.withLock {
+                    $0.status.lastError = "replication stopped: \(error.message)"
+                    $0.status.stopped = true
+                }
+                return .diverged
+            }
+            switch frame.kind {
+            case .entries:
+                let stored = try ReplicatedEntries.decode(frame.payload)
+                var entries: [LogEntry] = []
+                entries.reserveCapacity(stored.count)
+                for (text, bytes) in stored {
+                    guard let id = LogID(text) else { throw ProtocolError("entry id \(text.debugDescription) is not a log id") }
+                    do {
+                        entries.append(try LogEntryCodec.decode(id: id, bytes))
+                    } catch {
+                        throw ProtocolError("entry \(id) does not decode: \(error.message)")
+                    }
+                }
+                guard let last = entries.last?.id else { continue }
+                inFlight.wait()
+                engine.submitReplicated(entries) { result in
+                    defer { inFlight.signal() }
+                    switch result {
+                    case .success:
+                        self.state.withLock { $0.status.applied = last }
+                        try? client.send(Frame(kind: .applied, requestID: 0, payload: JSONWriter.bytes(.object(["applied": .string(last.rawValue)]))))
+                    case .failure(let error):
+                        failure.withLock { if $0 == nil { $0 = error } }
+                        client.shutdown()
+                    }
+                }
+                self.state.withLock { if $0.status.leaderLast.map({ $0 < last }) ?? true { $0.status.leaderLast = last } }
+            case .heartbeat:
+                if case .string(let text)? = try? JSONParser.parse(frame.payload)["leaderLast"], let id = LogID(text) {
+                    self.state.withLock { $0.status.leaderLast = id }
+                }
+            case .rules:
+                try self.adoptRules(try JSONParser.parse(frame.payload), engine)
+            case .refused:
+                self.fail("the leader ended replication: \(String(decoding: frame.payload, as: UTF8.self))")
+                return .connectedThenLost
+            default:
+                throw ProtocolError("unexpected frame kind \(frame.kind) from the leader")
+            }
+        }
+        if let error = failure.withLock({ $0 }) {
+            self.logger.critical("replication stopped: this replica cannot apply the leader's entries", metadata: ["eddy.error": "\(error)"])
+            self.state.withLock {
+                $0.status.lastError = "replication stopped: \(error.message)"
+                $0.status.stopped = true
+            }
+            return .diverged
+        }
+        if self.stopping { return .stopped }
+        self.fail("the leader closed the connection")
+        return .connectedThenLost
+    }
+}

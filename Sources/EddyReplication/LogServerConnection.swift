@@ -1,0 +1,175 @@
+// One follower's connection to the leader's log server. After the follower's `hello` it sends
+// `welcome`, then every durable entry after the follower's last applied id, in `entries` frames
+// of at most `entriesPerFrameMax` entries / about `frameBytesMax` bytes, then the live tail; the
+// rules document whenever it changes; a `heartbeat` when idle for `heartbeatInterval`. Each
+// frame is written before the next is read from the log (the socket is the only buffer: a slow
+// follower slows only its own connection). The follower's `applied` frames update the registry.
+//
+// Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
+// database, a follower whose last applied entry is not in this leader's log (a different
+// history, or one older than the log keeps: it must bootstrap again).
+
+import EddyEngine
+import EddyModel
+import EddyProtocol
+import Logging
+import NIOCore
+import Synchronization
+
+final class LogServerConnection: Sendable {
+    static let entriesPerFrameMax = 1024
+    static let frameBytesMax = 1 << 20
+    static let heartbeatInterval: Duration = .seconds(1)
+
+    let channel: any Channel
+    let data: DataDirectory
+    let registry: FollowerRegistry
+    let doorbells: CommitDoorbells
+    let logger: Logger
+    private let registration = Mutex<UInt64?>(nil)
+    private let started = Mutex(false)
+    private let doorbell: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
+
+    init(channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
+        self.channel = channel
+        self.data = data
+        self.registry = registry
+        self.doorbells = doorbells
+        self.logger = logger
+        self.doorbell = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// A frame from the follower (on the event loop).
+    func received(_ frame: Frame) {
+        switch frame.kind {
+        case .hello:
+            let first = self.started.withLock { started -> Bool in
+                defer { started = true }
+                return !started
+            }
+            guard first else { return self.refuse("hello was sent twice") }
+            Task { await self.serve(frame.payload) }
+        case .applied:
+            guard let id = self.registration.withLock({ $0 }),
+                case .string(let text)? = try? JSONParser.parse(frame.payload)["applied"], let applied = LogID(text)
+            else { return self.refuse("applied frame without a hello before it, or without an \"applied\" log id") }
+            self.registry.applied(id, applied)
+        default:
+            self.refuse("frame kind \(frame.kind) is not part of the replication protocol from a follower")
+        }
+    }
+
+    func closed() {
+        self.doorbell.continuation.finish()
+        if let id = self.registration.withLock({ $0 }) {
+            self.registry.remove(id)
+            self.doorbells.remove(id)
+        }
+    }
+
+    private func refuse(_ message: String) {
+        self.logger.warning("refusing a follower", metadata: ["eddy.reason": "\(message)"])
+        var buffer = self.channel.allocator.buffer(capacity: message.utf8.count + 32)
+        let frame = Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(["message": .string(message)])))
+        buffer.writeInteger(UInt32(Frame.headerBytes + frame.payload.count))
+        buffer.writeInteger(Frame.version)
+        buffer.writeInteger(frame.kind.rawValue)
+        buffer.writeInteger(frame.requestID)
+        buffer.writeBytes(frame.payload)
+        self.channel.writeAndFlush(buffer).whenComplete { _ in self.channel.close(promise: nil) }
+    }
+
+    private func send(_ kind: Frame.Kind, _ payload: [UInt8]) async throws {
+        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + payload.count)
+        buffer.writeInteger(UInt32(Frame.headerBytes + payload.count))
+        buffer.writeInteger(Frame.version)
+        buffer.writeInteger(kind.rawValue)
+        buffer.writeInteger(UInt64(0))
+        buffer.writeBytes(payload)
+        try await self.channel.writeAndFlush(buffer).get()
+    }
+
+    private func serve(_ payload: [UInt8]) async {
+        let hello: Value
+        do {
+            hello = try JSONParser.parse(payload)
+        } catch {
+            return self.refuse("hello is not JSON: \(error.message)")
+        }
+        guard hello["protocol"] == .number(1) else {
+            return self.refuse("replication protocol \(JSONWriter.string(hello["protocol"])) is not supported; this leader speaks 1")
+        }
+        guard case .string(let name) = hello["follower"], !name.isEmpty else { return self.refuse("hello needs a \"follower\" name") }
+        var namespace = DataDirectory.defaultNamespace
+        if case .string(let ns) = hello["ns"] { namespace = ns }
+        let engine: Engine
+        do {
+            engine = try self.data.engine(namespace: namespace)
+        } catch {
+            return self.refuse(error.message)
+        }
+        if case .string(let id) = hello["databaseID"], id != engine.databaseID {
+            return self.refuse("follower \(name) replicates database \(id), but this leader's \(namespace) database is \(engine.databaseID)")
+        }
+        var position: LogID? = nil
+        if case .string(let text) = hello["lastApplied"] {
+            guard let id = LogID(text) else { return self.refuse("lastApplied \(text) is not a log id") }
+            let known = (try? engine.containsLogEntry(id)) ?? false
+            guard known else {
+                return self.refuse(
+                    "follower \(name) last applied entry \(id), which is not in this leader's log (another history, or older than the log keeps); bootstrap the follower again from an empty data directory"
+                )
+            }
+            position = id
+        } else if hello["lastApplied"] != .null {
+            return self.refuse("lastApplied must be a log id or null")
+        }
+        let id = self.registry.add(name: name, namespace: namespace, applied: position)
+        self.registration.withLock { $0 = id }
+        self.doorbells.add(id, engine: engine, ring: self.doorbell.continuation)
+        self.logger.info(
+            "follower connected", metadata: ["eddy.follower": "\(name)", "eddy.ns": "\(namespace)", "eddy.last_applied": "\(position?.rawValue ?? "none")"])
+        let heartbeat = Task { [continuation = self.doorbell.continuation] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.heartbeatInterval)
+                continuation.yield()
+            }
+        }
+        defer { heartbeat.cancel() }
+        do {
+            var rules = try engine.rules().json
+            let welcome: Value = .object([
+                "databaseID": .string(engine.databaseID), "leaderLast": (try engine.lastLogID()).map { .string($0.rawValue) } ?? .null,
+                "rules": rules,
+            ])
+            try await self.send(.welcome, JSONWriter.bytes(welcome))
+            var lastSentAt = ContinuousClock.now
+            var bell = self.doorbell.stream.makeAsyncIterator()
+            while true {
+                // Everything durable after `position`, frame by frame.
+                while true {
+                    let entries = try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax)
+                    guard let last = entries.last else { break }
+                    try await self.send(.entries, ReplicatedEntries.encode(entries.map { ($0.id.rawValue, $0.bytes) }))
+                    position = last.id
+                    lastSentAt = .now
+                    self.registry.sent(id, upTo: last.id, count: entries.count)
+                }
+                let current = try engine.rules().json
+                if current != rules {
+                    rules = current
+                    try await self.send(.rules, JSONWriter.bytes(current))
+                    lastSentAt = .now
+                }
+                if ContinuousClock.now - lastSentAt >= Self.heartbeatInterval {
+                    try await self.send(.heartbeat, JSONWriter.bytes(.object(["leaderLast": position.map { .string($0.rawValue) } ?? .null])))
+                    lastSentAt = .now
+                }
+                guard await bell.next() != nil else { break }
+            }
+        } catch {
+            self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
+            self.channel.close(promise: nil)
+        }
+    }
+}

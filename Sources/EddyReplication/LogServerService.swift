@@ -1,0 +1,79 @@
+// The leader's log server: a Unix socket (default `<data>/replication.sock`, mode 0660) where
+// followers connect (`LogServerConnection`). At graceful shutdown the listener and every
+// follower connection close; followers reconnect to the next leader process.
+
+import EddyEngine
+import EddyProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+public struct LogServerService: Service {
+    let path: String
+    let data: DataDirectory
+    let registry: FollowerRegistry
+    let logger: Logger
+
+    public init(path: String, data: DataDirectory, registry: FollowerRegistry, logger: Logger) {
+        self.path = path
+        self.data = data
+        self.registry = registry
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let data = self.data
+        let registry = self.registry
+        let logger = self.logger
+        let doorbells = CommitDoorbells()
+        let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 64)
+            .childChannelInitializer { channel in
+                let connection = LogServerConnection(channel: channel, data: data, registry: registry, doorbells: doorbells, logger: logger)
+                channels.withLock { $0[ObjectIdentifier(channel)] = channel }
+                channel.closeFuture.whenComplete { _ in
+                    _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+                    connection.closed()
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(LogServerFrameHandler(connection: connection))
+                }
+            }
+            .bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true)
+            .get()
+        chmod(self.path, 0o660)
+        self.logger.info("log server listening for followers", metadata: ["eddy.replication_socket": "\(self.path)"])
+        await withGracefulShutdownHandler {
+            try? await server.closeFuture.get()
+        } onGracefulShutdown: {
+            server.close(promise: nil)
+            for channel in channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+        }
+        unlink(self.path)
+    }
+}
+
+/// Cuts a follower's byte stream into frames for its connection; a malformed stream closes it.
+final class LogServerFrameHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let connection: LogServerConnection
+    private var decoder = FrameDecoder()
+
+    init(connection: LogServerConnection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.decoder.append(self.unwrapInboundIn(data).readableBytesView)
+        do {
+            while let frame = try self.decoder.next() { self.connection.received(frame) }
+        } catch {
+            context.close(promise: nil)
+        }
+    }
+}

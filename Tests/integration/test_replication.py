@@ -1,0 +1,283 @@
+"""Followers (`eddyd follow`) against a real leader, all real processes: they replicate writes,
+rules and indexes exactly (digests of tree, index entries and log compared, `eddy verify`
+clean), refuse writes naming the leader, survive kill -9 of themselves and a stopped leader
+with no gap and no duplicate, detect corrupted frames, and serve subscribers the same events
+with the same log ids as the leader."""
+
+import json
+import os
+import random
+import socket
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import follower_of, put_rules, run_eddy
+from test_native import EVENTS, SUBSCRIBE, SUBSCRIBED, WRITE, Native
+
+SEED = int(os.environ.get("EDDY_SEED", random.randrange(1 << 30)))
+print(f"test_replication: EDDY_SEED={SEED}")
+
+
+def status(daemon):
+    r = requests.get(daemon.base_url + "/.settings/followers.json", timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def wait_caught_up(leader, *followers, timeout=60):
+    """Until every follower applied the leader's newest entry."""
+    deadline = time.monotonic() + timeout
+    while True:
+        last = status(leader)["last"]
+        applied = [status(f)["applied"] for f in followers]
+        if all(a == last for a in applied):
+            return last
+        assert time.monotonic() < deadline, f"followers did not catch up with {last}: {applied}; {[f.log_tail(1500) for f in followers]}"
+        time.sleep(0.05)
+
+
+def digest_and_verify(daemon):
+    run_eddy("verify", "--data", daemon.data_dir)
+    return json.loads(run_eddy("digest", "--data", daemon.data_dir).stdout)
+
+
+def random_writes(base_url, rng, count, prefix="/r"):
+    session = requests.Session()
+    for i in range(count):
+        key = f"k{rng.randrange(40)}"
+        choice = rng.randrange(6)
+        if choice == 0:
+            r = session.put(f"{base_url}{prefix}/{key}.json", data=json.dumps({"s": rng.randrange(10), "t": "x" * rng.randrange(20)}))
+        elif choice == 1:
+            r = session.post(f"{base_url}{prefix}.json", data=json.dumps({"s": rng.randrange(10)}))
+        elif choice == 2:
+            other = f"k{rng.randrange(40)}"
+            r = session.patch(f"{base_url}{prefix}.json", data=json.dumps({f"{key}/s": rng.randrange(10), f"{other}/u": True}))
+        elif choice == 3:
+            r = session.delete(f"{base_url}{prefix}/{key}.json")
+        elif choice == 4:
+            r = session.put(f"{base_url}{prefix}/{key}/s.json", data=json.dumps(rng.choice([1, "a", None, True])))
+        else:
+            r = session.patch(f"{base_url}{prefix}/{key}.json", data=json.dumps({"s": {".sv": {"increment": 1}}}))
+        assert r.status_code == 200, (r.status_code, r.text)
+
+
+def test_followers_replicate_writes_rules_and_indexes_exactly(daemon_factory):
+    leader = daemon_factory()
+    early = follower_of(daemon_factory, leader, name="early")
+    put_rules(leader, {"rules": {"r": {".indexOn": ["s"]}}})
+    rng = random.Random(SEED)
+    writers = [threading.Thread(target=random_writes, args=(leader.base_url, random.Random(rng.random()), 150)) for _ in range(4)]
+    for w in writers:
+        w.start()
+    time.sleep(0.3)
+    # Rules change mid-run (an index added while writes go on), and a follower that joins late.
+    put_rules(leader, {"rules": {"r": {".indexOn": ["s", ".value"]}}})
+    late = follower_of(daemon_factory, leader, name="late")
+    for w in writers:
+        w.join()
+    last = wait_caught_up(leader, early, late)
+    followers = status(leader)["followers"]
+    assert set(followers) == {"early", "late"}
+    assert all(f["applied"] == last and f["caughtUp"] and f["lagMilliseconds"] == 0 for f in followers.values()), followers
+    # Queries on the followers answer like the leader's.
+    for q in [{"orderBy": '"s"', "limitToFirst": "5"}, {"orderBy": '"s"', "startAt": "3", "endAt": "6"}]:
+        expected = requests.get(leader.url("/r", **q)).json()
+        assert requests.get(early.url("/r", **q)).json() == expected
+        assert requests.get(late.url("/r", **q)).json() == expected
+    for d in (leader, early, late):
+        d.stop()
+    digests = [digest_and_verify(d) for d in (leader, early, late)]
+    assert digests[0]["log"]["count"] >= 600
+    assert digests[1] == digests[0] and digests[2] == digests[0], digests
+
+
+def test_a_follower_is_read_only_and_names_its_leader(daemon_factory):
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    requests.put(leader.url("/a"), data="1")
+    wait_caught_up(leader, follower)
+    sock = os.path.join(leader.data_dir, "replication.sock")
+    for method, path, body in [("put", "/a", "2"), ("post", "/a", "2"), ("patch", "/", '{"a": 2}'), ("delete", "/a", None)]:
+        r = getattr(requests, method)(follower.url(path), data=body)
+        assert r.status_code == 403, (method, r.status_code, r.text)
+        assert sock in r.json()["error"] and "read-only follower" in r.json()["error"]
+    r = requests.put(follower.base_url + "/.settings/rules.json", data='{"rules": {}}')
+    assert r.status_code == 403 and sock in r.json()["error"]
+    native = Native(follower)
+    native.send(WRITE, 7, {"op": "set", "path": "/a", "value": 3})
+    kind, rid, payload = native.recv()
+    assert rid == 7 and payload["code"] == "notLeader" and sock in payload["message"]
+    native.close()
+    assert requests.get(follower.url("/a")).json() == 1
+    r = requests.get(follower.url("/a", ns="other"))
+    assert r.status_code == 400 and "only the default namespace" in r.json()["error"], r.text
+    st = status(follower)
+    assert st["role"] == "follower" and st["leader"] == sock and st["connected"] is True
+
+
+def test_a_follower_killed_again_and_again_resumes_without_gap_or_duplicate(daemon_factory):
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    put_rules(leader, {"rules": {"r": {".indexOn": "s"}}})
+    rng = random.Random(SEED + 1)
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            random_writes(leader.base_url, rng, 20)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(6):
+            time.sleep(rng.uniform(0.05, 0.4))
+            follower.kill()
+            follower.start()
+    finally:
+        stop.set()
+        t.join()
+    wait_caught_up(leader, follower)
+    leader.stop()
+    follower.stop()
+    assert digest_and_verify(follower) == digest_and_verify(leader)
+
+
+def test_followers_serve_reads_while_the_leader_is_down_and_catch_up(daemon_factory):
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    requests.put(leader.url("/x"), data='{"v": 1}')
+    wait_caught_up(leader, follower)
+    leader.stop()
+    assert requests.get(follower.url("/x")).json() == {"v": 1}
+    time.sleep(0.5)
+    st = status(follower)
+    assert st["connected"] is False and st["error"], st
+    leader.start()
+    for i in range(50):
+        requests.post(leader.url("/list"), data=str(i))
+    wait_caught_up(leader, follower)
+    assert len(requests.get(follower.url("/list")).json()) == 50
+    leader.stop()
+    follower.stop()
+    assert digest_and_verify(follower) == digest_and_verify(leader)
+
+
+def test_subscribers_on_a_follower_get_the_leaders_events_and_log_ids(daemon_factory):
+    leader = daemon_factory()
+    put_rules(leader, {"rules": {"scores": {".indexOn": "s"}}})
+    follower = follower_of(daemon_factory, leader)
+    wait_caught_up(leader, follower)
+    query = {"orderBy": '"s"', "limitToLast": "3"}
+    clients = []
+    for d in (leader, follower):
+        c = Native(d)
+        c.send(SUBSCRIBE, 1, {"path": "/scores", "query": query})
+        kind, _, _ = c.recv()
+        assert kind == SUBSCRIBED
+        kind, _, first = c.recv()
+        assert kind == EVENTS
+        clients.append(c)
+    rng = random.Random(SEED + 2)
+    for i in range(60):
+        key = f"p{rng.randrange(8)}"
+        if rng.randrange(5) == 0:
+            requests.delete(leader.url(f"/scores/{key}"))
+        else:
+            requests.put(leader.url(f"/scores/{key}"), data=json.dumps({"s": rng.randrange(20)}))
+    requests.put(leader.url("/scores/end"), data='{"s": 1000}')
+    streams = []
+    for c in clients:
+        events = []
+        while True:
+            kind, _, payload = c.recv()
+            assert kind == EVENTS
+            events += payload["events"]
+            if any(e.get("key") == "end" and e["kind"] == "child_added" for e in payload["events"]):
+                break
+        streams.append(events)
+        c.close()
+    assert len(streams[0]) > 60
+    assert streams[1] == streams[0]
+
+
+class FlippingProxy:
+    """A Unix-socket proxy between a follower and the leader's replication socket that flips
+    one byte inside the payload of the `n`th entries frame it forwards (once)."""
+
+    def __init__(self, path, target, flip_frame=3):
+        self.path, self.target, self.flip_frame = path, target, flip_frame
+        self.flipped = False
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(path)
+        self.server.listen(8)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.target)
+            threading.Thread(target=self.pipe, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, client, True), daemon=True).start()
+
+    def pipe(self, src, dst, downstream):
+        buf = b""
+        entries_seen = 0
+        try:
+            while True:
+                chunk = src.recv(65536)
+                if not chunk:
+                    break
+                if not downstream:
+                    dst.sendall(chunk)
+                    continue
+                buf += chunk
+                while len(buf) >= 4:
+                    n = int.from_bytes(buf[:4], "big")
+                    if len(buf) < 4 + n:
+                        break
+                    frame, buf = bytearray(buf[: 4 + n]), buf[4 + n :]
+                    if frame[5] == 43:  # entries
+                        entries_seen += 1
+                        if entries_seen == self.flip_frame and not self.flipped and n > 40:
+                            self.flipped = True
+                            frame[len(frame) - 10] ^= 0x55
+                    dst.sendall(bytes(frame))
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.server.close()
+
+
+def test_a_corrupted_frame_is_detected_the_connection_reset_and_nothing_bad_applied(daemon_factory, tmp_path):
+    leader = daemon_factory()
+    for i in range(30):
+        requests.post(leader.url("/before"), data=json.dumps({"i": i, "pad": "y" * 50}))
+    proxy = FlippingProxy(str(tmp_path / "proxy.sock"), os.path.join(leader.data_dir, "replication.sock"), flip_frame=1)
+    try:
+        follower = daemon_factory("--leader", proxy.path, command="follow")
+        for i in range(30):
+            requests.post(leader.url("/after"), data=json.dumps({"i": i}))
+        wait_caught_up(leader, follower)
+        assert proxy.flipped
+        log = open(follower.log_path).read()
+        assert "failed its checksum" in log, log[-3000:]
+        leader.stop()
+        follower.stop()
+        assert digest_and_verify(follower) == digest_and_verify(leader)
+    finally:
+        proxy.close()
