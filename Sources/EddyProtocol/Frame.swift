@@ -33,6 +33,9 @@ public struct Frame: Sendable, Equatable {
         case unsubscribe = 5
         /// `{}` (answer: `value` with the replication status: role, followers or leader, lag)
         case status = 6
+        /// `{"since": "<log id>"|null, "path": "/a"|null}`: the change log after `since` (from the
+        /// oldest entry kept when null), then live (answer: `tailing`, then `changes` frames)
+        case tail = 7
         // server -> client
         /// `{"value": ...}`
         case value = 20
@@ -49,6 +52,11 @@ public struct Frame: Sendable, Equatable {
         case unsubscribed = 25
         /// `{"code": "invalidPath", "message": "..."}`
         case error = 26
+        /// `{"after": "<log id>"|null}`: `changes` frames with this request id follow.
+        case tailing = 27
+        /// `{"changes": [{"id", "path", "op", "before", "after"}, ...], "last": "<log id>"}`: the
+        /// change records of the entries up to `last` (which may have none under the path filter).
+        case changes = 28
         // replication, follower -> leader
         /// `{"protocol": 1, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null}`
         case hello = 40

@@ -1,33 +1,41 @@
-// Wakes log-server connections when their database commits: one commit observer per engine
-// (registered the first time a follower of it connects) rings every connection of that engine.
-// A ring is a `Void` in a connection's newest-1 stream, so rings coalesce and never queue up.
+// Wakes whoever streams a database's log (follower connections, `eddy tail` streams) when it
+// commits: one commit observer per engine (registered the first time something listens to it)
+// rings every registered bell of that engine. A bell is the continuation of a newest-1
+// `AsyncStream<Void>`, so rings coalesce and never queue up. Thread-safe.
 
 import EddyEngine
 import Synchronization
 
-final class CommitDoorbells: Sendable {
+public final class CommitDoorbells: Sendable {
     private struct State {
-        var rings: [UInt64: (engine: ObjectIdentifier, ring: AsyncStream<Void>.Continuation)] = [:]
+        var bells: [UInt64: (engine: ObjectIdentifier, ring: AsyncStream<Void>.Continuation)] = [:]
         var observed: Set<ObjectIdentifier> = []
+        var nextToken: UInt64 = 1
     }
 
     private let state = Mutex(State())
 
-    func add(_ id: UInt64, engine: Engine, ring: AsyncStream<Void>.Continuation) {
+    public init() {}
+
+    /// Rings `bell` after every commit of `engine` until `remove(token)`.
+    public func add(engine: Engine, bell: AsyncStream<Void>.Continuation) -> UInt64 {
         let key = ObjectIdentifier(engine)
-        let observe = self.state.withLock { state -> Bool in
-            state.rings[id] = (key, ring)
-            return state.observed.insert(key).inserted
+        let (token, observe) = self.state.withLock { state -> (UInt64, Bool) in
+            let token = state.nextToken
+            state.nextToken += 1
+            state.bells[token] = (key, bell)
+            return (token, state.observed.insert(key).inserted)
         }
         if observe {
             engine.observeCommits { [weak self] _ in self?.ring(key) }
         }
+        return token
     }
 
-    func remove(_ id: UInt64) { _ = self.state.withLock { $0.rings.removeValue(forKey: id) } }
+    public func remove(_ token: UInt64) { _ = self.state.withLock { $0.bells.removeValue(forKey: token) } }
 
     private func ring(_ engine: ObjectIdentifier) {
-        let rings = self.state.withLock { $0.rings.values.filter { $0.engine == engine }.map(\.ring) }
-        for ring in rings { ring.yield() }
+        let bells = self.state.withLock { $0.bells.values.filter { $0.engine == engine }.map(\.ring) }
+        for bell in bells { bell.yield() }
     }
 }

@@ -26,7 +26,7 @@ final class LogServerConnection: Sendable {
     let registry: FollowerRegistry
     let doorbells: CommitDoorbells
     let logger: Logger
-    private let registration = Mutex<UInt64?>(nil)
+    private let registration = Mutex<(follower: UInt64, bell: UInt64)?>(nil)
     private let started = Mutex(false)
     private let doorbell: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
 
@@ -50,7 +50,7 @@ final class LogServerConnection: Sendable {
             guard first else { return self.refuse("hello was sent twice") }
             Task { await self.serve(frame.payload) }
         case .applied:
-            guard let id = self.registration.withLock({ $0 }),
+            guard let id = self.registration.withLock({ $0?.follower }),
                 case .string(let text)? = try? JSONParser.parse(frame.payload)["applied"], let applied = LogID(text)
             else { return self.refuse("applied frame without a hello before it, or without an \"applied\" log id") }
             self.registry.applied(id, applied)
@@ -61,9 +61,9 @@ final class LogServerConnection: Sendable {
 
     func closed() {
         self.doorbell.continuation.finish()
-        if let id = self.registration.withLock({ $0 }) {
-            self.registry.remove(id)
-            self.doorbells.remove(id)
+        if let registration = self.registration.withLock({ $0 }) {
+            self.registry.remove(registration.follower)
+            self.doorbells.remove(registration.bell)
         }
     }
 
@@ -125,8 +125,8 @@ final class LogServerConnection: Sendable {
             return self.refuse("lastApplied must be a log id or null")
         }
         let id = self.registry.add(name: name, namespace: namespace, applied: position)
-        self.registration.withLock { $0 = id }
-        self.doorbells.add(id, engine: engine, ring: self.doorbell.continuation)
+        let bell = self.doorbells.add(engine: engine, bell: self.doorbell.continuation)
+        self.registration.withLock { $0 = (id, bell) }
         self.logger.info(
             "follower connected", metadata: ["eddy.follower": "\(name)", "eddy.ns": "\(namespace)", "eddy.last_applied": "\(position?.rawValue ?? "none")"])
         let heartbeat = Task { [continuation = self.doorbell.continuation] in

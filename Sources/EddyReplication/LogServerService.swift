@@ -15,12 +15,14 @@ public struct LogServerService: Service {
     let path: String
     let data: DataDirectory
     let registry: FollowerRegistry
+    let doorbells: CommitDoorbells
     let logger: Logger
 
-    public init(path: String, data: DataDirectory, registry: FollowerRegistry, logger: Logger) {
+    public init(path: String, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
         self.path = path
         self.data = data
         self.registry = registry
+        self.doorbells = doorbells
         self.logger = logger
     }
 
@@ -28,7 +30,7 @@ public struct LogServerService: Service {
         let data = self.data
         let registry = self.registry
         let logger = self.logger
-        let doorbells = CommitDoorbells()
+        let doorbells = self.doorbells
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)

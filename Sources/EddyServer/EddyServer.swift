@@ -49,6 +49,7 @@ public enum EddyServer {
             ])
         let replication: ReplicationRole
         let replicationService: any Service
+        let doorbells = CommitDoorbells()
         if let leader = configuration.leader {
             let name =
                 configuration.followerName
@@ -60,7 +61,7 @@ public enum EddyServer {
             let registry = FollowerRegistry()
             replication = .leader(registry)
             replicationService = LogServerService(
-                path: configuration.effectiveReplicationSocketPath, data: data, registry: registry, logger: logger)
+                path: configuration.effectiveReplicationSocketPath, data: data, registry: registry, doorbells: doorbells, logger: logger)
         }
         let app = Application(
             responder: RESTResponder(
@@ -82,7 +83,7 @@ public enum EddyServer {
                     .init(
                         service: NativeServerService(
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
-                            replication: replication, logger: logger)),
+                            replication: replication, doorbells: doorbells, logger: logger)),
                     .init(service: replicationService),
                     .init(service: app),
                 ],

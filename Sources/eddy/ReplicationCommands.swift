@@ -45,3 +45,65 @@ struct Followers: ParsableCommand {
         }
     }
 }
+
+struct Tail: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the change log of a running leader or follower as JSON lines, then follow it live.",
+        discussion: #"""
+            One line per changed location: {"id", "path", "op", "before", "after"} (op: set, update, push or
+            remove; after null: removed). Resume with --since <id of the last line you processed>. With --path,
+            only changes at, below or above that path (a change above it is narrowed to it).
+            Exit status: 2 when the daemon cut the stream off as too far behind (the message names the id to
+            resume after), 1 on other errors.
+            """#)
+    @Option(name: .long, help: "Data directory of the daemon (to find its socket). Default: ./data") var data = "./data"
+    @Option(name: .long, help: "Native protocol socket. Default: <data>/eddyd.sock") var socket: String?
+    @Option(name: .long, help: "Namespace. Default: default") var ns = "default"
+    @Option(name: .long, help: "Only entries after this log id (ids start with '-': write --since=<id>). Default: from the oldest entry kept") var since: String?
+    @Option(name: .long, help: "Only changes at, below or above this path") var path: String?
+    @Option(name: .customLong("max-lines"), help: "Exit after this many lines (default: run until interrupted)") var maxLines: Int?
+
+    func run() throws {
+        var request: [String: Value] = ["ns": .string(self.ns)]
+        if let since { request["since"] = .string(since) }
+        if let path { request["path"] = .string(path) }
+        let socketPath = self.socket ?? self.data + "/eddyd.sock"
+        var lines = 0
+        var lastID: String? = self.since
+        do {
+            let client = try NativeClient(path: socketPath)
+            try client.send(Frame(kind: .tail, requestID: 1, payload: JSONWriter.bytes(.object(request))))
+            while let frame = try client.receive() {
+                let payload = (try? JSONParser.parse(frame.payload)) ?? .null
+                switch frame.kind {
+                case .tailing:
+                    continue
+                case .changes:
+                    guard case .object(let list) = payload["changes"] else { continue }
+                    for index in 0..<list.count {
+                        let record = list[String(index)] ?? .null
+                        printLine(JSONWriter.string(record))
+                        if case .string(let id) = record["id"] { lastID = id }
+                        lines += 1
+                        if let maxLines, lines >= maxLines { return }
+                    }
+                    if case .string(let last) = payload["last"] { lastID = last }
+                case .error:
+                    if case .string(let message) = payload["message"] { throw ProtocolError(message) }
+                    throw ProtocolError("the daemon answered an error")
+                case .behind:
+                    FileHandle.standardError.write(
+                        Data("eddy: fell too far behind; the daemon disconnected; resume with --since \(lastID ?? "(none: start over)")\n".utf8))
+                    throw ExitCode(2)
+                default:
+                    continue
+                }
+            }
+            FileHandle.standardError.write(Data("eddy: the daemon closed the connection; resume with --since \(lastID ?? "(none)")\n".utf8))
+            throw ExitCode(2)
+        } catch let error as ProtocolError {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}

@@ -281,3 +281,49 @@ def test_a_corrupted_frame_is_detected_the_connection_reset_and_nothing_bad_appl
         assert digest_and_verify(follower) == digest_and_verify(leader)
     finally:
         proxy.close()
+
+
+def tail_lines(daemon, *args, count):
+    out = run_eddy("tail", "--socket", os.path.join(daemon.data_dir, "eddyd.sock"), "--max-lines", count, *args, timeout=60).stdout
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+def test_eddy_tail_prints_the_change_log_on_leader_and_follower_and_resumes(daemon_factory):
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    requests.put(leader.url("/u/ada"), data='{"born": 1815}')
+    requests.patch(leader.url("/u"), data='{"ada/born": 1816, "bob": {"n": 1}}')
+    pushed = requests.post(leader.url("/list"), data='"x"').json()["name"]
+    requests.delete(leader.url("/u/bob"))
+    requests.put(leader.url("/"), data='{"u": {"ada": {"born": 1816}}, "z": 1}')
+    wait_caught_up(leader, follower)
+    lines = tail_lines(leader, count=6)
+    shape = [(l["path"], l["op"], l["before"], l["after"]) for l in lines]
+    assert shape == [
+        ("/u/ada", "set", None, {"born": 1815}),
+        ("/u/ada/born", "update", 1815, 1816),
+        ("/u/bob", "update", None, {"n": 1}),
+        (f"/list/{pushed}", "push", None, "x"),
+        ("/u/bob", "remove", {"n": 1}, None),
+        ("/", "set", {"u": {"ada": {"born": 1816}}, "list": {pushed: "x"}}, {"u": {"ada": {"born": 1816}}, "z": 1}),
+    ]
+    ids = [l["id"] for l in lines]
+    assert ids == sorted(ids) and lines[1]["id"] == lines[2]["id"], "one entry may change several paths"
+    assert tail_lines(follower, count=6) == lines, "the follower's change log is the leader's"
+    assert tail_lines(leader, "--since=" + lines[2]["id"], count=3) == lines[3:6]
+    narrowed = tail_lines(leader, "--path", "/u/ada/born", count=2)
+    assert [(l["path"], l["before"], l["after"]) for l in narrowed] == [("/u/ada/born", None, 1815), ("/u/ada/born", 1815, 1816)]
+    # Live: a running tail prints a write made after it started.
+    import subprocess
+    from conftest import EDDY
+
+    proc = subprocess.Popen(
+        [EDDY, "tail", "--socket", os.path.join(follower.data_dir, "eddyd.sock"), "--since=" + lines[-1]["id"], "--max-lines", "1"],
+        stdout=subprocess.PIPE)
+    time.sleep(0.3)
+    requests.put(leader.url("/live"), data="7")
+    out, _ = proc.communicate(timeout=30)
+    live = json.loads(out)
+    assert (live["path"], live["op"], live["before"], live["after"]) == ("/live", "set", None, 7)
+    r = run_eddy("tail", "--socket", os.path.join(leader.data_dir, "eddyd.sock"), "--since=-AAAAAAAAAAAAAAAAAAA", check=False)
+    assert r.returncode == 1 and b"is not in the log" in r.stderr

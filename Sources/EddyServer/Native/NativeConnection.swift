@@ -24,7 +24,7 @@ import NIOCore
 import Synchronization
 
 final class NativeConnection: Sendable {
-    private struct State {
+    struct State {
         var subscriptions: [UInt64: (engine: Engine, id: ListenerID)] = [:]
         /// Events of a subscription that arrived before its `subscribed` answer was sent.
         var held: [UInt64: [[ChildEvent]]] = [:]
@@ -41,6 +41,8 @@ final class NativeConnection: Sendable {
         var writesInFlight = 0
         /// Requests waiting until at most `threshold` writes are in flight.
         var writeWaiters: [(threshold: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Running `tail` streams: their commit bells, finished when the connection closes.
+        var tails: [UInt64: (token: UInt64, bell: AsyncStream<Void>.Continuation)] = [:]
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -51,14 +53,16 @@ final class NativeConnection: Sendable {
     let outstandingMax: Int
     let payloads: EventsPayloadCache
     let replication: ReplicationRole
+    let doorbells: CommitDoorbells
     let logger: Logger
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     init(
         channel: any Channel, data: DataDirectory, outstandingMax: Int, payloads: EventsPayloadCache, replication: ReplicationRole,
-        logger: Logger
+        doorbells: CommitDoorbells, logger: Logger
     ) {
         self.replication = replication
+        self.doorbells = doorbells
         self.channel = channel
         self.data = data
         self.outstandingMax = outstandingMax
@@ -73,12 +77,12 @@ final class NativeConnection: Sendable {
     /// Queues a frame for the socket. Frames are written by one task on the channel's event
     /// loop, which takes every queued frame and flushes once (`flushOutbox`): a burst of events
     /// costs one hop and one write call, not one per frame.
-    private func send(_ frame: Frame, logID: LogID? = nil) {
+    func send(_ frame: Frame, logID: LogID? = nil) {
         var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + frame.payload.count)
         buffer.writeFrame(frame)
         let admission = self.state.withLock { state -> Admission in
             if state.closed { return .closed }
-            let isEvents = frame.kind == .events
+            let isEvents = frame.kind == .events || frame.kind == .changes
             if isEvents {
                 guard state.outstandingEvents < self.outstandingMax else { return .overflow }
                 state.outstandingEvents += 1
@@ -146,11 +150,11 @@ final class NativeConnection: Sendable {
         self.closed()  // its listeners go now, not when the client hangs up
     }
 
-    private func answer(_ kind: Frame.Kind, _ requestID: UInt64, _ payload: Value) {
+    func answer(_ kind: Frame.Kind, _ requestID: UInt64, _ payload: Value) {
         self.send(Frame(kind: kind, requestID: requestID, payload: JSONWriter.bytes(payload)))
     }
 
-    private func fail(_ requestID: UInt64, _ error: EddyError) {
+    func fail(_ requestID: UInt64, _ error: EddyError) {
         self.answer(.error, requestID, .object(["code": .string(error.code.description), "message": .string(error.message)]))
     }
 
@@ -186,6 +190,8 @@ final class NativeConnection: Sendable {
                 try await self.write(frame.requestID, body, engine)
             case .subscribe:
                 try await self.subscribe(frame.requestID, body, engine)
+            case .tail:
+                try self.tail(frame.requestID, body, engine)
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
             case .unsubscribe:
@@ -324,10 +330,17 @@ final class NativeConnection: Sendable {
 
     /// The connection closed (or was cut off): its listeners go.
     func closed() {
-        let subscriptions = self.state.withLock { state -> [(engine: Engine, id: ListenerID)] in
+        let (subscriptions, tails) = self.state.withLock { state -> ([(engine: Engine, id: ListenerID)], [(token: UInt64, bell: AsyncStream<Void>.Continuation)]) in
             state.closed = true
-            defer { state.subscriptions.removeAll() }
-            return Array(state.subscriptions.values)
+            defer {
+                state.subscriptions.removeAll()
+                state.tails.removeAll()
+            }
+            return (Array(state.subscriptions.values), Array(state.tails.values))
+        }
+        for tail in tails {
+            self.doorbells.remove(tail.token)
+            tail.bell.finish()
         }
         guard !subscriptions.isEmpty else { return }
         Task {
@@ -337,7 +350,7 @@ final class NativeConnection: Sendable {
 
     // MARK: Payload fields
 
-    private static func string(_ body: Value, _ name: String, optional: Bool) throws(EddyError) -> String? {
+    static func string(_ body: Value, _ name: String, optional: Bool) throws(EddyError) -> String? {
         switch body[name] {
         case .string(let s): return s
         case .null where optional: return nil
@@ -345,7 +358,7 @@ final class NativeConnection: Sendable {
         }
     }
 
-    private static func path(_ body: Value) throws(EddyError) -> Path {
+    static func path(_ body: Value) throws(EddyError) -> Path {
         try Path(try self.string(body, "path", optional: false)!)
     }
 

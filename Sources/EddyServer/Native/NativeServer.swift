@@ -17,9 +17,13 @@ public struct NativeServerService: Service {
     let data: DataDirectory
     let outstandingMax: Int
     let replication: ReplicationRole
+    let doorbells: CommitDoorbells
     let logger: Logger
 
-    public init(path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, logger: Logger) {
+    public init(
+        path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger
+    ) {
+        self.doorbells = doorbells
         self.path = path
         self.data = data
         self.outstandingMax = outstandingMax
@@ -32,12 +36,13 @@ public struct NativeServerService: Service {
         let data = self.data
         let outstandingMax = self.outstandingMax
         let replication = self.replication
+        let doorbells = self.doorbells
         let logger = self.logger
         let payloads = EventsPayloadCache()
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, replication: replication, logger: logger)
+                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, replication: replication, doorbells: doorbells, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)
