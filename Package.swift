@@ -34,6 +34,8 @@ let package = Package(
             pkgConfig: "rocksdb",
             providers: [.apt(["librocksdb-dev", "libzstd-dev"])]
         ),
+        // zstd for replication snapshots (libzstd-dev, which RocksDB's zstd needs anyway).
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .target(name: "EddyModel", swiftSettings: swiftSettings),
         .target(name: "EddyStorage", dependencies: ["CRocksDB"], swiftSettings: swiftSettings),
         .target(
@@ -64,7 +66,7 @@ let package = Package(
         .target(
             name: "EddyReplication",
             dependencies: [
-                "EddyEngine", "EddyModel", "EddyProtocol",
+                "CZstd", "EddyEngine", "EddyModel", "EddyProtocol", "EddyStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -93,6 +95,8 @@ let package = Package(
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EddyReplicationTests", dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(

@@ -67,6 +67,11 @@ public final class DataDirectory: Sendable {
         }
     }
 
+    /// The namespaces opened so far, with their engines.
+    public var openEngines: [(namespace: String, engine: Engine)] {
+        self.state.withLock { state in state.engines.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    }
+
     /// The engine of namespace `name`, opened on first use. A follower's data directory holds
     /// only the replica of the leader's default namespace.
     public func engine(namespace name: String) throws(EddyError) -> Engine {

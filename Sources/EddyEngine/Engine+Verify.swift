@@ -5,8 +5,10 @@
 //    no leaf key is a prefix of the next key (a primitive never has descendants).
 // 2. Log: every key is a push ID, keys strictly increase, every entry passes its checksum
 //    and decodes.
-// 3. Agreement: replaying the whole log from an empty tree gives exactly the tree. (The log is
-//    never truncated yet; once retention exists this replays from the retained start.)
+// 3. Agreement: replaying the whole log from an empty tree gives exactly the tree. When the log
+//    was pruned (`Engine.pruneLog`) its start is unknown, so the check runs backwards instead:
+//    from the tree, undoing the retained entries newest first, each entry's changes must equal
+//    the state just after it (and its before-images give the state before it).
 // 4. Indexes: every ready index equals, entry by entry, what the tree implies
 //    (`IndexVerifier`); no entries of unknown index ids.
 // All reads use one RocksDB snapshot, so concurrent writes do not cause false reports.
@@ -64,6 +66,8 @@ extension Engine {
         }
         try TreeReader.check(tree)
 
+        let pruned = try self.logPrunedThrough()
+        var retained: [LogEntry] = []
         var replayed = Value.null
         let log = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log), snapshot: snapshot)
         log.seekToFirst()
@@ -84,8 +88,12 @@ extension Engine {
                 report.problem = "log: \(error.message)"
                 return report
             }
-            for change in entry.changes {
-                replayed.set(change.value, at: entry.location.appending(change.path))
+            if pruned == nil {
+                for change in entry.changes {
+                    replayed.set(change.value, at: entry.location.appending(change.path))
+                }
+            } else {
+                retained.append(entry)
             }
             report.logEntryCount += 1
             report.lastLogID = id
@@ -99,7 +107,17 @@ extension Engine {
         let stored = try TreeReader.readSubtree(
             self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot), prefix: []
         ).value
-        if stored != replayed {
+        if let pruned {
+            var state = stored
+            for entry in retained.reversed() {
+                for change in entry.changes where state.child(at: entry.location.appending(change.path)) != change.value {
+                    report.problem =
+                        "tree and log disagree: undoing the entries after \(entry.id) (the log is pruned through \(pruned)), its change at \(entry.location.appending(change.path).abbreviated) is not what the tree holds"
+                    return report
+                }
+                for image in entry.before.reversed() { state.set(image.value, at: image.path) }
+            }
+        } else if stored != replayed {
             report.problem = "tree and log disagree: replaying \(report.logEntryCount) log entries does not give the stored tree"
             return report
         }

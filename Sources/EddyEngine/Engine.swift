@@ -27,7 +27,7 @@ public final class Engine: Sendable {
     private let readsInFlight = Mutex(0)
     /// The index catalog as last published by the committer.
     let indexCatalog: IndexCatalog
-    private let logger: Logger
+    let logger: Logger
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).
     public let databaseID: String

@@ -24,6 +24,18 @@ public struct LogID: Comparable, Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
+    /// The smallest id with this timestamp: every entry committed at or after `milliseconds`
+    /// sorts at or after it.
+    public static func first(atMilliseconds milliseconds: UInt64) -> LogID {
+        var bytes = [UInt8](repeating: PushIDGenerator.alphabet[0], count: PushIDGenerator.length)
+        var value = milliseconds
+        for i in stride(from: 7, through: 0, by: -1) {
+            bytes[i] = PushIDGenerator.alphabet[Int(value & 63)]
+            value >>= 6
+        }
+        return LogID(validated: String(decoding: bytes, as: UTF8.self))
+    }
+
     public static func < (a: LogID, b: LogID) -> Bool {
         a.rawValue.utf8.lexicographicallyPrecedes(b.rawValue.utf8)
     }

@@ -58,7 +58,8 @@ public struct Frame: Sendable, Equatable {
         /// change records of the entries up to `last` (which may have none under the path filter).
         case changes = 28
         // replication, follower -> leader
-        /// `{"protocol": 1, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null}`
+        /// `{"protocol": 1, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null,
+        /// "snapshot": true|false}` (`snapshot`: the follower can take a snapshot when it needs one)
         case hello = 40
         /// `{"applied": "<log id>"}`: everything up to it is durable on the follower.
         case applied = 45
@@ -73,6 +74,13 @@ public struct Frame: Sendable, Equatable {
         case heartbeat = 44
         /// The leader's rules document changed: `{...}` (the whole document).
         case rules = 46
+        /// `{"at": "<log id>"|null, "databaseID": "..."}`: a snapshot follows (the follower asked
+        /// for one in its hello, and its position is not in the log); then entries after `at`.
+        case snapshot = 47
+        /// Binary, `SnapshotChunk`: records of the snapshot, compressed, with a checksum.
+        case snapshotChunk = 48
+        /// `{"records": n}`: the snapshot is complete (n records in all).
+        case snapshotEnd = 49
     }
 
     public var kind: Kind

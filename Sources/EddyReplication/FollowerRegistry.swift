@@ -43,6 +43,15 @@ public final class FollowerRegistry: Sendable {
 
     func applied(_ id: UInt64, _ last: LogID) { self.followers.withLock { $0[id]?.applied = last } }
 
+    /// What the connected followers of `namespace` still need: nil when there are none;
+    /// `.some(nil)` when one needs the whole log (it has applied nothing yet).
+    func oldestApplied(namespace: String) -> LogID?? {
+        let applied = self.followers.withLock { $0.values.filter { $0.namespace == namespace }.map(\.applied) }
+        if applied.isEmpty { return nil }
+        if applied.contains(where: { $0 == nil }) { return .some(nil) }
+        return .some(applied.compactMap { $0 }.min())
+    }
+
     /// The connected followers of `namespace` by name (a name connected twice shows its newest
     /// connection), with their applied id and lag behind `leaderLast`.
     public func status(namespace: String, leaderLast: LogID?) -> [String: Value] {

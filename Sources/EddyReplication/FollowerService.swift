@@ -35,7 +35,7 @@ public final class FollowerService: Service, Sendable {
     let name: String
     let data: DataDirectory
     let logger: Logger
-    private let state = Mutex<(status: Status, client: NativeClient?, stopping: Bool)>((Status(), nil, false))
+    private let state = Mutex<(status: Status, client: NativeClient?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
 
     public init(leader: String, name: String, data: DataDirectory, logger: Logger) {
         self.leader = leader
@@ -68,6 +68,10 @@ public final class FollowerService: Service, Sendable {
             }
             client?.shutdown()
         }
+        if let reason = self.state.withLock({ $0.snapshotNeeded }) {
+            // Ends the daemon (a service that returns stops the group): the next start bootstraps.
+            throw EddyError(.unavailable, "\(reason); restart eddyd follow to bootstrap this replica from a snapshot")
+        }
     }
 
     private var stopping: Bool { self.state.withLock { $0.stopping } }
@@ -83,6 +87,7 @@ public final class FollowerService: Service, Sendable {
             switch outcome {
             case .stopped: return
             case .diverged: return
+            case .snapshotNeeded: return
             case .connectedThenLost: backoff = .milliseconds(100)
             case .failed: break
             }
@@ -92,7 +97,7 @@ public final class FollowerService: Service, Sendable {
         }
     }
 
-    private enum Outcome { case stopped, diverged, connectedThenLost, failed }
+    private enum Outcome { case stopped, diverged, snapshotNeeded, connectedThenLost, failed }
 
     private func fail(_ message: String) {
         self.logger.warning("replication: \(message)", metadata: ["eddy.leader": "\(self.leader)"])
@@ -131,8 +136,13 @@ public final class FollowerService: Service, Sendable {
                 return .failed
             }
             guard first.kind == .welcome else {
-                let message = (try? JSONParser.parse(first.payload)["message"]).map { JSONWriter.string($0) } ?? "\(first.kind)"
-                self.fail("the leader refused this follower: \(message)")
+                let refusal = (try? JSONParser.parse(first.payload)) ?? .null
+                let message = "the leader refused this follower: \(JSONWriter.string(refusal["message"]))"
+                self.fail(message)
+                if refusal["reason"] == .string("snapshotNeeded") {
+                    self.state.withLock { $0.snapshotNeeded = message }
+                    return .snapshotNeeded
+                }
                 return .failed
             }
             let welcome = try JSONParser.parse(first.payload)

@@ -5,9 +5,13 @@
 // frame is written before the next is read from the log (the socket is the only buffer: a slow
 // follower slows only its own connection). The follower's `applied` frames update the registry.
 //
+// Snapshots: a follower that needs entries the log no longer has (new, after the log was
+// pruned, or older than the log keeps) gets a consistent snapshot (`snapshot`, chunks,
+// `snapshotEnd`) and then the entries after it, when its hello says it can take one; it is
+// refused with reason `snapshotNeeded` otherwise.
+//
 // Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
-// database, a follower whose last applied entry is not in this leader's log (a different
-// history, or one older than the log keeps: it must bootstrap again).
+// database, a follower whose last applied entry this leader never had (another history).
 
 import EddyEngine
 import EddyModel
@@ -67,10 +71,14 @@ final class LogServerConnection: Sendable {
         }
     }
 
-    private func refuse(_ message: String) {
+    /// Sends `refused` (with a machine-readable `reason` when the follower can act on it) and
+    /// closes the connection.
+    private func refuse(_ message: String, reason: String? = nil) {
         self.logger.warning("refusing a follower", metadata: ["eddy.reason": "\(message)"])
-        var buffer = self.channel.allocator.buffer(capacity: message.utf8.count + 32)
-        let frame = Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(["message": .string(message)])))
+        var buffer = self.channel.allocator.buffer(capacity: message.utf8.count + 64)
+        var body: [String: Value] = ["message": .string(message)]
+        if let reason { body["reason"] = .string(reason) }
+        let frame = Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(body)))
         buffer.writeInteger(UInt32(Frame.headerBytes + frame.payload.count))
         buffer.writeInteger(Frame.version)
         buffer.writeInteger(frame.kind.rawValue)
@@ -87,6 +95,29 @@ final class LogServerConnection: Sendable {
         buffer.writeInteger(UInt64(0))
         buffer.writeBytes(payload)
         try await self.channel.writeAndFlush(buffer).get()
+    }
+
+    /// Streams a consistent copy of the database and returns the log id it is the state after.
+    private func sendSnapshot(_ engine: Engine, follower name: String) async throws -> LogID? {
+        let reader = try engine.makeSnapshotReader()
+        self.logger.info("sending a snapshot to a follower", metadata: ["eddy.follower": "\(name)", "eddy.at": "\(reader.at?.rawValue ?? "none")"])
+        try await self.send(
+            .snapshot, JSONWriter.bytes(.object(["at": reader.at.map { .string($0.rawValue) } ?? .null, "databaseID": .string(engine.databaseID)])))
+        var count = 0
+        while true {
+            let records = try reader.next(bytesMax: Self.frameBytesMax)
+            if records.isEmpty { break }
+            try await self.send(.snapshotChunk, SnapshotChunk.encode(records))
+            count += records.count
+        }
+        // The snapshot may hold the newest entries before their fsync: promise them only once
+        // they are durable.
+        if let at = reader.at {
+            while try engine.lastLogID().map({ $0 < at }) ?? true { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        try await self.send(.snapshotEnd, JSONWriter.bytes(.object(["records": .number(Double(count))])))
+        self.logger.info("snapshot sent", metadata: ["eddy.follower": "\(name)", "eddy.records": "\(count)"])
+        return reader.at
     }
 
     private func serve(_ payload: [UInt8]) async {
@@ -112,17 +143,34 @@ final class LogServerConnection: Sendable {
             return self.refuse("follower \(name) replicates database \(id), but this leader's \(namespace) database is \(engine.databaseID)")
         }
         var position: LogID? = nil
-        if case .string(let text) = hello["lastApplied"] {
-            guard let id = LogID(text) else { return self.refuse("lastApplied \(text) is not a log id") }
-            let known = (try? engine.containsLogEntry(id)) ?? false
-            guard known else {
-                return self.refuse(
-                    "follower \(name) last applied entry \(id), which is not in this leader's log (another history, or older than the log keeps); bootstrap the follower again from an empty data directory"
-                )
+        var needsSnapshot = false
+        let acceptsSnapshot = hello["snapshot"] == .bool(true)
+        let pruned: LogID?
+        do {
+            pruned = try engine.logPrunedThrough()
+            if case .string(let text) = hello["lastApplied"] {
+                guard let id = LogID(text) else { return self.refuse("lastApplied \(text) is not a log id") }
+                if try engine.canResume(after: id) {
+                    position = id
+                } else if let pruned, id < pruned {
+                    needsSnapshot = true
+                } else {
+                    return self.refuse(
+                        "follower \(name) last applied entry \(id), which is not in this leader's log (another history); give the follower an empty data directory"
+                    )
+                }
+            } else if hello["lastApplied"] != .null {
+                return self.refuse("lastApplied must be a log id or null")
+            } else {
+                needsSnapshot = pruned != nil
             }
-            position = id
-        } else if hello["lastApplied"] != .null {
-            return self.refuse("lastApplied must be a log id or null")
+        } catch {
+            return self.refuse(error.message)
+        }
+        if needsSnapshot, !acceptsSnapshot {
+            return self.refuse(
+                "follower \(name) needs entries the log no longer has (pruned through \(pruned?.rawValue ?? "?")); restart it: it bootstraps from a snapshot",
+                reason: "snapshotNeeded")
         }
         let id = self.registry.add(name: name, namespace: namespace, applied: position)
         let bell = self.doorbells.add(engine: engine, bell: self.doorbell.continuation)
@@ -143,6 +191,10 @@ final class LogServerConnection: Sendable {
                 "rules": rules,
             ])
             try await self.send(.welcome, JSONWriter.bytes(welcome))
+            if needsSnapshot {
+                position = try await self.sendSnapshot(engine, follower: name)
+                if let position { self.registry.sent(id, upTo: position, count: 0) }
+            }
             var lastSentAt = ContinuousClock.now
             var bell = self.doorbell.stream.makeAsyncIterator()
             while true {

@@ -29,8 +29,15 @@ public enum EddyServer {
         engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
         engineOptions.leader = configuration.leader
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
-        // Open the default namespace now so a broken data directory fails startup, not a request.
+        let followerName =
+            configuration.followerName
+            ?? "\(ProcessInfo.processInfo.hostName):\(URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path)"
+        // Open the default namespace now so a broken data directory fails startup, not a request;
+        // a follower first replaces its replica with a snapshot when the leader says it must.
         do {
+            if let leader = configuration.leader {
+                try FollowerBootstrap.prepare(dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, logger: logger)
+            }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
         } catch {
             data.close()
@@ -50,19 +57,22 @@ public enum EddyServer {
         let replication: ReplicationRole
         let replicationService: any Service
         let doorbells = CommitDoorbells()
+        let registry: FollowerRegistry?
         if let leader = configuration.leader {
-            let name =
-                configuration.followerName
-                ?? "\(ProcessInfo.processInfo.hostName):\(URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path)"
-            let follower = FollowerService(leader: leader, name: name, data: data, logger: logger)
+            let follower = FollowerService(leader: leader, name: followerName, data: data, logger: logger)
             replication = .follower(follower)
             replicationService = follower
+            registry = nil
         } else {
-            let registry = FollowerRegistry()
-            replication = .leader(registry)
+            let followers = FollowerRegistry()
+            replication = .leader(followers)
             replicationService = LogServerService(
-                path: configuration.effectiveReplicationSocketPath, data: data, registry: registry, doorbells: doorbells, logger: logger)
+                path: configuration.effectiveReplicationSocketPath, data: data, registry: followers, doorbells: doorbells, logger: logger)
+            registry = followers
         }
+        let retention = LogRetentionService(
+            data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
+            registry: registry, logger: logger)
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
@@ -85,6 +95,7 @@ public enum EddyServer {
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
                             replication: replication, doorbells: doorbells, logger: logger)),
                     .init(service: replicationService),
+                    .init(service: retention),
                     .init(service: app),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -34,6 +34,22 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Event batches (one per log entry) an event stream may fall behind before it is cut off
     /// with `cancel` and the id to resume after. Default 1024 (each stream also stops at 16 MiB).
     public var streamBufferBatches = 1024
+    /// Log retention (see `LogRetention`): entries older than this many seconds are pruned.
+    /// Default 604800 (7 days).
+    public var logRetainSeconds = 604_800
+    /// Entries beyond the newest this many bytes of log are pruned. Default 1 GiB.
+    public var logRetainBytes = 1 << 30
+    /// Above this many bytes, entries are pruned even when a connected follower still needs them.
+    /// Default 8 GiB.
+    public var logRetainBytesMax = 8 << 30
+    /// Milliseconds between retention checks. Default 10000.
+    public var logRetentionCheckMilliseconds = 10_000
+    /// With N > 0, a write is acknowledged only after N connected followers applied it (and
+    /// fails with `unavailable` when that takes longer than `syncFollowersTimeoutMilliseconds`;
+    /// the write stays committed on the leader). Default 0.
+    public var syncFollowers = 0
+    /// How long a write waits for `syncFollowers` followers. Default 5000.
+    public var syncFollowersTimeoutMilliseconds = 5000
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
 
@@ -70,6 +86,37 @@ public struct ServeConfiguration: Sendable, Equatable {
             throw EddyError(.invalidArgument, "stream-buffer-batches \(self.streamBufferBatches) is out of range 1...1000000")
         }
         guard !self.dataDirectory.isEmpty else { throw EddyError(.invalidArgument, "data directory is empty") }
+        guard self.logRetainSeconds >= 0 else {
+            throw EddyError(.invalidArgument, "log-retain-seconds \(self.logRetainSeconds) must be at least 0 (seconds)")
+        }
+        guard self.logRetainBytes >= 0, self.logRetainBytesMax >= self.logRetainBytes else {
+            throw EddyError(
+                .invalidArgument,
+                "log-retain-bytes \(self.logRetainBytes) must be at least 0 and at most log-retain-bytes-max \(self.logRetainBytesMax)")
+        }
+        guard (10...3_600_000).contains(self.logRetentionCheckMilliseconds) else {
+            throw EddyError(
+                .invalidArgument, "log-retention-check-ms \(self.logRetentionCheckMilliseconds) is out of range 10...3600000 (milliseconds)")
+        }
+        guard (0...16).contains(self.syncFollowers) else {
+            throw EddyError(.invalidArgument, "sync-followers \(self.syncFollowers) is out of range 0...16")
+        }
+        guard (1...600_000).contains(self.syncFollowersTimeoutMilliseconds) else {
+            throw EddyError(
+                .invalidArgument, "sync-followers-timeout-ms \(self.syncFollowersTimeoutMilliseconds) is out of range 1...600000 (milliseconds)")
+        }
+        if self.leader != nil, self.syncFollowers > 0 {
+            throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
+        }
+    }
+
+    /// The log retention policy these options describe.
+    public var logRetention: LogRetention {
+        var retention = LogRetention()
+        retention.retainSeconds = Double(self.logRetainSeconds)
+        retention.retainBytes = UInt64(self.logRetainBytes)
+        retention.retainBytesMax = UInt64(self.logRetainBytesMax)
+        return retention
     }
 
     /// Parses `HOST:PORT` (IPv6 as `[::1]:9000`).
@@ -104,7 +151,15 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("index-build-pause-ms", .integer(let n)): self.indexBuildPauseMilliseconds = n
             case ("sse-keep-alive-seconds", .integer(let n)): self.sseKeepAliveSeconds = n
             case ("stream-buffer-batches", .integer(let n)): self.streamBufferBatches = n
-            case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _):
+            case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
+            case ("log-retain-bytes", .integer(let n)): self.logRetainBytes = n
+            case ("log-retain-bytes-max", .integer(let n)): self.logRetainBytesMax = n
+            case ("log-retention-check-ms", .integer(let n)): self.logRetentionCheckMilliseconds = n
+            case ("sync-followers", .integer(let n)): self.syncFollowers = n
+            case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
+            case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
+                ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
+                ("sync-followers", _), ("sync-followers-timeout-ms", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("durability", _), ("log-level", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
@@ -113,7 +168,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

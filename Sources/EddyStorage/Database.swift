@@ -177,6 +177,24 @@ public final class Database: @unchecked Sendable {
         try RocksDBError.check { err in rocksdb_flush_cf(self.db, flushOptions, family.handle, err) }
     }
 
+    /// RocksDB's estimate of the bytes that keys in [start, end) take in `family`'s SST files
+    /// (compressed; entries still in the memtable are not counted).
+    public func approximateSize(_ family: ColumnFamily, from start: [UInt8], to end: [UInt8]) throws(RocksDBError) -> UInt64 {
+        var size: UInt64 = 0
+        try start.withUnsafeBufferPointer { startBytes throws(RocksDBError) in
+            try end.withUnsafeBufferPointer { endBytes throws(RocksDBError) in
+                var startPointer: UnsafePointer<CChar>? = UnsafeRawPointer(startBytes.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) }
+                var endPointer: UnsafePointer<CChar>? = UnsafeRawPointer(endBytes.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) }
+                var startLength = start.count
+                var endLength = end.count
+                try RocksDBError.check { err in
+                    rocksdb_approximate_sizes_cf(self.db, family.handle, 1, &startPointer, &startLength, &endPointer, &endLength, &size, err)
+                }
+            }
+        }
+        return size
+    }
+
     public func makeIterator(_ family: ColumnFamily, snapshot: Snapshot? = nil) -> Iterator {
         let readOptions = snapshot?.readOptions ?? self.readOptions
         // The iterator keeps its snapshot (which keeps the database) or the database alive.

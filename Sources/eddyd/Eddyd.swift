@@ -66,6 +66,24 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
     var streamBufferBatches: Int?
 
+    @Option(name: .customLong("log-retain-seconds"), help: "Prune log entries older than this (seconds). Default: 604800 (7 days)")
+    var logRetainSeconds: Int?
+
+    @Option(name: .customLong("log-retain-bytes"), help: "Prune log entries beyond the newest this many bytes. Default: 1073741824 (1 GiB)")
+    var logRetainBytes: Int?
+
+    @Option(name: .customLong("log-retain-bytes-max"), help: "Above this, prune even entries a connected follower still needs (bytes). Default: 8589934592 (8 GiB)")
+    var logRetainBytesMax: Int?
+
+    @Option(name: .customLong("log-retention-check-ms"), help: "Milliseconds between log retention checks (10 to 3600000). Default: 10000")
+    var logRetentionCheckMilliseconds: Int?
+
+    @Option(name: .customLong("sync-followers"), help: "Acknowledge a write only after this many followers applied it (0 to 16). Default: 0")
+    var syncFollowers: Int?
+
+    @Option(name: .customLong("sync-followers-timeout-ms"), help: "How long a write waits for --sync-followers before failing (milliseconds). Default: 5000")
+    var syncFollowersTimeoutMilliseconds: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
@@ -126,6 +144,12 @@ struct Serve: AsyncParsableCommand {
         if let sseKeepAliveSeconds { configuration.sseKeepAliveSeconds = sseKeepAliveSeconds }
         if let streamBufferBatches { configuration.streamBufferBatches = streamBufferBatches }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
+        if let logRetainSeconds { configuration.logRetainSeconds = logRetainSeconds }
+        if let logRetainBytes { configuration.logRetainBytes = logRetainBytes }
+        if let logRetainBytesMax { configuration.logRetainBytesMax = logRetainBytesMax }
+        if let logRetentionCheckMilliseconds { configuration.logRetentionCheckMilliseconds = logRetentionCheckMilliseconds }
+        if let syncFollowers { configuration.syncFollowers = syncFollowers }
+        if let syncFollowersTimeoutMilliseconds { configuration.syncFollowersTimeoutMilliseconds = syncFollowersTimeoutMilliseconds }
         try configuration.validate()
         return configuration
     }

@@ -206,11 +206,13 @@ def test_subscribers_on_a_follower_get_the_leaders_events_and_log_ids(daemon_fac
 
 class FlippingProxy:
     """A Unix-socket proxy between a follower and the leader's replication socket that flips
-    one byte inside the payload of the `n`th entries frame it forwards (once)."""
+    one byte inside the payload of the `n`th entries frame of its second connection (the first
+    is the follower's start-up check for a snapshot, which reads no entries)."""
 
     def __init__(self, path, target, flip_frame=3):
         self.path, self.target, self.flip_frame = path, target, flip_frame
         self.flipped = False
+        self.connections = 0
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(path)
         self.server.listen(8)
@@ -224,10 +226,11 @@ class FlippingProxy:
                 return
             upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             upstream.connect(self.target)
+            self.connections += 1
             threading.Thread(target=self.pipe, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(upstream, client, True), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(upstream, client, self.connections >= 2), daemon=True).start()
 
-    def pipe(self, src, dst, downstream):
+    def pipe(self, src, dst, flipping):
         buf = b""
         entries_seen = 0
         try:
@@ -235,7 +238,7 @@ class FlippingProxy:
                 chunk = src.recv(65536)
                 if not chunk:
                     break
-                if not downstream:
+                if not flipping:
                     dst.sendall(chunk)
                     continue
                 buf += chunk
@@ -327,3 +330,37 @@ def test_eddy_tail_prints_the_change_log_on_leader_and_follower_and_resumes(daem
     assert (live["path"], live["op"], live["before"], live["after"]) == ("/live", "set", None, 7)
     r = run_eddy("tail", "--socket", os.path.join(leader.data_dir, "eddyd.sock"), "--since=-AAAAAAAAAAAAAAAAAAA", check=False)
     assert r.returncode == 1 and b"is not in the log" in r.stderr
+
+
+def wait_for_log(daemon, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while text not in open(daemon.log_path).read():
+        assert time.monotonic() < deadline, f"{text!r} not in the log of {daemon.data_dir}: {daemon.log_tail(2000)}"
+        time.sleep(0.05)
+
+
+def test_followers_behind_the_retained_log_bootstrap_from_a_snapshot(daemon_factory):
+    leader = daemon_factory("--log-retain-seconds", "1", "--log-retention-check-ms", "100")
+    put_rules(leader, {"rules": {"r": {".indexOn": "s"}}})
+    old = follower_of(daemon_factory, leader, name="old")
+    rng = random.Random(SEED + 3)
+    random_writes(leader.base_url, rng, 60)
+    wait_caught_up(leader, old)
+    old.stop()
+    random_writes(leader.base_url, rng, 300)
+    time.sleep(1.2)
+    requests.put(leader.url("/tick"), data="1")
+    wait_for_log(leader, "pruned the log")
+    old.start()  # its last applied entry was pruned: it bootstraps at start
+    new = follower_of(daemon_factory, leader, name="new")  # an empty replica after pruning
+    for f in (old, new):
+        wait_for_log(f, "bootstrapped from a snapshot")
+    random_writes(leader.base_url, rng, 50)
+    wait_caught_up(leader, old, new)
+    assert requests.get(new.url("/r", orderBy='"s"', limitToFirst="5")).json() == requests.get(
+        leader.url("/r", orderBy='"s"', limitToFirst="5")).json()
+    for d in (leader, old, new):
+        d.stop()
+    digests = [digest_and_verify(d) for d in (leader, old, new)]
+    for d in digests[1:]:
+        assert (d["tree"], d["index"]) == (digests[0]["tree"], digests[0]["index"]), digests

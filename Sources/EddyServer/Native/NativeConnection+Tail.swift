@@ -18,7 +18,7 @@ extension NativeConnection {
         var position: LogID? = nil
         if let text = try Self.string(body, "since", optional: true) {
             guard let id = LogID(text) else { throw EddyError(.invalidArgument, "\"since\" \(text) is not a log id") }
-            guard try engine.containsLogEntry(id) else {
+            guard try engine.canResume(after: id) else {
                 let oldest = try engine.firstLogID()
                 throw EddyError(
                     .notFound,

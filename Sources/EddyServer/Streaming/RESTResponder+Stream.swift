@@ -111,7 +111,9 @@ extension RESTResponder {
     /// The frames a reconnecting query-less stream missed (entries after `lastEventID` up to
     /// `liveAfter`), or nil when it gets a full put instead.
     private func replay(_ rest: RESTRequest, engine: Engine, after lastEventID: String?, upTo liveAfter: LogID?) throws(EddyError) -> [UInt8]? {
-        guard rest.query == nil, let lastEventID, let since = LogID(lastEventID), let liveAfter, !(liveAfter < since) else {
+        guard rest.query == nil, let lastEventID, let since = LogID(lastEventID), let liveAfter, !(liveAfter < since),
+            try engine.canResume(after: since)
+        else {
             return nil
         }
         var out: [UInt8] = []
