@@ -18,8 +18,17 @@ public final class FollowerRegistry: Sendable {
         var entriesSent = 0
     }
 
+    private struct Waiter {
+        var id: LogID
+        var namespace: String
+        var count: Int
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
     private let followers = Mutex<[UInt64: Follower]>([:])
     private let nextID = Atomic<UInt64>(1)
+    /// Writes waiting for followers (`--sync-followers`), by token.
+    private let waiters = Mutex<[UInt64: Waiter]>([:])
 
     public init() {}
 
@@ -41,7 +50,49 @@ public final class FollowerRegistry: Sendable {
         }
     }
 
-    func applied(_ id: UInt64, _ last: LogID) { self.followers.withLock { $0[id]?.applied = last } }
+    func applied(_ id: UInt64, _ last: LogID) {
+        self.followers.withLock { $0[id]?.applied = last }
+        self.releaseWaiters()
+    }
+
+    /// How many connected followers of `namespace` applied `id` (or later).
+    private func countApplied(_ id: LogID, namespace: String) -> Int {
+        self.followers.withLock { followers in
+            followers.values.filter { $0.namespace == namespace && $0.applied.map { !($0 < id) } == true }.count
+        }
+    }
+
+    private func releaseWaiters() {
+        let ready = self.waiters.withLock { waiters -> [CheckedContinuation<Bool, Never>] in
+            var ready: [CheckedContinuation<Bool, Never>] = []
+            for (token, waiter) in waiters where self.countApplied(waiter.id, namespace: waiter.namespace) >= waiter.count {
+                ready.append(waiter.continuation)
+                waiters.removeValue(forKey: token)
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume(returning: true) }
+    }
+
+    /// Waits until `count` connected followers of `namespace` applied `id`; false when
+    /// `timeout` passes first. Returns with how many had applied it.
+    func waitForApplied(_ id: LogID, namespace: String, count: Int, timeout: Duration) async -> (confirmed: Bool, applied: Int) {
+        let token = self.nextID.add(1, ordering: .relaxed).oldValue
+        let confirmed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            if self.countApplied(id, namespace: namespace) >= count {
+                continuation.resume(returning: true)
+                return
+            }
+            self.waiters.withLock { $0[token] = Waiter(id: id, namespace: namespace, count: count, continuation: continuation) }
+            self.releaseWaiters()  // an ack may have come in between
+            Task {
+                try? await Task.sleep(for: timeout)
+                let expired = self.waiters.withLock { $0.removeValue(forKey: token) }
+                expired?.continuation.resume(returning: false)
+            }
+        }
+        return (confirmed, self.countApplied(id, namespace: namespace))
+    }
 
     /// What the connected followers of `namespace` still need: nil when there are none;
     /// `.some(nil)` when one needs the whole log (it has applied nothing yet).

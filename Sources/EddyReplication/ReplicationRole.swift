@@ -9,15 +9,33 @@ import EddyEngine
 import EddyModel
 
 public enum ReplicationRole: Sendable {
-    case leader(FollowerRegistry)
+    /// `syncFollowers`: writes are confirmed only once this many followers applied them.
+    case leader(FollowerRegistry, syncFollowers: Int = 0, syncTimeout: Duration = .seconds(5))
     case follower(FollowerService)
+
+    /// With `--sync-followers N` on a leader: returns once N connected followers applied the
+    /// committed write `id`; throws `unavailable` when that takes longer than the timeout. The
+    /// write stays committed on the leader either way (it is durable there and will replicate):
+    /// the error says it was not confirmed, never a silent downgrade.
+    public func confirm(_ id: LogID, namespace: String) async throws(EddyError) {
+        guard case .leader(let registry, let count, let timeout) = self, count > 0 else { return }
+        let (confirmed, applied) = await registry.waitForApplied(id, namespace: namespace, count: count, timeout: timeout)
+        guard confirmed else {
+            let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+            throw EddyError(
+                .unavailable,
+                "the write \(id) is committed on the leader, but only \(applied) of the \(count) followers that --sync-followers requires applied it within \(milliseconds) ms; it is not confirmed as replicated"
+            )
+        }
+    }
 
     public func status(_ engine: Engine, namespace: String) throws(EddyError) -> Value {
         switch self {
-        case .leader(let registry):
+        case .leader(let registry, let syncFollowers, _):
             let last = try engine.lastLogID()
             return .object([
                 "role": .string("leader"),
+                "syncFollowers": .number(Double(syncFollowers)),
                 "last": last.map { .string($0.rawValue) } ?? .null,
                 "followers": .object(registry.status(namespace: namespace, leaderLast: last)),
             ])

@@ -65,7 +65,9 @@ public enum EddyServer {
             registry = nil
         } else {
             let followers = FollowerRegistry()
-            replication = .leader(followers)
+            replication = .leader(
+                followers, syncFollowers: configuration.syncFollowers,
+                syncTimeout: .milliseconds(configuration.syncFollowersTimeoutMilliseconds))
             replicationService = LogServerService(
                 path: configuration.effectiveReplicationSocketPath, data: data, registry: followers, doorbells: doorbells, logger: logger)
             registry = followers

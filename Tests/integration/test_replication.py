@@ -364,3 +364,25 @@ def test_followers_behind_the_retained_log_bootstrap_from_a_snapshot(daemon_fact
     digests = [digest_and_verify(d) for d in (leader, old, new)]
     for d in digests[1:]:
         assert (d["tree"], d["index"]) == (digests[0]["tree"], digests[0]["index"]), digests
+
+
+def test_sync_followers_confirm_writes_or_fail_them_clearly(daemon_factory):
+    leader = daemon_factory("--sync-followers", "1", "--sync-followers-timeout-ms", "300")
+    r = requests.put(leader.url("/s"), data="1")
+    assert r.status_code == 503, r.text
+    assert "committed on the leader, but only 0 of the 1 followers" in r.json()["error"]
+    assert requests.get(leader.url("/s")).json() == 1, "the write itself stays committed"
+    follower = follower_of(daemon_factory, leader)
+    wait_caught_up(leader, follower)
+    for i in range(20):
+        r = requests.put(leader.url("/s"), data=str(i))
+        assert r.status_code == 200, r.text
+        # Confirmed means applied: the follower already has it when the writer hears back.
+        assert requests.get(follower.url("/s")).json() == i
+    native = Native(leader)
+    native.send(WRITE, 5, {"op": "set", "path": "/n", "value": 1})
+    kind, rid, payload = native.recv()
+    assert (kind, rid) == (21, 5) and "logID" in payload
+    assert requests.get(follower.url("/n")).json() == 1
+    native.close()
+    assert status(leader)["syncFollowers"] == 1

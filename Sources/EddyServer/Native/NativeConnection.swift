@@ -212,6 +212,7 @@ final class NativeConnection: Sendable {
     }
 
     private func write(_ requestID: UInt64, _ body: Value, _ engine: Engine) async throws(EddyError) {
+        let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let path = try Self.path(body)
         let value = body["value"]
         let operation: WriteOperation
@@ -240,6 +241,19 @@ final class NativeConnection: Sendable {
                 case .success(.committed(let committed)):
                     var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
                     if let name = committed.pushedKey { answer["name"] = .string(name) }
+                    if case .leader(_, let sync, _) = self.replication, sync > 0 {
+                        // Confirmed by followers: answered later, without holding up the writes behind it.
+                        Task {
+                            do throws(EddyError) {
+                                try await self.replication.confirm(committed.logID, namespace: namespace)
+                                self.answer(.written, requestID, .object(answer))
+                            } catch {
+                                self.fail(requestID, error)
+                            }
+                            self.writeAnswered()
+                        }
+                        return
+                    }
                     self.answer(.written, requestID, .object(answer))
                 case .success(.preconditionFailed):
                     self.fail(requestID, EddyError(.preconditionFailed, "the write was conditional and the value changed"))

@@ -191,6 +191,11 @@ public struct RESTResponder: HTTPResponder {
         case .preconditionFailed(let current, let etag):
             return Self.json(current, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
         case .committed(let committed):
+            do {
+                try await self.replication.confirm(committed.logID, namespace: rest.namespace)
+            } catch {
+                throw RESTError(error)
+            }
             let newETag = ifMatch == nil ? nil : ETag.of(committed.value)
             switch operation {
             case .push: return Self.json(.object(["name": .string(committed.pushedKey!)]), rest)
