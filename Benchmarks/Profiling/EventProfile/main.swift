@@ -11,8 +11,12 @@
 //           (writes pipelined at `rate`), `subscribers` connections subscribed to /feed/latest,
 //           each receiving every write: events/s, losses, and latency from the write's
 //           acknowledgement (and from its submission) to each subscriber's receipt.
+//   redis   the socket fan-out against Redis Streams (RedisFanout.swift): XADD pipelined at
+//           `rate`, `subscribers` connections each in an XREAD BLOCK loop; same figures and
+//           output, for scripts/event-bench.sh to compare with `socket` in one run.
 // Usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners]
 //        | socket SOCKET [rate] [seconds] [subscribers]
+//        | redis HOST:PORT|SOCKET [rate] [seconds] [subscribers]
 
 import EddyEngine
 import EddyModel
@@ -137,6 +141,12 @@ final class Receipts: @unchecked Sendable {
     // @unchecked: each instance is written by one thread, read after it finished.
     var times: [String: ContinuousClock.Instant] = [:]
     var count = 0
+
+    /// Sized up front: 100 dictionaries growing (rehashing) at the same moment put a
+    /// many-millisecond stall into the harness, which showed up as the server's p99.
+    init(expected: Int) {
+        self.times.reserveCapacity(expected)
+    }
 }
 
 func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) throws {
@@ -147,7 +157,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
     let done = DispatchGroup()
     for _ in 0..<subscribers {
         let client = try NativeClient(path: path)
-        let mine = Receipts()
+        let mine = Receipts(expected: total)
         receipts.append(mine)
         try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
         done.enter()
@@ -179,7 +189,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
     }
     for _ in 0..<subscribers { ready.wait() }
     let writer = try NativeClient(path: path)
-    let acks = Receipts()
+    let acks = Receipts(expected: total)
     let ackDone = DispatchSemaphore(value: 0)
     let ackThread = Thread {
         var n = 0
@@ -244,6 +254,13 @@ case "socket":
     try socketFanout(
         path: path, rate: rest.dropFirst().first.flatMap { Int($0) } ?? 2000,
         duration: rest.dropFirst(2).first.flatMap { Double($0) } ?? 10, subscribers: rest.dropFirst(3).first.flatMap { Int($0) } ?? 100)
+case "redis":
+    let rest = Array(arguments.dropFirst())
+    guard let address = rest.first else { fatalError("redis needs the server's HOST:PORT or unix socket path") }
+    try redisFanout(
+        address: address, rate: rest.dropFirst().first.flatMap { Int($0) } ?? 2000,
+        duration: rest.dropFirst(2).first.flatMap { Double($0) } ?? 10, subscribers: rest.dropFirst(3).first.flatMap { Int($0) } ?? 100)
 default:
     print("usage: EventProfile idle [rounds] | fanout [rate] [seconds] [listeners] | socket SOCKET [rate] [seconds] [subscribers]")
+    print("       | redis HOST:PORT|SOCKET [rate] [seconds] [subscribers]")
 }
