@@ -17,6 +17,8 @@ struct PendingWrite: Sendable {
     /// On a follower: the leader's entry to apply as it is (same id, timestamp, changes); then
     /// `operation` only describes it (an update of its changes at its location).
     var replicated: LogEntry? = nil
+    /// The leader's stored encoding of `replicated` (stored as it is, not encoded again).
+    var replicatedBytes: [UInt8]? = nil
     /// Called once, when the write is durable (or failed), after its entry's event deliveries.
     var completion: @Sendable (Result<WriteOutcome, EddyError>) -> Void
 }

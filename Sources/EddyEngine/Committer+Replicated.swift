@@ -13,17 +13,17 @@ import EddyModel
 import EddyStorage
 
 extension Committer {
-    func applyReplicated(_ entry: LogEntry) throws(EddyError) -> (WriteOutcome, LogEntry?) {
+    func applyReplicated(_ entry: LogEntry, stored: [UInt8]?) throws(EddyError) -> (WriteOutcome, LogEntry?) {
         if let failure = self.replicationFailure { throw failure }
         do {
-            return try self.applyReplicatedEntry(entry)
+            return try self.applyReplicatedEntry(entry, stored: stored)
         } catch {
             self.replicationFailure = error
             throw error
         }
     }
 
-    private func applyReplicatedEntry(_ entry: LogEntry) throws(EddyError) -> (WriteOutcome, LogEntry?) {
+    private func applyReplicatedEntry(_ entry: LogEntry, stored: [UInt8]?) throws(EddyError) -> (WriteOutcome, LogEntry?) {
         if let last = self.lastAssignedLogID, !(last < entry.id) {
             throw EddyError(
                 .invalidArgument, "replicated entry \(entry.id) is not after the last applied entry \(last); it was not applied again")
@@ -41,7 +41,7 @@ extension Committer {
                 "replicated entry \(entry.id) at \(entry.location.abbreviated): this replica's values before it differ from the leader's; the replica has diverged (bootstrap it again from a snapshot)"
             )
         }
-        self.batch.put(self.log, Array(entry.id.rawValue.utf8), LogEntryCodec.encode(entry))
+        self.batch.put(self.log, Array(entry.id.rawValue.utf8), stored ?? LogEntryCodec.encode(entry))
         if listening { self.events.endWrite(logID: entry.id, silenced: []) }
         self.lastAssignedLogID = entry.id
         return (.committed(CommittedWrite(logID: entry.id, pushedKey: nil, value: .null)), entry)

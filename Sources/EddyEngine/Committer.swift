@@ -278,7 +278,7 @@ final class Committer: @unchecked Sendable {
 
     /// Applies one write to the batch; returns its outcome and log entry (nil when refused).
     private func apply(_ write: PendingWrite) throws(EddyError) -> (WriteOutcome, LogEntry?) {
-        if let entry = write.replicated { return try self.applyReplicated(entry) }
+        if let entry = write.replicated { return try self.applyReplicated(entry, stored: write.replicatedBytes) }
         let writer = self.treeWriter
         let operation = write.operation
         if let ifMatch = write.ifMatch {

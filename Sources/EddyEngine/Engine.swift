@@ -192,14 +192,24 @@ public final class Engine: Sendable {
     /// `applyReplicated` without waiting: queues the entries before returning (batches submitted
     /// one after the other apply in that order) and calls `completion` once all are durable, or
     /// with the first failure, on an engine thread (it must not block).
-    public func submitReplicated(_ entries: [LogEntry], completion: @escaping @Sendable (Result<Void, EddyError>) -> Void) {
+    /// `stored`: the leader's stored encoding of each entry (kept as it is in this replica's log);
+    /// nil to encode the entries here.
+    public func submitReplicated(
+        _ entries: [LogEntry], stored: [[UInt8]]? = nil, completion: @escaping @Sendable (Result<Void, EddyError>) -> Void
+    ) {
         if entries.isEmpty { return completion(.success(())) }
+        precondition(stored == nil || stored!.count == entries.count, "one stored encoding per entry")
         let outcomes = Mutex<(count: Int, failure: EddyError?)>((0, nil))
-        for entry in entries {
+        for (i, entry) in entries.enumerated() {
             var bytes = 64
-            for change in entry.changes { bytes += change.value.approximateBytes }
+            if let encoded = stored?[i] {
+                bytes += encoded.count
+            } else {
+                for change in entry.changes { bytes += change.value.approximateBytes }
+            }
             let pending = PendingWrite(
                 operation: .update(entry.location, entry.changes), ifMatch: nil, approximateBytes: bytes, replicated: entry,
+                replicatedBytes: stored?[i],
                 completion: { result in
                     let done = outcomes.withLock { state -> Result<Void, EddyError>? in
                         if case .failure(let error) = result, state.failure == nil { state.failure = error }

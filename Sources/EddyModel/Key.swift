@@ -9,22 +9,23 @@
 public enum Key {
     /// Validates one key. `inPath` only improves the message.
     public static func validate(_ key: String, inPath: String? = nil) throws(EddyError) {
-        let place = inPath.map { " in path \"\(abbreviate($0))\"" } ?? ""
+        // Only built for an error message (this runs for every key of every path).
+        func place() -> String { inPath.map { " in path \"\(abbreviate($0))\"" } ?? "" }
         if key.isEmpty {
-            throw EddyError(.invalidKey, "empty key\(place); keys must be non-empty")
+            throw EddyError(.invalidKey, "empty key\(place()); keys must be non-empty")
         }
         let bytes = key.utf8.count
         if bytes > Limits.keyBytesMax {
             throw EddyError(
                 .invalidKey,
-                "key \"\(abbreviate(key))\"\(place) is \(bytes) bytes; keyBytesMax is \(Limits.keyBytesMax)")
+                "key \"\(abbreviate(key))\"\(place()) is \(bytes) bytes; keyBytesMax is \(Limits.keyBytesMax)")
         }
         var ascii = true
         for byte in key.utf8 {
             if let name = forbiddenCharacterName(byte) {
                 throw EddyError(
                     .invalidKey,
-                    "key \"\(printable(key))\"\(place) contains \(name); keys may not contain . $ # [ ] / or ASCII control characters"
+                    "key \"\(printable(key))\"\(place()) contains \(name); keys may not contain . $ # [ ] / or ASCII control characters"
                 )
             }
             if byte >= 0x80 { ascii = false }
@@ -32,7 +33,7 @@ public enum Key {
         if !ascii, !isNFC(key) {
             throw EddyError(
                 .invalidKey,
-                "key \"\(printable(key))\"\(place) is not in Unicode NFC (composed) form; send keys in NFC, e.g. \"\\u00e9\" rather than \"e\\u0301\""
+                "key \"\(printable(key))\"\(place()) is not in Unicode NFC (composed) form; send keys in NFC, e.g. \"\\u00e9\" rather than \"e\\u0301\""
             )
         }
     }

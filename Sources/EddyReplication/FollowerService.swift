@@ -21,7 +21,8 @@ import ServiceLifecycle
 import Synchronization
 
 public final class FollowerService: Service, Sendable {
-    static let batchesInFlightMax = 2
+    /// Three frames of at most 1,024 entries stay below the commit queue's 4,096.
+    static let batchesInFlightMax = 3
 
     public struct Status: Sendable {
         public var connected = false
@@ -216,7 +217,7 @@ public final class FollowerService: Service, Sendable {
                 }
                 guard let last = entries.last?.id else { continue }
                 inFlight.wait()
-                engine.submitReplicated(entries) { result in
+                engine.submitReplicated(entries, stored: stored.map(\.bytes)) { result in
                     defer { inFlight.signal() }
                     switch result {
                     case .success:
