@@ -66,5 +66,15 @@ let package = Package(
             ],
             path: "Profiling/EventProfile"
         ),
+        // Replication figures (issue 5) through running leaders and followers;
+        // scripts/replication-bench.sh drives it.
+        .executableTarget(
+            name: "ReplicationProfile",
+            dependencies: [
+                .product(name: "EddyProtocol", package: "eddy"),
+                .product(name: "EddyModel", package: "eddy"),
+            ],
+            path: "Profiling/ReplicationProfile"
+        ),
     ]
 )

@@ -22,13 +22,16 @@ public final class FollowerRegistry: Sendable {
         var id: LogID
         var namespace: String
         var count: Int
+        var deadline: ContinuousClock.Instant
         var continuation: CheckedContinuation<Bool, Never>
     }
 
     private let followers = Mutex<[UInt64: Follower]>([:])
     private let nextID = Atomic<UInt64>(1)
-    /// Writes waiting for followers (`--sync-followers`), by token.
-    private let waiters = Mutex<[UInt64: Waiter]>([:])
+    /// Writes waiting for followers (`--sync-followers`), by token, and whether the task that
+    /// expires them is running (one task for all of them, not a timer per write).
+    private let waiters = Mutex<(waiting: [UInt64: Waiter], sweeping: Bool)>(([:], false))
+    static let sweepInterval: Duration = .milliseconds(10)
 
     public init() {}
 
@@ -65,9 +68,9 @@ public final class FollowerRegistry: Sendable {
     private func releaseWaiters() {
         let ready = self.waiters.withLock { waiters -> [CheckedContinuation<Bool, Never>] in
             var ready: [CheckedContinuation<Bool, Never>] = []
-            for (token, waiter) in waiters where self.countApplied(waiter.id, namespace: waiter.namespace) >= waiter.count {
+            for (token, waiter) in waiters.waiting where self.countApplied(waiter.id, namespace: waiter.namespace) >= waiter.count {
                 ready.append(waiter.continuation)
-                waiters.removeValue(forKey: token)
+                waiters.waiting.removeValue(forKey: token)
             }
             return ready
         }
@@ -75,7 +78,8 @@ public final class FollowerRegistry: Sendable {
     }
 
     /// Waits until `count` connected followers of `namespace` applied `id`; false when
-    /// `timeout` passes first. Returns with how many had applied it.
+    /// `timeout` passes first (checked every `sweepInterval`). Returns with how many had
+    /// applied it.
     func waitForApplied(_ id: LogID, namespace: String, count: Int, timeout: Duration) async -> (confirmed: Bool, applied: Int) {
         let token = self.nextID.add(1, ordering: .relaxed).oldValue
         let confirmed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -83,15 +87,35 @@ public final class FollowerRegistry: Sendable {
                 continuation.resume(returning: true)
                 return
             }
-            self.waiters.withLock { $0[token] = Waiter(id: id, namespace: namespace, count: count, continuation: continuation) }
-            self.releaseWaiters()  // an ack may have come in between
-            Task {
-                try? await Task.sleep(for: timeout)
-                let expired = self.waiters.withLock { $0.removeValue(forKey: token) }
-                expired?.continuation.resume(returning: false)
+            let startSweeper = self.waiters.withLock { waiters -> Bool in
+                waiters.waiting[token] = Waiter(
+                    id: id, namespace: namespace, count: count, deadline: .now.advanced(by: timeout), continuation: continuation)
+                defer { waiters.sweeping = true }
+                return !waiters.sweeping
             }
+            self.releaseWaiters()  // an ack may have come in between
+            if startSweeper { Task { await self.sweep() } }
         }
         return (confirmed, self.countApplied(id, namespace: namespace))
+    }
+
+    /// Fails the waiters whose deadline passed, until none is left.
+    private func sweep() async {
+        while true {
+            try? await Task.sleep(for: Self.sweepInterval)
+            let now = ContinuousClock.now
+            let (expired, done) = self.waiters.withLock { waiters -> ([CheckedContinuation<Bool, Never>], Bool) in
+                var expired: [CheckedContinuation<Bool, Never>] = []
+                for (token, waiter) in waiters.waiting where waiter.deadline <= now {
+                    expired.append(waiter.continuation)
+                    waiters.waiting.removeValue(forKey: token)
+                }
+                if waiters.waiting.isEmpty { waiters.sweeping = false }
+                return (expired, !waiters.sweeping)
+            }
+            for continuation in expired { continuation.resume(returning: false) }
+            if done { return }
+        }
     }
 
     /// What the connected followers of `namespace` still need: nil when there are none;

@@ -1,0 +1,200 @@
+// Replication figures through running daemons (issue 5), driven by scripts/replication-bench.sh:
+//   load SOCKET SECONDS WRITERS   WRITERS connections to a leader's native socket, each writing
+//                                 small durable pushes one after the other for SECONDS: writes/s
+//                                 (the leader's durable write throughput with whatever followers
+//                                 are attached).
+//   fanout LEADER RATE SECONDS SUBSCRIBERS FOLLOWER...
+//                                 one writer pipelining RATE writes/s to LEADER's /feed/latest;
+//                                 SUBSCRIBERS connections on each FOLLOWER socket, each
+//                                 subscribed to /feed/latest: events received and lost, events/s,
+//                                 latency from the leader's acknowledgement to each receipt.
+//   consume REPLICATION NATIVE NAME
+//                                 a stand-in follower that costs the leader exactly what a real
+//                                 one does (hello, every entry streamed, an `applied` ack per
+//                                 frame) but applies nothing, so on a small machine the leader's
+//                                 log-server cost can be measured apart from a co-located
+//                                 follower's own CPU. Starts after the leader's newest entry (read
+//                                 with a `status` request on NATIVE); runs until killed.
+// NATIVE, LEADER, FOLLOWER and SOCKET are native-protocol sockets (`<data>/eddyd.sock`);
+// REPLICATION is a leader's `<data>/replication.sock`.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+func percentile(_ sorted: [Double], _ f: Double) -> Double { sorted[min(max(Int((f * Double(sorted.count)).rounded(.up)) - 1, 0), sorted.count - 1)] }
+func format(_ x: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", x) }
+
+func load(socket: String, duration: Double, writers: Int) throws {
+    let counts = Mutex<[Int]>(Array(repeating: 0, count: writers))
+    let failures = Mutex<[String]>([])
+    let group = DispatchGroup()
+    let start = ContinuousClock.now
+    let end = start.advanced(by: .milliseconds(Int(duration * 1000)))
+    for w in 0..<writers {
+        let client = try NativeClient(path: socket)
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            var n = 0
+            let payload = Array(#"{"op":"push","path":"/load/w\#(w)","value":{"n":1,"s":"small"}}"#.utf8)
+            while ContinuousClock.now < end {
+                do {
+                    try client.send(Frame(kind: .write, requestID: UInt64(n), payload: payload))
+                    guard let frame = try client.receive() else { throw ProtocolError("the daemon closed the connection") }
+                    guard frame.kind == .written else { throw ProtocolError(String(decoding: frame.payload, as: UTF8.self)) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                    return
+                }
+                n += 1
+            }
+            counts.withLock { $0[w] = n }
+        }.start()
+    }
+    group.wait()
+    let elapsed = seconds(ContinuousClock.now - start)
+    if let failure = failures.withLock({ $0.first }) { fatalError("a writer failed: \(failure)") }
+    let total = counts.withLock { $0.reduce(0, +) }
+    print("load: \(writers) writers, \(total) durable writes in \(format(elapsed, 2)) s: \(Int(Double(total) / elapsed)) writes/s")
+}
+
+final class Receipts: @unchecked Sendable {
+    // @unchecked: each instance is written by one thread, read after it finished.
+    var times: [String: ContinuousClock.Instant] = [:]
+    var count = 0
+
+    /// Sized up front: 100 dictionaries growing (rehashing) at the same moment put a
+    /// many-millisecond stall into the harness, which showed up as the server's p99.
+    init(expected: Int) {
+        self.times.reserveCapacity(expected)
+    }
+}
+
+func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, followers: [String]) throws {
+    let total = Int(Double(rate) * duration)
+    var receipts: [Receipts] = []
+    let ready = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for follower in followers {
+        for _ in 0..<subscribers {
+            let client = try NativeClient(path: follower)
+            let mine = Receipts(expected: total)
+            receipts.append(mine)
+            try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                var attached = false
+                while let frame = try? client.receive() {
+                    let now = ContinuousClock.now
+                    if frame.kind == .error || frame.kind == .behind {
+                        fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
+                    }
+                    guard frame.kind == .events else { continue }
+                    if !attached {
+                        attached = true
+                        ready.signal()
+                        continue
+                    }
+                    let bytes = frame.payload
+                    guard let range = bytes.lastRange(of: Array(#""logID":""#.utf8)) else { continue }
+                    mine.times[String(decoding: bytes[range.upperBound..<(range.upperBound + 20)], as: UTF8.self)] = now
+                    mine.count += 1
+                    if mine.count == total { return }
+                }
+            }.start()
+        }
+    }
+    for _ in 0..<(subscribers * followers.count) { ready.wait() }
+    let writer = try NativeClient(path: leader)
+    let acks = Receipts(expected: total)
+    let ackDone = DispatchSemaphore(value: 0)
+    Thread {
+        var n = 0
+        while n < total, let frame = try? writer.receive() {
+            let now = ContinuousClock.now
+            if frame.kind == .error { fatalError("writer got an error: \(String(decoding: frame.payload, as: UTF8.self))") }
+            guard frame.kind == .written, let value = try? JSONParser.parse(frame.payload), case .string(let id) = value["logID"] else { continue }
+            acks.times[id] = now
+            n += 1
+        }
+        ackDone.signal()
+    }.start()
+    let start = ContinuousClock.now
+    let interval = Duration.seconds(1.0 / Double(rate))
+    for n in 0..<total {
+        let due = start.advanced(by: interval * n)
+        while ContinuousClock.now < due { Thread.sleep(forTimeInterval: max(0, seconds(due - ContinuousClock.now))) }
+        try writer.send(Frame(kind: .write, requestID: UInt64(n), payload: Array(#"{"op":"set","path":"/feed/latest","value":{"n":\#(n)}}"#.utf8)))
+    }
+    ackDone.wait()
+    _ = done.wait(timeout: .now() + 30)
+    let elapsed = seconds(ContinuousClock.now - start)
+    var fromAck: [Double] = []
+    let received = receipts.reduce(0) { $0 + $1.count }
+    for receipt in receipts {
+        for (id, time) in receipt.times {
+            if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
+        }
+    }
+    fromAck.sort()
+    let expected = total * subscribers * followers.count
+    print("follower fan-out: \(total) writes at \(rate)/s to the leader, \(followers.count) followers x \(subscribers) subscribers, \(format(elapsed, 2)) s")
+    print("  events received \(received) of \(expected) (lost \(expected - received)), \(Int(Double(received) / elapsed)) events/s")
+    if !fromAck.isEmpty {
+        print("  leader acknowledgement to follower-subscriber receipt: p50 \(format(percentile(fromAck, 0.5))) us, p99 \(format(percentile(fromAck, 0.99))) us")
+    }
+}
+
+extension Array where Element == UInt8 {
+    func lastRange(of pattern: [UInt8]) -> Range<Int>? {
+        guard pattern.count <= self.count else { return nil }
+        var i = self.count - pattern.count
+        while i >= 0 {
+            if self[i..<(i + pattern.count)].elementsEqual(pattern) { return i..<(i + pattern.count) }
+            i -= 1
+        }
+        return nil
+    }
+}
+
+func consume(replication: String, native: String, name: String) throws {
+    let status = try NativeClient(path: native)
+    try status.send(Frame(kind: .status, requestID: 1, payload: Array("{}".utf8)))
+    guard let answer = try status.receive(), answer.kind == .value else { fatalError("no status from \(native)") }
+    let last = try JSONParser.parse(answer.payload)["value"]["last"]
+    let client = try NativeClient(path: replication)
+    let hello: Value = .object([
+        "protocol": .number(1), "ns": .string("default"), "follower": .string(name), "databaseID": .null, "lastApplied": last,
+    ])
+    try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
+    while let frame = try client.receive() {
+        switch frame.kind {
+        case .entries:
+            guard let id = try ReplicatedEntries.decode(frame.payload).last?.id else { continue }
+            try client.send(Frame(kind: .applied, requestID: 0, payload: JSONWriter.bytes(.object(["applied": .string(id)]))))
+        case .refused:
+            fatalError("the leader refused the consumer: \(String(decoding: frame.payload, as: UTF8.self))")
+        default:
+            continue
+        }
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "load" where arguments.count >= 2:
+    try load(socket: arguments[1], duration: arguments.count > 2 ? Double(arguments[2])! : 5, writers: arguments.count > 3 ? Int(arguments[3])! : 64)
+case "fanout" where arguments.count >= 6:
+    try fanout(
+        leader: arguments[1], rate: Int(arguments[2])!, duration: Double(arguments[3])!, subscribers: Int(arguments[4])!,
+        followers: Array(arguments[5...]))
+case "consume" where arguments.count >= 4:
+    try consume(replication: arguments[1], native: arguments[2], name: arguments[3])
+default:
+    print("usage: ReplicationProfile load SOCKET [SECONDS] [WRITERS] | fanout LEADER RATE SECONDS SUBSCRIBERS FOLLOWER...")
+    print("       | consume REPLICATION NATIVE NAME")
+}

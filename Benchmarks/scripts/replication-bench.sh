@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The replication benchmarks of issue 5 (see Benchmarks/README.md, "Replication benchmarks"),
+# against release eddyd processes on this machine:
+#   1. throughput: the leader's durable write throughput with 64 writer connections
+#      (ReplicationProfile load) with 0, 1 and 2 stand-in followers attached (ReplicationProfile
+#      consume: streamed and acknowledged like real ones, nothing applied), and on a leader with
+#      --sync-followers 1 and one, interleaved for ROUNDS rounds; medians and ratios (target: the
+#      log server costs at most 15%). Then one round with real follower processes, for reference.
+#   2. catch-up: a new follower replays the leader's whole log (the small entries of phase 1):
+#      entries/s from its start until it applied the leader's newest entry (target >= 100,000).
+#   3. fan-out: 2,000 durable writes/s for SECONDS to the leader, 2 followers with 100 native
+#      subscribers each: events/s, losses, leader-ack to subscriber receipt p50/p99.
+#
+# Usage: Benchmarks/scripts/replication-bench.sh [ROUNDS] [LOAD_SECONDS] [FANOUT_SECONDS]
+#   defaults 3, 5, 10. A missed target is reported, not failed.
+set -euo pipefail
+
+rounds=${1:-3}
+load_seconds=${2:-5}
+fanout_seconds=${3:-10}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+eddyd=.build/release/eddyd
+driver=Benchmarks/.build/release/ReplicationProfile
+work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-replication-bench.XXXXXX")
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    wait 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== build (release)"
+swift build -c release --product eddyd 2>&1 | tail -1
+swift build -c release --product eddy 2>&1 | tail -1
+rm -f Benchmarks/.build/workspace-state.json
+swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+
+# start NAME ARGS...: starts eddyd with ARGS, logs to $work/NAME.log, waits for its HTTP line;
+# sets $started_pid and $started_url.
+start() {
+    local name=$1
+    shift
+    "$eddyd" "$@" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
+    started_pid=$!
+    pids+=("$started_pid")
+    for _ in $(seq 1 600); do
+        if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
+        sleep 0.05
+    done
+    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
+    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
+}
+stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
+# caught_up LEADER_URL FOLLOWER_URL...: waits until every follower applied the leader's newest entry.
+caught_up() {
+    local leader=$1
+    shift
+    python3 - "$leader" "$@" << 'PY'
+import json, sys, time, urllib.request
+def get(url):
+    return json.load(urllib.request.urlopen(url + "/.settings/followers.json", timeout=10))
+leader, followers = sys.argv[1], sys.argv[2:]
+deadline = time.monotonic() + 600
+while time.monotonic() < deadline:
+    last = get(leader)["last"]
+    if all(get(f)["applied"] == last for f in followers):
+        sys.exit(0)
+    time.sleep(0.01)
+sys.exit("followers did not catch up within 600 s")
+PY
+}
+median() { python3 -c 'import statistics, sys; print(int(statistics.median(float(x) for x in sys.argv[1:])))' "$@"; }
+
+echo "== throughput: 64 writers, $load_seconds s per run, $rounds rounds"
+# Stand-in followers (ReplicationProfile consume) cost the leader what real ones do (hello,
+# every entry streamed, an ack per frame) without applying anything, so the leader's log-server
+# cost is measured apart from a co-located follower's own CPU on this small machine.
+start leader serve --data "$work/leader"
+leader_pid=$started_pid
+leader_url=$started_url
+start syncleader serve --data "$work/syncleader" --sync-followers 1 --socket "$work/syncleader.sock" --replication-socket "$work/syncleader-repl.sock"
+"$driver" consume "$work/syncleader-repl.sock" "$work/syncleader.sock" sync-consumer &
+pids+=("$!")
+declare -A results
+for round in $(seq 1 "$rounds"); do
+    for followers in 0 1 2; do
+        cpids=()
+        for f in $(seq 1 "$followers"); do
+            "$driver" consume "$work/leader/replication.sock" "$work/leader/eddyd.sock" "c$round-$f" &
+            cpids+=("$!")
+            pids+=("$!")
+        done
+        sleep 0.3
+        line=$("$driver" load "$work/leader/eddyd.sock" "$load_seconds" 64)
+        echo "round $round, $followers followers: $line"
+        results[$followers]+=" $(echo "$line" | grep -o '[0-9]* writes/s' | grep -o '[0-9]*')"
+        for pid in "${cpids[@]}"; do stop "$pid"; done
+    done
+    line=$("$driver" load "$work/syncleader.sock" "$load_seconds" 64)
+    echo "round $round, --sync-followers 1 (1 follower): $line"
+    results[sync]+=" $(echo "$line" | grep -o '[0-9]* writes/s' | grep -o '[0-9]*')"
+done
+m0=$(median ${results[0]})
+m1=$(median ${results[1]})
+m2=$(median ${results[2]})
+ms=$(median ${results[sync]})
+echo "medians (writes/s): 0 followers $m0, 1 follower $m1, 2 followers $m2, --sync-followers 1: $ms"
+python3 -c "
+m0, m1, m2, ms = $m0, $m1, $m2, $ms
+for name, m in [('1 follower', m1), ('2 followers', m2), ('--sync-followers 1', ms)]:
+    cost = m0 / m - 1
+    print(f'  {name}: {m0 / m:.2f}x the time per write ({cost * 100:+.1f}%), target <= 15% cost: ' + ('met' if cost <= 0.15 else 'missed'))
+"
+echo "-- for reference, real followers on the same two cores (one round; their applying competes for the CPU):"
+for followers in 1 2; do
+    fpids=()
+    furls=()
+    for f in $(seq 1 "$followers"); do
+        start "real-$followers-$f" follow --leader "$work/leader/replication.sock" --data "$work/real-$followers-$f"
+        fpids+=("$started_pid")
+        furls+=("$started_url")
+    done
+    caught_up "$leader_url" "${furls[@]}"
+    echo "$followers real followers: $("$driver" load "$work/leader/eddyd.sock" "$load_seconds" 64)"
+    for pid in "${fpids[@]}"; do stop "$pid"; done
+done
+
+echo "== catch-up: a new follower replays the leader's log"
+start_time=$(date +%s.%N)
+start catchup follow --leader "$work/leader/replication.sock" --data "$work/catchup"
+caught_up "$leader_url" "$started_url"
+end_time=$(date +%s.%N)
+stop "$started_pid"
+stop "$leader_pid"
+count=$("$root/.build/release/eddy" digest --data "$work/catchup" | python3 -c 'import json, sys; print(json.load(sys.stdin)["log"]["count"])')
+python3 -c "
+n, t = $count, $end_time - $start_time
+print(f'catch-up: {n} entries in {t:.2f} s (from process start): {n / t:,.0f} entries/s, target >= 100,000: ' + ('met' if n / t >= 100000 else 'missed'))
+"
+
+echo "== fan-out: 2,000 writes/s, 2 followers x 100 subscribers, $fanout_seconds s"
+start fanleader serve --data "$work/fanleader"
+fan_url=$started_url
+start fan1 follow --leader "$work/fanleader/replication.sock" --data "$work/fan1"
+f1=$started_url
+start fan2 follow --leader "$work/fanleader/replication.sock" --data "$work/fan2"
+f2=$started_url
+caught_up "$fan_url" "$f1" "$f2"
+"$driver" fanout "$work/fanleader/eddyd.sock" 2000 "$fanout_seconds" 100 "$work/fan1/eddyd.sock" "$work/fan2/eddyd.sock"
