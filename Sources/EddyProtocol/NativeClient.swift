@@ -1,5 +1,6 @@
-// A blocking client of the native protocol for tools (`eddy watch`, benchmarks): connects to
-// the daemon's Unix socket, sends frames, reads frames. At most one thread sends and one thread
+// A blocking client of the native protocol for tools (`eddy watch`, benchmarks) and the
+// follower runtime: connects to a Unix socket (or, for replication, HOST:PORT over TCP), sends
+// frames, reads frames. At most one thread sends and one thread
 // receives at a time (the socket allows both at once); not for servers.
 
 import Glibc
@@ -11,6 +12,51 @@ public final class NativeClient: @unchecked Sendable {
     private var decoder = FrameDecoder()
     /// Where `receive` reads the socket into, allocated once.
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+
+    /// `address` is a Unix socket path (anything with a "/") or HOST:PORT for TCP.
+    public convenience init(address: String) throws(ProtocolError) {
+        if address.contains("/") {
+            try self.init(path: address)
+            return
+        }
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            throw ProtocolError("address \(address) is neither a socket path nor HOST:PORT")
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        try self.init(fileDescriptor: try Self.connectTCP(host: host, port: port, display: address))
+    }
+
+    private init(fileDescriptor: Int32) {
+        self.fd = fileDescriptor
+    }
+
+    private static func connectTCP(host: String, port: UInt16, display: String) throws(ProtocolError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>? = nil
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw ProtocolError("cannot resolve \(display): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(list) }
+        var reason = "no address"
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            if fd < 0 { continue }
+            if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
+                var one: Int32 = 1
+                _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return fd
+            }
+            reason = String(cString: strerror(errno))
+            close(fd)
+        }
+        throw ProtocolError("cannot connect to \(display): \(reason)")
+    }
 
     /// Connects to the socket at `path`; throws with the OS error when nobody listens there.
     public init(path: String) throws(ProtocolError) {

@@ -50,7 +50,7 @@ public enum FollowerBootstrap {
         }
         let client: NativeClient
         do {
-            client = try NativeClient(path: leader)
+            client = try NativeClient(address: leader)
         } catch {
             logger.warning("cannot reach the leader to check whether a snapshot is needed", metadata: ["eddy.error": "\(error.message)"])
             return

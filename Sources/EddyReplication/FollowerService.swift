@@ -111,7 +111,7 @@ public final class FollowerService: Service, Sendable {
         let client: NativeClient
         do {
             engine = try self.data.engine(namespace: DataDirectory.defaultNamespace)
-            client = try NativeClient(path: self.leader)
+            client = try NativeClient(address: self.leader)
         } catch let error as EddyError {
             self.fail(error.message)
             return .failed

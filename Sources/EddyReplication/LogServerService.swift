@@ -1,5 +1,7 @@
 // The leader's log server: a Unix socket (default `<data>/replication.sock`, mode 0660) where
-// followers connect (`LogServerConnection`). At graceful shutdown the listener and every
+// followers connect (`LogServerConnection`), and a TCP address too when configured
+// (`--replication-listen HOST:PORT`, for followers on other machines; no TLS yet, so bind it
+// to a private network). At graceful shutdown the listener and every
 // follower connection close; followers reconnect to the next leader process.
 
 import EddyEngine
@@ -12,14 +14,19 @@ import ServiceLifecycle
 import Synchronization
 
 public struct LogServerService: Service {
-    let path: String
+    public enum Address: Sendable {
+        case unix(String)
+        case tcp(host: String, port: Int)
+    }
+
+    let address: Address
     let data: DataDirectory
     let registry: FollowerRegistry
     let doorbells: CommitDoorbells
     let logger: Logger
 
-    public init(path: String, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
-        self.path = path
+    public init(address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
+        self.address = address
         self.data = data
         self.registry = registry
         self.doorbells = doorbells
@@ -32,7 +39,7 @@ public struct LogServerService: Service {
         let logger = self.logger
         let doorbells = self.doorbells
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
                 let connection = LogServerConnection(channel: channel, data: data, registry: registry, doorbells: doorbells, logger: logger)
@@ -45,17 +52,22 @@ public struct LogServerService: Service {
                     try channel.pipeline.syncOperations.addHandler(LogServerFrameHandler(connection: connection))
                 }
             }
-            .bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true)
-            .get()
-        chmod(self.path, 0o660)
-        self.logger.info("log server listening for followers", metadata: ["eddy.replication_socket": "\(self.path)"])
+        let server: any Channel
+        switch self.address {
+        case .unix(let path):
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+            chmod(path, 0o660)
+        case .tcp(let host, let port):
+            server = try await bootstrap.childChannelOption(.socketOption(.tcp_nodelay), value: 1).bind(host: host, port: port).get()
+        }
+        self.logger.info("log server listening for followers", metadata: ["eddy.replication_address": "\(server.localAddress.map { "\($0)" } ?? "?")"])
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
         } onGracefulShutdown: {
             server.close(promise: nil)
             for channel in channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
         }
-        unlink(self.path)
+        if case .unix(let path) = self.address { unlink(path) }
     }
 }
 

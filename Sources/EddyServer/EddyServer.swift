@@ -55,21 +55,29 @@ public enum EddyServer {
                     "\(configuration.leader ?? configuration.effectiveReplicationSocketPath)",
             ])
         let replication: ReplicationRole
-        let replicationService: any Service
+        var replicationServices: [any Service] = []
         let doorbells = CommitDoorbells()
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
             let follower = FollowerService(leader: leader, name: followerName, data: data, logger: logger)
             replication = .follower(follower)
-            replicationService = follower
+            replicationServices.append(follower)
             registry = nil
         } else {
             let followers = FollowerRegistry()
             replication = .leader(
                 followers, syncFollowers: configuration.syncFollowers,
                 syncTimeout: .milliseconds(configuration.syncFollowersTimeoutMilliseconds))
-            replicationService = LogServerService(
-                path: configuration.effectiveReplicationSocketPath, data: data, registry: followers, doorbells: doorbells, logger: logger)
+            replicationServices.append(
+                LogServerService(
+                    address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
+                    logger: logger))
+            if let listen = configuration.replicationListen {
+                let (host, port) = try ServeConfiguration.parseHostPort(listen)
+                replicationServices.append(
+                    LogServerService(
+                        address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, logger: logger))
+            }
             registry = followers
         }
         let retention = LogRetentionService(
@@ -90,13 +98,15 @@ public enum EddyServer {
         )
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
+                // Graceful shutdown stops them last to first: HTTP, retention, replication, the
+                // native socket, and only then the databases.
                 services: [
                     .init(service: DataDirectoryService(data: data)),
                     .init(
                         service: NativeServerService(
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
                             replication: replication, doorbells: doorbells, logger: logger)),
-                    .init(service: replicationService),
+                ] + replicationServices.map { .init(service: $0) } + [
                     .init(service: retention),
                     .init(service: app),
                 ],

@@ -16,7 +16,11 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// The leader's log server socket, where followers connect (mode 0660); not opened by a
     /// follower. Default `<data>/replication.sock`.
     public var replicationSocketPath: String? = nil
-    /// Set by `eddyd follow --leader`: the leader's replication socket. Nil: this daemon leads.
+    /// A TCP address (HOST:PORT) where the leader's log server also listens, for followers on
+    /// other machines. Nil (default): the Unix socket only.
+    public var replicationListen: String? = nil
+    /// Set by `eddyd follow --leader`: the leader's replication socket path, or HOST:PORT of its
+    /// `--replication-listen`. Nil: this daemon leads.
     public var leader: String? = nil
     /// How this follower names itself to the leader (status, logs). Default
     /// `<host name>:<absolute data directory>`.
@@ -105,6 +109,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             throw EddyError(
                 .invalidArgument, "sync-followers-timeout-ms \(self.syncFollowersTimeoutMilliseconds) is out of range 1...600000 (milliseconds)")
         }
+        if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
         if self.leader != nil, self.syncFollowers > 0 {
             throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
         }
@@ -140,6 +145,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("http", .string(let s)): (self.httpHost, self.httpPort) = try Self.parseHostPort(s)
             case ("socket", .string(let s)): self.socketPath = s
             case ("replication-socket", .string(let s)): self.replicationSocketPath = s
+            case ("replication-listen", .string(let s)): self.replicationListen = s
             case ("durability", .string(let s)):
                 guard let d = Durability(rawValue: s) else {
                     throw EddyError(.invalidArgument, "\(path): durability \"\(s)\" is not one of sync, batched, none")
@@ -161,14 +167,15 @@ public struct ServeConfiguration: Sendable, Equatable {
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
-            case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("durability", _), ("log-level", _):
+            case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("replication-listen", _), ("durability", _),
+                ("log-level", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
             case ("request-bytes-max", _):
                 throw EddyError(.invalidArgument, "\(path): request-bytes-max must be an integer (bytes)")
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

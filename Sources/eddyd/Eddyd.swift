@@ -45,6 +45,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("replication-socket"), help: "Unix socket where followers connect (mode 0660; a leader only). Default: <data>/replication.sock")
     var replicationSocket: String?
 
+    @Option(name: .customLong("replication-listen"), help: "Also serve followers over TCP at HOST:PORT (no TLS: a private network only). Default: none")
+    var replicationListen: String?
+
     @Option(
         name: .long,
         help: "When writes are acknowledged: sync (fsync before ack), batched (fsync every 100 ms; a power loss may lose the last 100 ms), none (no WAL; tests only). Default: sync"
@@ -132,6 +135,7 @@ struct Serve: AsyncParsableCommand {
         if let http { (configuration.httpHost, configuration.httpPort) = try ServeConfiguration.parseHostPort(http) }
         if let socket { configuration.socketPath = socket }
         if let replicationSocket { configuration.replicationSocketPath = replicationSocket }
+        if let replicationListen { configuration.replicationListen = replicationListen }
         if let durability {
             guard let d = Durability(rawValue: durability) else {
                 throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")
@@ -168,7 +172,7 @@ struct Follow: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "The leader's replication socket (its <data>/replication.sock).")
+    @Option(name: .long, help: "The leader's replication socket (its <data>/replication.sock), or HOST:PORT of its --replication-listen.")
     var leader: String
 
     @Option(name: .long, help: "How this follower names itself to the leader. Default: <host>:<absolute data dir>")

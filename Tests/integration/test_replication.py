@@ -225,7 +225,12 @@ class FlippingProxy:
             except OSError:
                 return
             upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            upstream.connect(self.target)
+            try:
+                upstream.connect(self.target)
+            except OSError:  # the leader stopped at the end of the test
+                client.close()
+                upstream.close()
+                continue
             self.connections += 1
             threading.Thread(target=self.pipe, args=(client, upstream, False), daemon=True).start()
             threading.Thread(target=self.pipe, args=(upstream, client, self.connections >= 2), daemon=True).start()
@@ -386,3 +391,23 @@ def test_sync_followers_confirm_writes_or_fail_them_clearly(daemon_factory):
     assert requests.get(follower.url("/n")).json() == 1
     native.close()
     assert status(leader)["syncFollowers"] == 1
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_follower_on_another_machine_follows_over_tcp(daemon_factory):
+    port = free_port()
+    leader = daemon_factory("--replication-listen", f"127.0.0.1:{port}")
+    put_rules(leader, {"rules": {"r": {".indexOn": "s"}}})
+    random_writes(leader.base_url, random.Random(SEED + 4), 80)
+    follower = daemon_factory("--leader", f"127.0.0.1:{port}", command="follow")
+    random_writes(leader.base_url, random.Random(SEED + 5), 40)
+    wait_caught_up(leader, follower)
+    assert status(follower)["leader"] == f"127.0.0.1:{port}"
+    leader.stop()
+    follower.stop()
+    assert digest_and_verify(follower) == digest_and_verify(leader)
