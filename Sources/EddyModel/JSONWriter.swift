@@ -88,6 +88,9 @@ public enum JSONWriter {
 
     /// The elements when `children` renders as an array, else nil.
     public static func arrayElements(_ children: [String: Value]) -> [Value]? {
+        // An empty object (never stored: the tree normalizes it to null; only built by the
+        // server, e.g. a status with no followers) stays `{}`.
+        if children.isEmpty { return nil }
         var maxIndex = -1
         for key in children.keys {
             guard let index = arrayIndex(key) else { return nil }

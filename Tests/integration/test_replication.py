@@ -373,6 +373,7 @@ def test_followers_behind_the_retained_log_bootstrap_from_a_snapshot(daemon_fact
 
 def test_sync_followers_confirm_writes_or_fail_them_clearly(daemon_factory):
     leader = daemon_factory("--sync-followers", "1", "--sync-followers-timeout-ms", "300")
+    assert status(leader)["followers"] == {}, "an object even when empty"
     r = requests.put(leader.url("/s"), data="1")
     assert r.status_code == 503, r.text
     assert "committed on the leader, but only 0 of the 1 followers" in r.json()["error"]
