@@ -164,11 +164,14 @@ struct Follow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve a read-only replica of a leader's default database, kept current from its log.",
         discussion: """
-            Connects to the leader's replication socket, applies every log entry after the last one
-            applied here (a new data directory starts from the leader's first entry), then follows
-            the live log; reconnects with backoff when the leader goes away. Serves reads, queries,
-            event streams and native subscriptions like the leader; writes and rules changes are
-            refused with an error naming the leader. Takes the same options as `serve`.
+            Connects to the leader's replication socket (or HOST:PORT of its --replication-listen), \
+            applies every log entry after the last one applied here, then follows the live log; \
+            reconnects with backoff when the leader goes away. A new replica, or one that needs \
+            entries the leader's log no longer has, first bootstraps from a snapshot.
+
+            Serves reads, queries, event streams and native subscriptions like the leader; writes \
+            and rules changes are refused with an error naming the leader. Takes the same options \
+            as `serve`.
             """
     )
 
