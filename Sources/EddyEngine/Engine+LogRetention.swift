@@ -33,8 +33,12 @@ extension MetaKeys {
 extension Engine {
     /// The newest pruned entry's id; nil when the log holds every entry since the first.
     public func logPrunedThrough() throws(EddyError) -> LogID? {
+        try Self.logPrunedThrough(in: self.database)
+    }
+
+    static func logPrunedThrough(in database: Database) throws(EddyError) -> LogID? {
         do {
-            return try self.database.get(self.database.columnFamily(ColumnFamilies.meta), MetaKeys.logPrunedThrough)
+            return try database.get(database.columnFamily(ColumnFamilies.meta), MetaKeys.logPrunedThrough)
                 .flatMap { LogID(String(decoding: $0, as: UTF8.self)) }
         } catch {
             throw EngineErrors.storage(error, while: "reading how far the log was pruned")

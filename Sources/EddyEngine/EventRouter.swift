@@ -49,7 +49,7 @@ final class EventRouter {
                 throw EddyError(
                     .invalidArgument, "cannot resume after log id \(since): it is newer than every entry (\(newest?.rawValue ?? "none"))")
             }
-            if let pruned = try self.prunedThrough(), since < pruned {
+            if let pruned = try Engine.logPrunedThrough(in: self.database), since < pruned {
                 throw EddyError(
                     .notFound, "cannot resume after log id \(since): the log was pruned through \(pruned); listen again without resuming")
             }
@@ -115,15 +115,6 @@ final class EventRouter {
             if let delivery = window.delivery(from: old, logID: entry.id, to: output) { deliveries.append(delivery) }
         }
         return deliveries
-    }
-
-    private func prunedThrough() throws(EddyError) -> LogID? {
-        do {
-            return try self.database.get(self.database.columnFamily(ColumnFamilies.meta), MetaKeys.logPrunedThrough)
-                .flatMap { LogID(String(decoding: $0, as: UTF8.self)) }
-        } catch {
-            throw EngineErrors.storage(error, while: "reading how far the log was pruned")
-        }
     }
 
     /// A new window with its result loaded from the committed state.

@@ -17,9 +17,9 @@ public enum ReplicatedEntries {
             let id = Array(entry.id.utf8)
             out.append(UInt8(id.count))
             out += id
-            Self.append(UInt32(entry.bytes.count), to: &out)
+            BigEndian.append(UInt32(entry.bytes.count), to: &out)
             out += entry.bytes
-            Self.append(CRC32C.checksum(entry.bytes, seed: CRC32C.checksum(id)), to: &out)
+            BigEndian.append(CRC32C.checksum(entry.bytes, seed: CRC32C.checksum(id)), to: &out)
         }
         return out
     }
@@ -34,12 +34,12 @@ public enum ReplicatedEntries {
             guard i + 1 + idLength + 4 <= payload.count else { throw ProtocolError("entries frame truncated after \(entries.count) entries") }
             let id = Array(payload[(i + 1)..<(i + 1 + idLength)])
             i += 1 + idLength
-            let n = Int(Self.uint32(payload, at: i))
+            let n = Int(BigEndian.uint32(payload, at: i))
             i += 4
             guard i + n + 4 <= payload.count else { throw ProtocolError("entries frame truncated in entry \(String(decoding: id, as: UTF8.self))") }
             let bytes = Array(payload[i..<(i + n)])
             i += n
-            let expected = Self.uint32(payload, at: i)
+            let expected = BigEndian.uint32(payload, at: i)
             i += 4
             let actual = CRC32C.checksum(bytes, seed: CRC32C.checksum(id))
             guard actual == expected else {
@@ -50,13 +50,5 @@ public enum ReplicatedEntries {
             entries.append((String(decoding: id, as: UTF8.self), bytes))
         }
         return entries
-    }
-
-    private static func append(_ value: UInt32, to out: inout [UInt8]) {
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
-    }
-
-    private static func uint32(_ bytes: [UInt8], at i: Int) -> UInt32 {
-        UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3])
     }
 }

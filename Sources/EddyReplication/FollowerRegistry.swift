@@ -129,15 +129,18 @@ public final class FollowerRegistry: Sendable {
 
     /// The connected followers of `namespace` by name (a name connected twice shows its newest
     /// connection), with their applied id and lag behind `leaderLast`.
+    /// How far `applied` is behind `leaderLast`, in milliseconds of push-id time (0 when caught
+    /// up or when the leader has no entry; all of it when nothing was applied).
+    static func lagMilliseconds(leaderLast: LogID?, applied: LogID?) -> Double {
+        guard let leaderLast, applied != leaderLast else { return 0 }
+        return Double(leaderLast.timestampMilliseconds - min(applied?.timestampMilliseconds ?? 0, leaderLast.timestampMilliseconds))
+    }
+
     public func status(namespace: String, leaderLast: LogID?) -> [String: Value] {
         let list = self.followers.withLock { $0.sorted { $0.key < $1.key }.map(\.value) }.filter { $0.namespace == namespace }
         var result: [String: Value] = [:]
         for follower in list {
-            var lag = 0.0
-            if let leaderLast, follower.applied != leaderLast {
-                let applied = min(follower.applied?.timestampMilliseconds ?? 0, leaderLast.timestampMilliseconds)
-                lag = Double(leaderLast.timestampMilliseconds - applied)
-            }
+            let lag = Self.lagMilliseconds(leaderLast: leaderLast, applied: follower.applied)
             result[follower.name] = .object([
                 "ns": .string(follower.namespace),
                 "connectedAt": .number(Double(follower.connectedMilliseconds)),

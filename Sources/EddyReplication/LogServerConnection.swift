@@ -75,26 +75,14 @@ final class LogServerConnection: Sendable {
     /// closes the connection.
     private func refuse(_ message: String, reason: String? = nil) {
         self.logger.warning("refusing a follower", metadata: ["eddy.reason": "\(message)"])
-        var buffer = self.channel.allocator.buffer(capacity: message.utf8.count + 64)
         var body: [String: Value] = ["message": .string(message)]
         if let reason { body["reason"] = .string(reason) }
-        let frame = Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(body)))
-        buffer.writeInteger(UInt32(Frame.headerBytes + frame.payload.count))
-        buffer.writeInteger(Frame.version)
-        buffer.writeInteger(frame.kind.rawValue)
-        buffer.writeInteger(frame.requestID)
-        buffer.writeBytes(frame.payload)
+        let buffer = ByteBuffer.frame(Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(body))), allocator: self.channel.allocator)
         self.channel.writeAndFlush(buffer).whenComplete { _ in self.channel.close(promise: nil) }
     }
 
     private func send(_ kind: Frame.Kind, _ payload: [UInt8]) async throws {
-        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + payload.count)
-        buffer.writeInteger(UInt32(Frame.headerBytes + payload.count))
-        buffer.writeInteger(Frame.version)
-        buffer.writeInteger(kind.rawValue)
-        buffer.writeInteger(UInt64(0))
-        buffer.writeBytes(payload)
-        try await self.channel.writeAndFlush(buffer).get()
+        try await self.channel.writeAndFlush(ByteBuffer.frame(Frame(kind: kind, requestID: 0, payload: payload), allocator: self.channel.allocator)).get()
     }
 
     /// Streams a consistent copy of the database and returns the log id it is the state after.

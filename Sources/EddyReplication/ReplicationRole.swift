@@ -42,10 +42,7 @@ public enum ReplicationRole: Sendable {
         case .follower(let service):
             let status = service.status
             let applied = try engine.lastLogID()
-            var lag = 0.0
-            if let leaderLast = status.leaderLast, leaderLast != applied {
-                lag = Double(leaderLast.timestampMilliseconds - min(applied?.timestampMilliseconds ?? 0, leaderLast.timestampMilliseconds))
-            }
+            let lag = FollowerRegistry.lagMilliseconds(leaderLast: status.leaderLast, applied: applied)
             return .object([
                 "role": .string("follower"),
                 "leader": .string(service.leader),

@@ -19,14 +19,14 @@ enum SnapshotChunk {
         raw.reserveCapacity(records.reduce(0) { $0 + $1.key.count + $1.value.count + 9 })
         for record in records {
             raw.append(record.family)
-            Self.append(UInt32(record.key.count), to: &raw)
+            BigEndian.append(UInt32(record.key.count), to: &raw)
             raw += record.key
-            Self.append(UInt32(record.value.count), to: &raw)
+            BigEndian.append(UInt32(record.value.count), to: &raw)
             raw += record.value
         }
         var out: [UInt8] = []
-        Self.append(CRC32C.checksum(raw), to: &out)
-        Self.append(UInt32(raw.count), to: &out)
+        BigEndian.append(CRC32C.checksum(raw), to: &out)
+        BigEndian.append(UInt32(raw.count), to: &out)
         let bound = ZSTD_compressBound(raw.count)
         var compressed = [UInt8](repeating: 0, count: bound)
         let written = compressed.withUnsafeMutableBytes { destination in
@@ -39,8 +39,8 @@ enum SnapshotChunk {
 
     static func decode(_ payload: [UInt8]) throws(ProtocolError) -> [EngineSnapshotReader.Record] {
         guard payload.count >= 8 else { throw ProtocolError("snapshot chunk of \(payload.count) bytes is truncated") }
-        let expected = Self.uint32(payload, at: 0)
-        let rawLength = Int(Self.uint32(payload, at: 4))
+        let expected = BigEndian.uint32(payload, at: 0)
+        let rawLength = Int(BigEndian.uint32(payload, at: 4))
         guard rawLength <= Frame.bytesMax * 8 else { throw ProtocolError("snapshot chunk claims \(rawLength) bytes uncompressed") }
         var raw = [UInt8](repeating: 0, count: rawLength)
         let produced = raw.withUnsafeMutableBytes { destination in
@@ -60,25 +60,17 @@ enum SnapshotChunk {
         while i < raw.count {
             guard i + 5 <= raw.count else { throw ProtocolError("snapshot chunk record truncated") }
             let family = raw[i]
-            let keyLength = Int(Self.uint32(raw, at: i + 1))
+            let keyLength = Int(BigEndian.uint32(raw, at: i + 1))
             i += 5
             guard i + keyLength + 4 <= raw.count else { throw ProtocolError("snapshot chunk record truncated") }
             let key = Array(raw[i..<(i + keyLength)])
             i += keyLength
-            let valueLength = Int(Self.uint32(raw, at: i))
+            let valueLength = Int(BigEndian.uint32(raw, at: i))
             i += 4
             guard i + valueLength <= raw.count else { throw ProtocolError("snapshot chunk record truncated") }
             records.append(EngineSnapshotReader.Record(family: family, key: key, value: Array(raw[i..<(i + valueLength)])))
             i += valueLength
         }
         return records
-    }
-
-    private static func append(_ value: UInt32, to out: inout [UInt8]) {
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
-    }
-
-    private static func uint32(_ bytes: [UInt8], at i: Int) -> UInt32 {
-        UInt32(bytes[i]) << 24 | UInt32(bytes[i + 1]) << 16 | UInt32(bytes[i + 2]) << 8 | UInt32(bytes[i + 3])
     }
 }

@@ -78,8 +78,7 @@ final class NativeConnection: Sendable {
     /// loop, which takes every queued frame and flushes once (`flushOutbox`): a burst of events
     /// costs one hop and one write call, not one per frame.
     func send(_ frame: Frame, logID: LogID? = nil) {
-        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + frame.payload.count)
-        buffer.writeFrame(frame)
+        let buffer = ByteBuffer.frame(frame, allocator: self.channel.allocator)
         let admission = self.state.withLock { state -> Admission in
             if state.closed { return .closed }
             let isEvents = frame.kind == .events || frame.kind == .changes
@@ -125,8 +124,7 @@ final class NativeConnection: Sendable {
     /// On the event loop: writes what is queued plus `last`, then closes (`.output`: a
     /// half-close, so the client reads everything sent and then the end of the stream).
     private func close(after last: Frame, mode: CloseMode) {
-        var buffer = self.channel.allocator.buffer(capacity: 4 + Frame.headerBytes + last.payload.count)
-        buffer.writeFrame(last)
+        let buffer = ByteBuffer.frame(last, allocator: self.channel.allocator)
         self.channel.eventLoop.execute {
             self.flushOutbox()
             self.channel.writeAndFlush(buffer).whenComplete { _ in
