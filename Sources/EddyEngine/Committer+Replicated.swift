@@ -32,8 +32,11 @@ extension Committer {
         var before: [LogEntry.BeforeImage] = []
         for change in entry.changes {
             let path = entry.location.appending(change.path)
+            let image = before.count
             let written = try self.treeWriter.apply(path: path, value: change.value, nowMilliseconds: entry.timestampMilliseconds, before: &before)
-            if listening { try self.events.changed(path: path, value: written) }
+            if listening {
+                try self.events.changed(path: path, value: written, before: before[image].value, update: entry.kind == .update)
+            }
         }
         guard before == entry.before else {
             throw EddyError(

@@ -295,31 +295,35 @@ final class Committer: @unchecked Sendable {
         var pushedKey: String? = nil
         var written: Value
         switch operation {
+        // `before` gets the image of each change's own location first (`TreeWriter.apply`).
         case .set(let path, let value):
             kind = .set
             written = try writer.apply(path: path, value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: written))
-            if listening { try self.events.changed(path: path, value: written) }
+            if listening { try self.events.changed(path: path, value: written, before: before[0].value, update: false) }
         case .remove(let path):
             kind = .remove
             written = try writer.apply(path: path, value: .null, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: .null))
-            if listening { try self.events.changed(path: path, value: .null) }
+            if listening { try self.events.changed(path: path, value: .null, before: before[0].value, update: false) }
         case .push(let path, let value):
             kind = .push
             pushedKey = id.rawValue
             let child = Path(validatedKeys: [id.rawValue])
             written = try writer.apply(path: path.appending(child), value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: child, value: written))
-            if listening { try self.events.changed(path: path.appending(child), value: written) }
+            if listening { try self.events.changed(path: path.appending(child), value: written, before: before[0].value, update: false) }
         case .update(let path, let requested):
             kind = .update
             var object: [String: Value] = [:]
             for change in requested {
+                let image = before.count
                 let resolved = try writer.apply(
                     path: path.appending(change.path), value: change.value, nowMilliseconds: now, before: &before)
                 changes.append(.init(path: change.path, value: resolved))
-                if listening { try self.events.changed(path: path.appending(change.path), value: resolved) }
+                if listening {
+                    try self.events.changed(path: path.appending(change.path), value: resolved, before: before[image].value, update: true)
+                }
                 object[change.path.keys.joined(separator: "/")] = resolved
             }
             written = .object(object)

@@ -33,8 +33,13 @@ struct ListenerSpec: Sendable {
     var query: Query?
     var keyPaths: [Path]?
     var output: ListenerOutput
+    /// Which events an `.events` output hears (change-set outputs ignore it).
+    var selection: EventSelection = .firebase
     /// Resume: instead of the attach batch, the events of every entry after this log id.
     var since: LogID? = nil
+    /// With `since`: false when the caller reads the entries after `since` up to `liveAfter`
+    /// from the log itself; the listener then gets neither a replay nor an attach batch.
+    var replaysSince = true
 }
 
 extension Engine {
@@ -46,11 +51,25 @@ extension Engine {
     /// `since`: resume a listen that had heard everything up to that log id: instead of the attach
     /// batch it receives the events of every entry after `since` (one batch per entry, derived
     /// from the state at `since`, rebuilt with the log's before-images), then the live events.
-    /// Throws `invalidArgument` when `since` is newer than every entry.
+    /// Throws `invalidArgument` when `since` is newer than every entry, `notFound` when the log
+    /// no longer holds the entries after it.
+    ///
+    /// `selection`: which events it hears (`EventSelection`); with `valueChanges`, a `value`
+    /// event carries only what its entry changed (and at attach the whole value), and key paths
+    /// do not hold it back: a listener that keeps the value hears every change.
+    ///
+    /// `replaySince: false` (with `since`): the listener receives only the entries after
+    /// `liveAfter`; the caller replays those after `since` up to `liveAfter` itself, page by page
+    /// (`logEntries(after:limit:)`, `LogEntry.valueChanges(at:)`), so a long replay never sits
+    /// in memory or in the listener's buffer at once. `since` is still checked.
     public func listen(
-        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, sink: @escaping ChildEventSink
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, replaySince: Bool = true,
+        selection: EventSelection = .firebase, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
-        try await self.attach(ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .events(sink), since: since))
+        try await self.attach(
+            ListenerSpec(
+                location: location, query: query, keyPaths: keyPaths, output: .events(sink), selection: selection, since: since,
+                replaysSince: replaySince))
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,

@@ -7,7 +7,10 @@
 // write that fails restores every touched result. Windows are found through `ListenerTrie`,
 // so a change costs nothing for listeners elsewhere. Identical listens (not resumed ones) share
 // one window (`ListenerWindow.canShare`), so 100 subscribers of one query cost one result and
-// one event computation per entry. Owned by the committer thread.
+// one event computation per entry. A plain window whose members hear only value changes keeps
+// no result: the write's own changes (`AppliedChange`) are its events, so a stream at the root
+// of a large database pays for each change, not for the child it lands in. Owned by the
+// committer thread.
 
 import EddyModel
 import EddyStorage
@@ -23,6 +26,9 @@ final class EventRouter {
     private var nextWindowID: UInt64 = 1
     /// Results as they were before the current write touched them.
     private var touched: [ListenerWindow.ID: ListenerWindow.Snapshot] = [:]
+    /// The current write's changes, in the order applied, and whether it is an update.
+    private var writeChanges: [AppliedChange] = []
+    private var writeIsUpdate = false
     /// Events of the current group, in log order.
     private(set) var deliveries: [Delivery] = []
 
@@ -56,17 +62,23 @@ final class EventRouter {
         }
         let id = ListenerID(rawValue: self.nextListenerID)
         if let shared = self.windowsAt[spec.location]?.lazy.compactMap({ self.windows[$0] }).first(where: { $0.canShare(spec) }) {
+            let current = shared.keepsResult ? nil : try self.readCommitted(spec.location)
             self.nextListenerID += 1
             shared.addMember(id, spec.output)
             self.listeners[id] = shared.id
-            return (id, [shared.initialDelivery(to: spec.output)])
+            return (id, [shared.initialDelivery(to: spec.output, current: current)])
         }
         let window = try self.load(spec)
         var first: [Delivery] = []
         if let since = spec.since {
-            first = try self.replay(window, after: since, upTo: newest!, to: spec.output)
+            first =
+                !spec.replaysSince
+                ? []
+                : window.keepsResult
+                ? try self.replay(window, after: since, upTo: newest!, to: spec.output)
+                : try self.replayChanges(window, after: since, upTo: newest!, to: spec.output)
         } else {
-            first = [window.initialDelivery(to: spec.output)]
+            first = [window.initialDelivery(to: spec.output, current: window.keepsResult ? nil : try self.readCommitted(spec.location))]
         }
         self.nextListenerID += 1
         self.nextWindowID += 1
@@ -88,17 +100,7 @@ final class EventRouter {
         let location = window.location
         let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
         var state = Value.null.setting(try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value, at: location)
-        var entries: [LogEntry] = []
-        let log = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
-        log.seek(Array(since.rawValue.utf8))
-        if log.isValid, log.key == Array(since.rawValue.utf8) { log.next() }
-        while log.isValid {
-            let key = String(decoding: log.key, as: UTF8.self)
-            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
-            if newest < id { break }
-            entries.append(try LogEntryCodec.decode(id: id, log.value))
-            log.next()
-        }
+        let entries = try self.readEntries(after: since, upTo: newest)
         func related(_ path: Path) -> Bool { path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: path) }
         for entry in entries.reversed() {
             for image in entry.before.reversed() where related(image.path) { state.set(image.value, at: image.path) }
@@ -112,18 +114,60 @@ final class EventRouter {
                 if related(path) { state.set(change.value, at: path) }
             }
             window.replaceAll(with: state.child(at: location))
-            if let delivery = window.delivery(from: old, logID: entry.id, to: output) { deliveries.append(delivery) }
+            let entryChanges =
+                window.needsEntryChanges
+                ? AppliedChange.valueChanges(at: location, of: entry.appliedChanges, merge: entry.kind == .update) : nil
+            if let delivery = window.delivery(from: old, logID: entry.id, entryChanges: entryChanges, to: output) {
+                deliveries.append(delivery)
+            }
         }
         return deliveries
+    }
+
+    /// The same for a window that keeps no result: each entry's changes as its location sees
+    /// them, straight from the log, without rebuilding any state.
+    private func replayChanges(
+        _ window: ListenerWindow, after since: LogID, upTo newest: LogID, to output: ListenerOutput
+    ) throws(EddyError) -> [Delivery] {
+        var deliveries: [Delivery] = []
+        for entry in try self.readEntries(after: since, upTo: newest) {
+            let changes = AppliedChange.valueChanges(at: window.location, of: entry.appliedChanges, merge: entry.kind == .update)
+            if let delivery = window.delivery(from: window.snapshot, logID: entry.id, entryChanges: changes, to: output) {
+                deliveries.append(delivery)
+            }
+        }
+        return deliveries
+    }
+
+    /// The committed log entries after `since` up to `newest`, in order.
+    private func readEntries(after since: LogID, upTo newest: LogID) throws(EddyError) -> [LogEntry] {
+        var entries: [LogEntry] = []
+        let log = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        log.seek(Array(since.rawValue.utf8))
+        if log.isValid, log.key == Array(since.rawValue.utf8) { log.next() }
+        while log.isValid {
+            let key = String(decoding: log.key, as: UTF8.self)
+            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
+            if newest < id { break }
+            entries.append(try LogEntryCodec.decode(id: id, log.value))
+            log.next()
+        }
+        return entries
+    }
+
+    /// The committed value at `location` (between groups).
+    private func readCommitted(_ location: Path) throws(EddyError) -> Value {
+        let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        return try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value
     }
 
     /// A new window with its result loaded from the committed state.
     private func load(_ spec: ListenerSpec) throws(EddyError) -> ListenerWindow {
         let window = ListenerWindow(id: ListenerWindow.ID(rawValue: self.nextWindowID), spec: spec)
         let location = spec.location
+        if !window.keepsResult { return window }
         if window.isPlain {
-            let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
-            window.replaceAll(with: try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value)
+            window.replaceAll(with: try self.readCommitted(location))
         } else {
             _ = try self.indexDefinition(for: window, checkReady: true)
             switch window.query.limit {
@@ -177,13 +221,17 @@ final class EventRouter {
 
     // MARK: Writes (inside a group)
 
-    /// After a change set the value at `path` to `value` (resolved).
-    func changed(path: Path, value: Value) throws(EddyError) {
+    /// After a change set the value at `path` to `value` (resolved), where `before` was;
+    /// `update`: the change is part of an update (its listeners hear a patch).
+    func changed(path: Path, value: Value, before: Value, update: Bool) throws(EddyError) {
+        self.writeChanges.append(AppliedChange(path: path, value: value, before: before))
+        self.writeIsUpdate = update
         // Listeners at one location share the read of the changed child.
         var childReads: [Path: Value] = [:]
         for id in self.trie.touched(by: path) {
             guard let window = self.windows[id] else { continue }
             if self.touched[id] == nil { self.touched[id] = window.snapshot }
+            guard window.keepsResult else { continue }
             if path.isAncestorOrSelf(of: window.location) {
                 window.replaceAll(with: value.child(at: Path(validatedKeys: Array(window.location.keys[path.depth...]))))
                 continue
@@ -207,16 +255,22 @@ final class EventRouter {
     /// for the `silenced` listeners (whose results still follow the write).
     func endWrite(logID: LogID, silenced: Set<ListenerID>) {
         for (id, old) in self.touched {
-            guard let window = self.windows[id], let delivery = window.delivery(from: old, logID: logID, silenced: silenced) else { continue }
+            guard let window = self.windows[id] else { continue }
+            let entryChanges =
+                window.needsEntryChanges
+                ? AppliedChange.valueChanges(at: window.location, of: self.writeChanges, merge: self.writeIsUpdate) : nil
+            guard let delivery = window.delivery(from: old, logID: logID, entryChanges: entryChanges, silenced: silenced) else { continue }
             self.deliveries.append(delivery)
         }
         self.touched.removeAll(keepingCapacity: true)
+        self.writeChanges.removeAll(keepingCapacity: true)
     }
 
     /// The current write failed: every result it touched is restored.
     func abortWrite() {
         for (id, old) in self.touched { self.windows[id]?.restore(old) }
         self.touched.removeAll(keepingCapacity: true)
+        self.writeChanges.removeAll(keepingCapacity: true)
     }
 
     func takeDeliveries() -> [Delivery] {

@@ -9,9 +9,13 @@
 // - a change inside one child updates that child: out of the result, back in at its new sort
 //   position when inside the bounds; a limit window that overflows drops its far end, one that
 //   runs short is refilled with one read past its far end (`fetch`), never by a rescan.
-// Invariant: `entries` is exactly the query's result, in query order.
+// Invariant: `entries` is exactly the query's result, in query order, unless the window keeps
+// no result (`keepsResult` false: a plain window whose members hear only value changes; its
+// events come from the entry's changes alone, see `AppliedChange`).
 // Events are the difference between the result before and after a log entry (`events(from:)`),
-// in Firebase's order; see EddyTesting/ReferenceEvents.swift for the rules.
+// in Firebase's order; see EddyTesting/ReferenceEvents.swift for the rules. A value event that
+// carries changes takes them from the entry (plain windows) or from the children that entered,
+// left or changed (query windows).
 
 import EddyModel
 
@@ -37,6 +41,10 @@ final class ListenerWindow {
     let query: Query
     let isPlain: Bool
     let deliversChangeSets: Bool
+    let selection: EventSelection
+    /// False for a plain window whose members hear only value changes: it holds no entries,
+    /// and a change costs what the change holds, whatever the size of the location.
+    let keepsResult: Bool
     /// Only changes at these paths inside a child notify (nil: any change).
     let keyPaths: [Path]?
     /// The listeners that hear this window, in the order they attached.
@@ -53,13 +61,20 @@ final class ListenerWindow {
         self.isPlain = spec.query == nil
         self.deliversChangeSets = spec.output.isChangeSets
         self.keyPaths = spec.keyPaths
+        self.selection = spec.selection
+        self.keepsResult = !(spec.query == nil && !spec.output.isChangeSets && !spec.selection.childEvents && spec.selection.valueChanges)
     }
 
     /// Whether a listener for `spec` hears exactly what this window's members hear.
     func canShare(_ spec: ListenerSpec) -> Bool {
         spec.since == nil && spec.location == self.location && spec.query == (self.isPlain ? nil : self.query)
             && spec.keyPaths == self.keyPaths && spec.output.isChangeSets == self.deliversChangeSets
+            && (self.deliversChangeSets || spec.selection == self.selection)
     }
+
+    /// Whether the value events of this window carry the entry's own changes (so the router
+    /// must compute them): a plain window that hears value changes.
+    var needsEntryChanges: Bool { self.isPlain && !self.deliversChangeSets && self.selection.valueChanges }
 
     func addMember(_ id: ListenerID, _ output: ListenerOutput) { self.members.append((id, output)) }
 
@@ -191,17 +206,19 @@ final class ListenerWindow {
         return self.entries.isEmpty ? .null : .object(Dictionary(uniqueKeysWithValues: self.entries.map { ($0.key, $0.value) }))
     }
 
-    /// What attaching hands a listener: the current result.
-    func initialDelivery(to output: ListenerOutput) -> Delivery {
+    /// What attaching hands a listener: the current result. A window that keeps no result is
+    /// handed the location's `current` value.
+    func initialDelivery(to output: ListenerOutput, current: Value? = nil) -> Delivery {
+        precondition(self.keepsResult || current != nil, "a window without a result needs the current value to attach")
         switch output {
         case .events(let sink):
             var events: [ChildEvent] = []
-            for (i, entry) in self.entries.enumerated() {
+            for (i, entry) in self.entries.enumerated() where self.selection.childEvents {
                 events.append(
                     ChildEvent(
                         kind: .childAdded, key: entry.key, previousKey: i == 0 ? nil : self.entries[i - 1].key, value: entry.value, logID: nil))
             }
-            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: nil))
+            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: current ?? self.value, logID: nil))
             let batch = events
             return { sink(batch) }
         case .changeSets(let sink):
@@ -229,18 +246,19 @@ final class ListenerWindow {
 
     /// What turns `old` into the current result, computed once and handed to every member
     /// except the `silenced` ones (all receive the same batch); nil when nothing they listen
-    /// to changed.
-    func delivery(from old: Snapshot, logID: LogID, silenced: Set<ListenerID>) -> Delivery? {
+    /// to changed. `entryChanges`: the entry's changes as this window's location sees them,
+    /// when `needsEntryChanges`.
+    func delivery(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, silenced: Set<ListenerID>) -> Delivery? {
         let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
-        return self.delivery(from: old, logID: logID, to: outputs)
+        return self.delivery(from: old, logID: logID, entryChanges: entryChanges, to: outputs)
     }
 
     /// The same for the listener with `output` alone (a resumed listener catching up).
-    func delivery(from old: Snapshot, logID: LogID, to output: ListenerOutput) -> Delivery? {
-        self.delivery(from: old, logID: logID, to: [output])
+    func delivery(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, to output: ListenerOutput) -> Delivery? {
+        self.delivery(from: old, logID: logID, entryChanges: entryChanges, to: [output])
     }
 
-    private func delivery(from old: Snapshot, logID: LogID, to outputs: [ListenerOutput]) -> Delivery? {
+    private func delivery(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, to outputs: [ListenerOutput]) -> Delivery? {
         if outputs.isEmpty { return nil }
         if self.deliversChangeSets {
             guard let change = self.changeSet(from: old, logID: logID) else { return nil }
@@ -248,7 +266,7 @@ final class ListenerWindow {
                 for case .changeSets(let sink) in outputs { sink(change) }
             }
         }
-        let events = self.events(from: old, logID: logID)
+        let events = self.events(from: old, logID: logID, entryChanges: entryChanges)
         if events.isEmpty { return nil }
         return { @Sendable in
             for case .events(let sink) in outputs { sink(events) }
@@ -265,7 +283,38 @@ final class ListenerWindow {
     }
 
     /// The events that turn `old` into the current result, in Firebase's order.
-    func events(from old: Snapshot, logID: LogID) -> [ChildEvent] {
+    func events(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]? = nil) -> [ChildEvent] {
+        var events = self.selection.childEvents ? self.childEvents(from: old, logID: logID) : []
+        if self.selection.valueChanges {
+            precondition(!self.needsEntryChanges || entryChanges != nil, "a plain window's value changes come from its entry")
+            let changes = entryChanges ?? self.resultChanges(from: old)
+            if !changes.isEmpty {
+                events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: .null, logID: logID, changes: changes))
+            }
+        } else if !events.isEmpty || old.primitive != self.primitive {
+            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: logID))
+        }
+        return events
+    }
+
+    /// The change of a query's result from `old`: the children that left (null), entered or
+    /// changed (their whole value); one put, or one patch at the location for several.
+    private func resultChanges(from old: Snapshot) -> [ValueChange] {
+        var oldValues: [String: Value] = [:]
+        for entry in old.entries { oldValues[entry.key] = entry.value }
+        var children: [String: Value] = [:]
+        var current = Set<String>()
+        for entry in self.entries {
+            current.insert(entry.key)
+            if oldValues[entry.key] != entry.value { children[entry.key] = entry.value }
+        }
+        for entry in old.entries where !current.contains(entry.key) { children[entry.key] = .null }
+        if children.count == 1, let (key, value) = children.first { return [.put(path: Path(validatedKeys: [key]), value: value)] }
+        return children.isEmpty ? [] : [.patch(path: .root, children: children)]
+    }
+
+    /// Child events from `old` to the current result, in Firebase's order.
+    private func childEvents(from old: Snapshot, logID: LogID) -> [ChildEvent] {
         var oldValues: [String: Value] = [:]
         for entry in old.entries { oldValues[entry.key] = entry.value }
         var newKeys = Set<String>()
@@ -290,9 +339,6 @@ final class ListenerWindow {
             changed.append(ChildEvent(kind: .childChanged, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
         }
         events += moved + changed
-        if !events.isEmpty || old.primitive != self.primitive {
-            events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: logID))
-        }
         return events
     }
 
