@@ -61,19 +61,21 @@ import Testing
 
     @Test func framesOfABatch() throws {
         let id = LogID("-P6w9rLoYPqTtHabcJnT")!
-        let one = [
-            ChildEvent(kind: .childChanged, key: "a\"b", previousKey: nil, value: .number(1), logID: id),
-            ChildEvent(kind: .value, key: nil, previousKey: nil, value: .object(["a\"b": .number(1)]), logID: id),
-        ]
-        #expect(String(decoding: SSEFrames.frames(for: one), as: UTF8.self) == "event: put\nid: -P6w9rLoYPqTtHabcJnT\ndata: {\"path\":\"/a\\\"b\",\"data\":1}\n\n")
-        let several = [
-            ChildEvent(kind: .childRemoved, key: "0", previousKey: nil, value: .number(1), logID: id),
-            ChildEvent(kind: .childAdded, key: "1", previousKey: nil, value: .string("x"), logID: id),
-            ChildEvent(kind: .value, key: nil, previousKey: nil, value: .object(["1": .string("x")]), logID: id),
-        ]
-        #expect(String(decoding: SSEFrames.frames(for: several), as: UTF8.self).hasSuffix("data: {\"path\":\"/\",\"data\":{\"0\":null,\"1\":\"x\"}}\n\n"))
-        let gone = [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .null, logID: id)]
-        #expect(String(decoding: SSEFrames.frames(for: gone), as: UTF8.self).hasSuffix("data: {\"path\":\"/\",\"data\":null}\n\n"))
+        func frames(_ changes: [ValueChange]) -> String {
+            String(decoding: SSEFrames.frames(for: [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .null, logID: id, changes: changes)]), as: UTF8.self)
+        }
+        let deep = try Path("a\"b/c")
+        #expect(frames([.put(path: deep, value: .number(1))]) == "event: put\nid: -P6w9rLoYPqTtHabcJnT\ndata: {\"path\":\"/a\\\"b/c\",\"data\":1}\n\n")
+        // Patch members in Firebase key order (integer-like keys first); several frames, one id.
+        let two = frames([
+            .patch(path: try Path("list"), children: ["b": .string("x"), "10": .null, "2": .number(2)]),
+            .put(path: .root, value: .null),
+        ])
+        #expect(
+            two == "event: patch\nid: -P6w9rLoYPqTtHabcJnT\ndata: {\"path\":\"/list\",\"data\":{\"2\":2,\"10\":null,\"b\":\"x\"}}\n\n"
+                + "event: put\nid: -P6w9rLoYPqTtHabcJnT\ndata: {\"path\":\"/\",\"data\":null}\n\n")
+        // A batch without value changes (e.g. attach, handled by the stream) has no frames here.
+        #expect(SSEFrames.frames(for: [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .number(1), logID: nil)]).isEmpty)
     }
 }
 

@@ -91,8 +91,8 @@ def test_stream_starts_with_a_put_then_follows_every_write(daemon):
     requests.patch(daemon.url("/m"), data=json.dumps({"a": None, "d": 4}))
     event, _, data, _ = client.next_data()
     assert (event, data) == ("patch", {"path": "/", "data": {"a": None, "d": 4}})
-    put(daemon, "/m/b/x", 5)
-    assert client.next_data()[2] == {"path": "/b", "data": {"x": 5}}
+    put(daemon, "/m/b/x", 5)  # the written path, not the child that holds it
+    assert client.next_data()[2] == {"path": "/b/x", "data": 5}
     put(daemon, "/elsewhere", 1)  # not under /m: nothing
     put(daemon, "/", {"m": "primitive"})  # above /m: the whole value
     event, last_id, data, _ = client.next_data()
@@ -163,18 +163,21 @@ def test_resume_with_last_event_id_has_no_gap_and_no_duplicate(daemon):
                 client.close()
                 return frames
 
+    # The multi-path update reaches two parents: a patch for each, with the same id.
     assert resumed(seen_id) == [
         ("put", {"path": "/n", "data": 2}),
-        ("patch", {"path": "/", "data": {"a/b": 1, "c": 2}}),
+        ("patch", {"path": "/", "data": {"c": 2}}),
+        ("patch", {"path": "/a", "data": {"b": 1}}),
         ("put", {"path": "/c", "data": None}),
         ("put", {"path": "/live", "data": True}),
     ]
     # Across a restart the log still holds them.
     daemon.restart()
     replay = resumed(seen_id)
-    assert replay[:3] == [
+    assert replay[:4] == [
         ("put", {"path": "/n", "data": 2}),
-        ("patch", {"path": "/", "data": {"a/b": 1, "c": 2}}),
+        ("patch", {"path": "/", "data": {"c": 2}}),
+        ("patch", {"path": "/a", "data": {"b": 1}}),
         ("put", {"path": "/c", "data": None}),
     ]
     # An id the server cannot resume from gets a fresh full put.

@@ -38,7 +38,7 @@ final class EventBuffer: Sendable {
 
     /// The listener's sink.
     func push(_ events: [ChildEvent]) {
-        let bytes = events.reduce(64) { $0 + $1.value.approximateBytes }
+        let bytes = events.reduce(0) { $0 + $1.approximateBytes }
         let waiter = self.state.withLock { state -> (CheckedContinuation<Item?, Never>, Item)? in
             guard !state.finished, !state.overflowed else { return nil }
             if let waiter = state.waiter {
@@ -97,7 +97,7 @@ final class EventBuffer: Sendable {
                 }
                 if !state.pending.isEmpty {
                     let events = state.pending.removeFirst()
-                    state.bytes -= events.reduce(64) { $0 + $1.value.approximateBytes }
+                    state.bytes -= events.reduce(0) { $0 + $1.approximateBytes }
                     if let id = events.last?.logID { state.lastDelivered = id }
                     return .some(.events(events))
                 }

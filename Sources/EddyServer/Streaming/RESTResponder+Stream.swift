@@ -3,10 +3,14 @@
 // writing the response (see `SSEFrames` for the format).
 //
 // Resuming: with `Last-Event-ID: <log id>` (what EventSource clients send on reconnect) a stream
-// starts with what happened after that id instead of a full put: a query-less stream gets the
-// logged changes, a query stream the events of its result (the engine rebuilds the state at that
-// id); an id the log cannot answer (unknown, newer than every entry) gets the full put. A client that falls more than `EventBuffer` allows behind gets `cancel` naming the last
-// id it was sent, and the connection ends; reconnecting with that id resumes without a gap.
+// starts with what happened after that id instead of a full put: a query-less stream gets each
+// logged entry's changes, read from the log page by page (`replayPageEntries` at a time) and
+// written before any live event, while its listener, attached after the last of them, buffers
+// the live ones; a query stream gets the changes of its result, which the engine derives by
+// rebuilding the state at that id. An id the log cannot answer (unknown, pruned, newer than
+// every entry) gets the full put. A client that falls more than `EventBuffer` allows
+// behind gets `cancel` naming the last id it was sent, and the connection ends; reconnecting
+// with that id resumes without a gap.
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
 
 import EddyEngine
@@ -27,28 +31,25 @@ extension RESTResponder {
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
         let buffer = EventBuffer(batchesMax: self.streamBufferBatches)
         let attachment: ListenerAttachment
-        // A query stream resumes through the engine (the events of every entry after the id);
-        // a plain one replays the logged changes below. An id the engine cannot resume from
-        // gets the full put.
-        let resumeQueryAfter = rest.query == nil ? nil : headers[Self.lastEventID].flatMap(LogID.init)
+        let sink: ChildEventSink = { buffer.push($0) }
+        // Set when this stream replays the log after that id itself (a query-less resume).
+        var replayAfter: LogID? = nil
         do {
-            if let since = resumeQueryAfter,
-                let resumed = try? await engine.listen(rest.path, query: rest.query, since: since, sink: { buffer.push($0) })
+            // An id the engine cannot resume after (unknown, pruned, newer than every entry)
+            // gets the full put instead.
+            if let since = headers[Self.lastEventID].flatMap(LogID.init), (try? engine.canResume(after: since)) == true,
+                let resumed = try? await engine.listen(
+                    rest.path, query: rest.query, since: since, replaySince: rest.query != nil, selection: .valueChangesOnly, sink: sink)
             {
                 attachment = resumed
+                if rest.query == nil { replayAfter = since }
             } else {
-                attachment = try await engine.listen(rest.path, query: rest.query, sink: { buffer.push($0) })
+                attachment = try await engine.listen(rest.path, query: rest.query, selection: .valueChangesOnly, sink: sink)
             }
         } catch {
             throw RESTError(error)
         }
-        let replay: [UInt8]?
-        do {
-            replay = try self.replay(rest, engine: engine, after: headers[Self.lastEventID], upTo: attachment.liveAfter)
-        } catch {
-            await engine.removeListener(attachment.id)
-            throw RESTError(error)
-        }
+        let replayFrom = replayAfter
         let keepAlive = self.keepAliveSeconds
         let headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache"]
         return Response(
@@ -66,18 +67,18 @@ extension RESTResponder {
                 }
                 do {
                     try await withGracefulShutdownHandler {
+                        if let replayFrom, let liveAfter = attachment.liveAfter {
+                            try await Self.replay(after: replayFrom, upTo: liveAfter, at: rest.path, engine: engine, writer: &writer)
+                        }
                         var first = true
                         loop: while let item = await buffer.next() {
                             switch item {
                             case .events(let events):
                                 if first, events.allSatisfy({ $0.logID == nil && $0.kind != .cancel }) {
-                                    // The attach batch (a resumed query stream has none).
+                                    // The attach batch (a resumed stream has none): the whole value.
                                     first = false
-                                    let bytes =
-                                        replay
-                                        ?? SSEFrames.put(
-                                            path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
-                                    if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+                                    let bytes = SSEFrames.put(path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
+                                    try await writer.write(ByteBuffer(bytes: bytes))
                                 } else if let cancel = events.first(where: { $0.kind == .cancel }) {
                                     first = false
                                     guard case .string(let reason) = cancel.value else { break loop }
@@ -85,7 +86,8 @@ extension RESTResponder {
                                     break loop
                                 } else {
                                     first = false
-                                    try await writer.write(ByteBuffer(bytes: SSEFrames.frames(for: events)))
+                                    let bytes = SSEFrames.frames(for: events)
+                                    if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
                                 }
                             case .keepAlive:
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.keepAlive))
@@ -108,22 +110,34 @@ extension RESTResponder {
             })
     }
 
-    /// The frames a reconnecting query-less stream missed (entries after `lastEventID` up to
-    /// `liveAfter`), or nil when it gets a full put instead.
-    private func replay(_ rest: RESTRequest, engine: Engine, after lastEventID: String?, upTo liveAfter: LogID?) throws(EddyError) -> [UInt8]? {
-        guard rest.query == nil, let lastEventID, let since = LogID(lastEventID), let liveAfter, !(liveAfter < since),
-            try engine.canResume(after: since)
-        else {
-            return nil
-        }
-        var out: [UInt8] = []
+    /// Log entries read per page when a stream replays what a reconnecting client missed.
+    static let replayPageEntries = 256
+
+    /// Writes the frames of the entries after `since` up to `liveAfter`, a page at a time
+    /// (the socket's backpressure paces the reads). Entries up to `liveAfter` may still be
+    /// syncing when the stream starts; an empty page before `liveAfter` waits for them.
+    static func replay(
+        after since: LogID, upTo liveAfter: LogID, at location: Path, engine: Engine, writer: inout some ResponseBodyWriter
+    ) async throws {
         var cursor = since
+        var waitedMilliseconds = 0
         while cursor < liveAfter {
-            let entries = try engine.readLogEntries(after: cursor, limit: Limits.logReadCountMax)
-            guard let last = entries.last else { break }
-            for entry in entries where !(liveAfter < entry.id) { out += SSEFrames.frames(replaying: entry, at: rest.path) }
+            let entries = try await engine.logEntries(after: cursor, limit: Self.replayPageEntries)
+            guard let last = entries.last else {
+                // Acknowledged (durable) entries only: wait for the group that holds `liveAfter`.
+                guard waitedMilliseconds < 10_000 else {
+                    throw EddyError(.unavailable, "log entries up to \(liveAfter) did not become durable within 10 s")
+                }
+                try await Task.sleep(for: .milliseconds(1))
+                waitedMilliseconds += 1
+                continue
+            }
+            var bytes: [UInt8] = []
+            for entry in entries where !(liveAfter < entry.id) {
+                bytes += SSEFrames.frames(for: entry.valueChanges(at: location), id: entry.id)
+            }
+            if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
             cursor = last.id
         }
-        return out
     }
 }

@@ -1,12 +1,15 @@
-// Firebase's REST streaming format (text/event-stream): what each listener batch becomes.
+// Firebase's REST streaming format (text/event-stream): what each listener batch becomes. A
+// stream's listener hears value changes only (`EventSelection.valueChangesOnly`), so every
+// event carries exactly what its write changed (see EddyEngine/AppliedChange.swift):
 //
-//   event: put            data: {"path":"/","data":<value>}     the whole value at a path
-//   event: patch          data: {"path":"/","data":{k: v, ...}} children merged (null deletes)
+//   event: put            data: {"path":"/a/b","data":<value>}   the value at a path replaced
+//   event: patch          data: {"path":"/a","data":{k: v, ...}} children merged (null deletes)
 //   event: keep-alive     data: null
 //   event: cancel         data: "<reason>"                        the listen ended
 // Paths are relative to the listened location. Beyond Firebase, every put/patch caused by a log
 // entry carries `id: <log id>` (and the first put the id it is current after), so a client can
-// reconnect with `Last-Event-ID`. Lines end in LF; one JSON document per data line.
+// reconnect with `Last-Event-ID`; the frames of one entry share its id. Lines end in LF; one
+// JSON document per data line.
 
 import EddyEngine
 import EddyModel
@@ -54,51 +57,28 @@ enum SSEFrames {
         return out
     }
 
-    /// One live batch (all events of one log entry): a put of the whole value when it is a
-    /// primitive or gone, a put of the one child that changed, or a patch of several.
+    /// The frames of one live batch (one log entry): its value event's changes, one frame
+    /// each, all with the entry's id. A put is `{"path":"/a/b","data":<value>}`, a patch
+    /// `{"path":"/a","data":{<child>:<value>,...}}`.
     static func frames(for events: [ChildEvent]) -> [UInt8] {
-        let id = events.first?.logID
-        if let value = events.last(where: { $0.kind == .value })?.value, !value.isObject {
-            return self.put(path: "/", data: JSONWriter.bytes(value), id: id)
-        }
-        var members: [(key: String, json: [UInt8])] = []
-        for event in events {
-            guard let key = event.key else { continue }
-            switch event.kind {
-            case .childRemoved: members.append((key, Array("null".utf8)))
-            case .childAdded, .childChanged: members.append((key, JSONWriter.bytes(event.value)))
-            case .childMoved, .value, .cancel: continue
-            }
-        }
-        if members.count == 1 { return self.put(path: "/" + members[0].key, data: members[0].json, id: id) }
-        return self.patch(path: "/", members: members, id: id)
+        guard let value = events.last(where: { $0.kind == .value }), let changes = value.changes else { return [] }
+        return self.frames(for: changes, id: value.logID)
     }
 
-    /// The frame of a logged entry for a plain (query-less) listener at `location`: what a
-    /// reconnecting client missed. One frame per entry, so its id marks it whole: a put of the
-    /// location's new value when the entry wrote at or above it, a put at the one path it wrote
-    /// below it, or a patch keyed by relative paths ("a", "b/x") when it wrote several.
-    static func frames(replaying entry: LogEntry, at location: Path) -> [UInt8] {
-        var members: [(key: String, json: [UInt8])] = []
-        for change in entry.changes {
-            let path = entry.location.appending(change.path)
-            if path.isAncestorOrSelf(of: location) {
-                let below = Path(validatedKeys: Array(location.keys[path.depth...]))
-                return self.put(path: "/", data: JSONWriter.bytes(change.value.child(at: below)), id: entry.id)
-            }
-            if location.isAncestorOrSelf(of: path) {
-                members.append((path.keys[location.depth...].joined(separator: "/"), JSONWriter.bytes(change.value)))
-            }
+    static func frames(for changes: [ValueChange], id: LogID?) -> [UInt8] {
+        var out: [UInt8] = []
+        for change in changes {
+            var data: [UInt8] = []
+            change.writeData(into: &data)
+            out += self.frame(event: change.isPatch ? "patch" : "put", id: id, data: self.body(path: change.path.description, data: data))
         }
-        if members.isEmpty { return [] }
-        if members.count == 1 { return self.put(path: "/" + members[0].key, data: members[0].json, id: entry.id) }
-        return self.patch(path: "/", members: members, id: entry.id)
+        return out
     }
 }
 
-extension Value {
-    var isObject: Bool {
-        if case .object = self { return true }
+extension ValueChange {
+    var isPatch: Bool {
+        if case .patch = self { return true }
         return false
     }
 }
