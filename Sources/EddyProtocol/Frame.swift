@@ -1,6 +1,6 @@
-// The native protocol's frames (Unix socket; see DESIGN.md "Interfaces"). Version 1:
+// The native protocol's frames (Unix socket; see DESIGN.md "Interfaces"). Version 2:
 //
-//   frame   = u32be(length of the rest) u8(version = 1) u8(kind) u64be(request id) payload
+//   frame   = u32be(length of the rest) u8(version = 2) u8(kind) u64be(request id) payload
 //   payload = one JSON document (UTF-8), its shape by kind (see `Frame.Kind`)
 //
 // One connection multiplexes requests: every request carries an id chosen by the client, and
@@ -8,11 +8,17 @@
 // Frames are at most `Frame.bytesMax`; a longer length prefix is a protocol error that closes
 // the connection. A version this side does not speak is refused with an `error` frame.
 //
+// Versions: 2 (this one) changed the `events` payload: a live `value` event carries the change
+// (`changes`, see `Kind.events`) instead of the whole value, and `subscribe` takes `events`.
+// The layout of a frame is unchanged, but a version-1 peer would misread value events, so
+// version-1 frames are refused; the replication kinds are unchanged, yet a leader and its
+// followers must run the same version too (their frames carry the version byte).
+//
 // The leader's log server (replication socket) speaks the same frames with the replication
 // kinds (40...): see `ReplicationPayloads.swift`.
 
 public struct Frame: Sendable, Equatable {
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     /// Largest frame (after the length prefix), 16 MiB: bounds every buffer of a connection.
     public static let bytesMax = 16 * 1024 * 1024
     /// Bytes before the payload, after the length prefix: version, kind, request id.
@@ -27,7 +33,10 @@ public struct Frame: Sendable, Equatable {
         /// `{"op": "set"|"update"|"push"|"remove", "path": "/a", "value": ..., "silence": [subscription ids]}`
         /// (answer: `written`)
         case write = 3
-        /// `{"path": "/a", "query": {...}}` (answer: `subscribed`, then `events` frames with this id)
+        /// `{"path": "/a", "query": {...}, "since": "<log id>"?, "events": "all"|"value"}` (answer:
+        /// `subscribed`, then `events` frames with this id). `events`: `"all"` (the default) for
+        /// child events and value events, `"value"` for value events only (a plain value
+        /// subscription then costs the server the size of each change, not of its location).
         case subscribe = 4
         /// `{"subscription": <request id of the subscribe>}` (answer: `unsubscribed`)
         case unsubscribe = 5
@@ -44,7 +53,14 @@ public struct Frame: Sendable, Equatable {
         /// `{"subscription": id, "liveAfter": "<log id>"|null}`: the first `events` frame holds the
         /// state after liveAfter; later ones, every entry after it.
         case subscribed = 22
-        /// `{"events": [{"kind": "child_added", "key": "k", "prev": "j"|null, "value": ..., "logID": "..."|null}]}`
+        /// `{"events": [{"kind": "child_added", "key": "k", "prev": "j"|null, "value": ..., "logID": "..."|null}]}`.
+        /// A `value` event is `{"kind": "value", "value": <the whole value>}` in the first frame
+        /// of a subscription (the state after `liveAfter`), and afterwards
+        /// `{"kind": "value", "logID": "...", "changes": [{"op": "put", "path": "/a/b", "data": ...},
+        /// {"op": "patch", "path": "/a", "data": {"k": ..., "gone": null}}]}`: what the entry
+        /// changed, relative to the subscribed location, to apply in order to the value held
+        /// (put replaces at the path, null removes; patch puts each child). A query
+        /// subscription's changes name the children that entered, left (null) or changed.
         case events = 23
         /// `{"lastDelivered": "<log id>"|null}`: the subscriber fell too far behind; the
         /// connection closes after this frame.

@@ -1,8 +1,9 @@
 """The native protocol on the daemon's Unix socket (EddyProtocol/Frame.swift), spoken from
 Python: length-prefixed, versioned frames with request ids; reads, queries, writes acknowledged
 with their log id, subscriptions whose `subscribed` answer names the log id they are live after
-and whose events carry log ids; errors naming what was wrong; malformed frames close the
-connection; a subscriber that stops reading gets `behind` and is disconnected."""
+and whose events carry log ids (value events carry the change, protocol version 2); errors
+naming what was wrong; malformed frames (and version-1 frames) close the connection; a
+subscriber that stops reading gets `behind` and is disconnected."""
 
 import json
 import os
@@ -24,7 +25,7 @@ class Native:
         self.sock.connect(os.path.join(daemon.data_dir, "eddyd.sock"))
         self.buf = b""
 
-    def send(self, kind, request_id, payload, version=1):
+    def send(self, kind, request_id, payload, version=2):
         body = json.dumps(payload).encode()
         self.sock.sendall(struct.pack(">IBBQ", 10 + len(body), version, kind, request_id) + body)
 
@@ -35,7 +36,7 @@ class Native:
                 (n,) = struct.unpack(">I", self.buf[:4])
                 if len(self.buf) >= 4 + n:
                     version, kind, request_id = struct.unpack(">BBQ", self.buf[4:14])
-                    assert version == 1
+                    assert version == 2
                     payload = json.loads(self.buf[14 : 4 + n])
                     self.buf = self.buf[4 + n :]
                     return kind, request_id, payload
@@ -124,7 +125,7 @@ def test_subscriptions_are_live_after_their_log_id(native, daemon):
     assert (kind, rid) == (EVENTS, 7)
     assert update["events"] == [
         {"kind": "child_added", "key": "b", "prev": "a", "value": 2, "logID": written["logID"]},
-        {"kind": "value", "value": {"a": 1, "b": 2}, "logID": written["logID"]},
+        {"kind": "value", "logID": written["logID"], "changes": [{"op": "put", "path": "/b", "data": 2}]},
     ]
     assert written["logID"] > subscribed["liveAfter"]
     # A write that silences the subscription is not heard by it.
@@ -151,7 +152,15 @@ def test_errors_name_what_is_wrong(native):
     assert native.recv()[0] == ERROR
 
 
-@pytest.mark.parametrize("frame", [struct.pack(">IBBQ", 10, 9, GET, 1), struct.pack(">IBBQ", 10, 1, 99, 1), struct.pack(">I", 0x7FFFFFFF)])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">IBBQ", 10, 9, GET, 1),
+        struct.pack(">IBBQ", 10, 1, GET, 1),  # version 1 (whole-value events) is no longer spoken
+        struct.pack(">IBBQ", 10, 2, 99, 1),
+        struct.pack(">I", 0x7FFFFFFF),
+    ],
+)
 def test_malformed_frames_close_the_connection(daemon, frame):
     client = Native(daemon)
     client.sock.sendall(frame)
@@ -186,6 +195,11 @@ def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
     assert last in delivered, "behind names a log id the subscriber was sent"
     # Resuming after the last id received delivers exactly the rest of the 600 writes.
     received = [f[2]["events"][0]["value"]["i"] for f in frames if f[0] == EVENTS and f[2]["events"][0].get("logID")]
+    # Each value event carries just the write: a put of one child, never the whole location.
+    for f in frames:
+        if f[0] == EVENTS and f[2]["events"][0].get("logID"):
+            (change,) = f[2]["events"][-1]["changes"]
+            assert change["op"] == "put" and change["path"].startswith("/k") and change["data"]["i"] == f[2]["events"][0]["value"]["i"]
     resumed = Native(daemon)
     resumed.send(SUBSCRIBE, 2, {"path": "/flood", "since": delivered[-1]})
     assert resumed.recv()[0] == SUBSCRIBED
@@ -234,7 +248,70 @@ def test_subscriptions_resume_after_a_log_id(native, daemon):
         [("child_added", "b"), ("value", None)],
         [("child_removed", "a"), ("value", None)],
     ]
-    assert batches[1][2]["events"][-1]["value"] == {"b": 2}
+    assert batches[1][2]["events"][-1]["changes"] == [{"op": "put", "path": "/a", "data": None}]
     native.send(SUBSCRIBE, 3, {"path": "/res", "since": "not-a-log-id"})
     kind, rid, error = native.recv()
     assert (kind, rid) == (ERROR, 3) and "is not a log id" in error["message"]
+
+
+def test_value_subscriptions_receive_the_change_and_apply_to_the_value(native, daemon):
+    """`"events": "value"`: the first frame holds the whole value, every later one only what
+    its write changed (put at the written path, patch of updated children), so a client that
+    applies them holds exactly what a GET returns."""
+    big = {f"c{i}": {"x": i, "pad": "p" * 1000} for i in range(200)}
+    requests.put(daemon.url("/vs"), data=json.dumps(big))
+    native.send(SUBSCRIBE, 1, {"path": "/vs", "events": "value"})
+    assert native.recv()[0] == SUBSCRIBED
+    kind, _, first = native.recv()
+    assert kind == EVENTS and first["events"] == [{"kind": "value", "value": big}]
+    value = first["events"][0]["value"]
+
+    def apply(value, change):
+        def set_at(node, keys, new):
+            if not keys:
+                return new
+            node = dict(node) if isinstance(node, dict) else {}
+            child = set_at(node.get(keys[0]), keys[1:], new)
+            if child is None:
+                node.pop(keys[0], None)
+            else:
+                node[keys[0]] = child
+            return node or None
+
+        keys = [k for k in change["path"].split("/") if k]
+        if change["op"] == "put":
+            return set_at(value, keys, change["data"])
+        for key, child in change["data"].items():
+            value = set_at(value, keys + [key], child)
+        return value
+
+    writer = Native(daemon)
+    writes = [
+        (WRITE, {"op": "set", "path": "/vs/c7/x", "value": 70}, [{"op": "put", "path": "/c7/x", "data": 70}]),
+        (WRITE, {"op": "update", "path": "/vs", "value": {"c1/x": 10, "c2/x": 20}}, None),
+        (WRITE, {"op": "update", "path": "/vs/c3", "value": {"x": None, "y": 3}}, [{"op": "patch", "path": "/c3", "data": {"x": None, "y": 3}}]),
+        (WRITE, {"op": "remove", "path": "/vs/c4"}, [{"op": "put", "path": "/c4", "data": None}]),
+        (WRITE, {"op": "set", "path": "/elsewhere", "value": 1}, "nothing"),
+        (WRITE, {"op": "set", "path": "/vs/c5/x", "value": 5}, "nothing"),  # the same value again
+        (WRITE, {"op": "set", "path": "/", "value": {"vs": {"only": 1}}}, [{"op": "put", "path": "/", "data": {"only": 1}}]),
+    ]
+    for i, (kind, request, expected) in enumerate(writes):
+        writer.send(kind, 100 + i, request)
+        assert writer.recv()[0] == WRITTEN
+        if expected == "nothing":
+            continue
+        kind, _, frame = native.recv()
+        assert kind == EVENTS
+        (event,) = frame["events"]
+        assert event["kind"] == "value" and "value" not in event
+        if expected is not None:
+            assert event["changes"] == expected
+        assert sum(len(json.dumps(c)) for c in event["changes"]) < 2000, "a change, not the location"
+        for change in event["changes"]:
+            value = apply(value, change)
+        native.send(GET, 200 + i, {"path": "/vs"})
+        assert native.recv() == (VALUE, 200 + i, {"value": value})
+    native.send(SUBSCRIBE, 2, {"path": "/vs", "events": "some"})
+    kind, rid, error = native.recv()
+    assert (kind, rid) == (ERROR, 2) and '"events" must be "all" or "value"' in error["message"]
+    writer.close()

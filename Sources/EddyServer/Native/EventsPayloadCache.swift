@@ -29,11 +29,16 @@ final class EventsPayloadCache: Sendable {
         events.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
     }
 
-    /// `{"events":[{"kind":…,"key":…,"prev":…,"value":…,"logID":…},…]}`
+    /// `{"events":[{"kind":…,"key":…,"prev":…,"value":…,"logID":…},…]}`; a value event that
+    /// carries changes is `{"kind":"value","logID":…,"changes":[…]}` (see `Frame.Kind.events`).
     static func encode(_ events: [ChildEvent]) -> [UInt8] {
         var payload = Array(#"{"events":["#.utf8)
         for (i, event) in events.enumerated() {
             if i > 0 { payload.append(UInt8(ascii: ",")) }
+            if let changes = event.changes {
+                Self.encodeChanges(changes, logID: event.logID, into: &payload)
+                continue
+            }
             var object: [String: Value] = ["kind": .string(event.kind.rawValue), "value": event.value]
             if let key = event.key { object["key"] = .string(key) }
             if let previous = event.previousKey { object["prev"] = .string(previous) }
@@ -42,5 +47,23 @@ final class EventsPayloadCache: Sendable {
         }
         payload += Array("]}".utf8)
         return payload
+    }
+
+    /// `{"kind":"value","logID":…,"changes":[{"op":"put"|"patch","path":…,"data":…},…]}`
+    private static func encodeChanges(_ changes: [ValueChange], logID: LogID?, into payload: inout [UInt8]) {
+        payload += Array(#"{"kind":"value","#.utf8)
+        if let logID { payload += Array(#""logID":"\#(logID.rawValue)","#.utf8) }
+        payload += Array(#""changes":["#.utf8)
+        for (i, change) in changes.enumerated() {
+            if i > 0 { payload.append(UInt8(ascii: ",")) }
+            payload += Array(#"{"op":""#.utf8)
+            payload += Array(change.isPatch ? "patch".utf8 : "put".utf8)
+            payload += Array(#"","path":"#.utf8)
+            JSONWriter.writeString(change.path.description, into: &payload)
+            payload += Array(#","data":"#.utf8)
+            change.writeData(into: &payload)
+            payload.append(UInt8(ascii: "}"))
+        }
+        payload += Array("]}".utf8)
     }
 }

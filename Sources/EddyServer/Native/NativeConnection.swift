@@ -300,10 +300,17 @@ final class NativeConnection: Sendable {
         }
         let path = try Self.path(body)
         let query = try Self.query(body)
+        let selection: EventSelection
+        switch try Self.string(body, "events", optional: true) {
+        case nil, "all": selection = .childEventsAndValueChanges
+        case "value": selection = .valueChangesOnly
+        case let other?:
+            throw EddyError(.invalidArgument, "\"events\" must be \"all\" or \"value\", not \(JSONWriter.string(.string(other)))")
+        }
         self.state.withLock { $0.held[requestID] = [] }
         let attachment: ListenerAttachment
         do {
-            attachment = try await engine.listen(path, query: query, since: since) { events in
+            attachment = try await engine.listen(path, query: query, since: since, selection: selection) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }
                     state.held[requestID]!.append(events)
