@@ -327,6 +327,8 @@ struct Watch: ParsableCommand {
         discussion: #"""
             Connects to the daemon's native socket (--socket, default <data>/eddyd.sock). The first line is
             {"subscribed": {"liveAfter": ...}}; then one line per event: {"kind", "key", "prev", "value", "logID"}.
+            The first value event holds the whole value; later ones hold only what changed:
+            {"kind": "value", "logID", "changes": [{"op": "put"|"patch", "path", "data"}]}.
             Query options take JSON values as in the REST API, e.g. --order-by '"score"' --limit-to-last 10.
             """#)
     @Argument(help: "Location, e.g. /users") var path: String
@@ -336,6 +338,7 @@ struct Watch: ParsableCommand {
     @OptionGroup var query: QueryOptions
     @Option(name: .long, help: "Resume after this log id (not available yet; the daemon says so)") var since: String?
     @Option(name: .customLong("max-events"), help: "Exit after this many events (default: run until interrupted)") var maxEvents: Int?
+    @Option(name: .long, help: "all: child and value events; value: value events (the changes) only. Default: all") var events = "all"
 
     func run() throws {
         var query: [String: Value] = [:]
@@ -343,6 +346,7 @@ struct Watch: ParsableCommand {
         var request: [String: Value] = ["path": .string(self.path), "ns": .string(self.ns)]
         if !query.isEmpty { request["query"] = .object(query) }
         if let since { request["since"] = .string(since) }
+        request["events"] = .string(self.events)
         let socketPath = self.socket ?? self.data + "/eddyd.sock"
         do {
             let client = try NativeClient(path: socketPath)

@@ -229,6 +229,16 @@ def test_eddy_watch_prints_events_as_json_lines(daemon):
     removed = json.loads(watch.stdout.readline())
     assert removed["kind"] == "child_removed" and removed["key"] == "a" and removed["logID"] > first["subscribed"]["liveAfter"]
     assert watch.wait(timeout=20) == 0
+    # --events value: the whole value first, then only the changes.
+    values = subprocess.Popen(
+        [EDDY, "watch", "/w", "--data", daemon.data_dir, "--events", "value", "--max-events", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert "subscribed" in json.loads(values.stdout.readline())
+    assert json.loads(values.stdout.readline()) == {"kind": "value", "value": {"a": 1, "b": 2}}
+    requests.put(daemon.url("/w/a/deep"), data="3")
+    change = json.loads(values.stdout.readline())
+    assert change["changes"] == [{"op": "put", "path": "/a/deep", "data": 3}] and change["logID"]
+    assert values.wait(timeout=20) == 0
     failed = subprocess.run([EDDY, "watch", "/w", "--socket", "/nonexistent/eddyd.sock"], capture_output=True, timeout=20)
     assert failed.returncode == 1 and b"cannot connect to /nonexistent/eddyd.sock" in failed.stderr
 
