@@ -3,13 +3,14 @@
 // the configurable ones again at startup.
 
 public enum Limits {
-    /// Firebase refuses paths deeper than 32 keys (firebase-js-sdk `MAX_PATH_DEPTH`). Also bounds
-    /// every walk over a stored tree and the length of every tree key.
+    /// Firebase's "Depth of child nodes: 32" (Limits page; firebase-js-sdk `MAX_PATH_DEPTH`):
+    /// a written leaf is at most 32 keys below the root, counting the keys inside the written
+    /// value. Also bounds every walk over a stored tree and, with `keyBytesMax`, the length of
+    /// every tree key (at most 32 x 770 encoded bytes).
     public static let pathDepthMax = 32
-    /// Firebase's limit for a whole key path in UTF-8 bytes, separators included
-    /// (firebase-js-sdk `MAX_PATH_LENGTH_BYTES`).
-    public static let pathBytesMax = 768
-    /// A single key may use the whole path budget (Firebase documents 768 bytes per key).
+    /// Firebase's "Length of a key: 768 bytes" (Limits page), UTF-8, per key. There is no limit
+    /// on a whole path's length: a 768-byte key may sit under any parent (the JS SDK's own
+    /// 768-byte whole-path check is a client rule the server does not apply).
     public static let keyBytesMax = 768
     /// Firebase's largest string leaf (`MAX_LEAF_SIZE_ = 10 * 1024 * 1024`).
     public static let stringBytesMax = 10 * 1024 * 1024

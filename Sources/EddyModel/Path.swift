@@ -1,7 +1,7 @@
 // A location in the tree: a list of validated keys. `Path.root` has none.
 //
-// Invariants: every key satisfies `Key.validate`; `keys.count <= Limits.pathDepthMax`;
-// the `/`-joined form is at most `Limits.pathBytesMax` UTF-8 bytes.
+// Invariants: every key satisfies `Key.validate` (so at most `Limits.keyBytesMax` bytes);
+// `keys.count <= Limits.pathDepthMax`. A whole path has no byte limit of its own.
 
 public struct Path: Sendable, Hashable, CustomStringConvertible {
     public private(set) var keys: [String]
@@ -62,7 +62,7 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
         return self.keys[...] == other.keys[..<self.keys.count]
     }
 
-    /// UTF-8 bytes of the `/`-joined form without a leading slash (what Firebase measures).
+    /// UTF-8 bytes of the `/`-joined form without a leading slash.
     public var byteCount: Int {
         self.keys.reduce(0) { $0 + $1.utf8.count } + max(0, self.keys.count - 1)
     }
@@ -71,13 +71,7 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
         if self.keys.count > Limits.pathDepthMax {
             throw EddyError(
                 .invalidPath,
-                "path \(self) is \(self.keys.count) keys deep; pathDepthMax is \(Limits.pathDepthMax)")
-        }
-        let bytes = self.byteCount
-        if bytes > Limits.pathBytesMax {
-            throw EddyError(
-                .invalidPath,
-                "path \(self.abbreviated) is \(bytes) bytes; pathBytesMax is \(Limits.pathBytesMax)")
+                "path \(self.abbreviated) is \(self.keys.count) keys deep; pathDepthMax is \(Limits.pathDepthMax)")
         }
     }
 

@@ -1,7 +1,7 @@
 // Checks a value before it may be written at a path, and normalizes it.
 //
-// Refuses (naming the offending key, path and rule): invalid keys, leaf paths deeper than
-// `Limits.pathDepthMax` or longer than `Limits.pathBytesMax`, strings over
+// Refuses (naming the offending key, path and rule): invalid keys (each at most
+// `Limits.keyBytesMax`), leaf paths deeper than `Limits.pathDepthMax`, strings over
 // `Limits.stringBytesMax`, non-finite numbers, malformed server values, and the legacy dotted
 // keys Eddy does not support yet (`.priority`, `.value`). Walks with an explicit stack.
 // Validation runs on the writer's task for every write, so the walk allocates little.
@@ -21,8 +21,8 @@ public enum WriteValidator {
     /// error: nodes record their key and parent, and a path is rebuilt from them on failure.
     public static func validate(_ value: Value, at base: Path, approximateBytes: inout Int) throws(EddyError) -> Value {
         try validateLocation(base)
-        // nodes[i]: a key below `base`, its parent node (-1: base), depth and path bytes.
-        var nodes: [(key: String, parent: Int, depth: Int, bytes: Int)] = []
+        // nodes[i]: a key below `base`, its parent node (-1: base) and depth.
+        var nodes: [(key: String, parent: Int, depth: Int)] = []
         var stack: [(value: Value, node: Int)] = [(value, -1)]
         var needsNormalization = false
         var size = 0
@@ -62,7 +62,6 @@ public enum WriteValidator {
                     continue
                 }
                 let depth = index < 0 ? base.depth : nodes[index].depth
-                let bytes = index < 0 ? base.byteCount : nodes[index].bytes
                 for (key, child) in children {
                     if key == ".priority" || key == ".value" {
                         throw EddyError(
@@ -75,10 +74,9 @@ public enum WriteValidator {
                         try Key.validate(key, inPath: path(index).description)  // the same error, with its path
                         throw error
                     }
-                    let childBytes = bytes + (depth == 0 ? 0 : 1) + key.utf8.count
-                    nodes.append((key, index, depth + 1, childBytes))
+                    nodes.append((key, index, depth + 1))
                     let childIndex = nodes.count - 1
-                    if depth + 1 > Limits.pathDepthMax || childBytes > Limits.pathBytesMax {
+                    if depth + 1 > Limits.pathDepthMax {
                         try path(childIndex).validateSize()
                     }
                     size += key.utf8.count
@@ -102,10 +100,6 @@ public enum WriteValidator {
                 throw error
             }
         }
-        try path.validateSize()
-    }
-
-    private static func checkLeafPath(_ path: Path) throws(EddyError) {
         try path.validateSize()
     }
 

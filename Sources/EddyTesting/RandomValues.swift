@@ -61,14 +61,11 @@ public enum RandomValues {
         return String(out)
     }
 
-    /// A valid path of depth 1...`depthMax` within `Limits.pathBytesMax`.
+    /// A valid path of depth 1...`depthMax`.
     public static func path(_ g: inout SeededGenerator, depthMax: Int = 4) -> Path {
         precondition(depthMax >= 1 && depthMax <= Limits.pathDepthMax)
-        while true {
-            let depth = g.int(in: 1...depthMax)
-            let path = Path(validatedKeys: (0..<depth).map { _ in key(&g) })
-            if path.byteCount <= Limits.pathBytesMax { return path }
-        }
+        let depth = g.int(in: 1...depthMax)
+        return Path(validatedKeys: (0..<depth).map { _ in key(&g) })
     }
 
     /// A finite number: small integers, negatives, fractions, -0.0, extremes, random bit patterns.

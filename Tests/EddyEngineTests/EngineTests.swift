@@ -331,30 +331,33 @@ import Testing
         }
     }
 
-    @Test func pathByteLimitIsEnforced() async throws {
+    /// Firebase limits keys (768 bytes each) and depth (32), not a path's bytes: 32 keys of 768
+    /// bytes are stored, read, indexed, listed and logged like any other path.
+    @Test func longKeysAtEveryDepthAreStored() async throws {
         try await withEngine { engine in
-            let a = String(repeating: "a", count: 383)
-            let b = String(repeating: "b", count: 383)
-            let base = p("/\(a)/\(b)")  // 767 bytes
-            #expect(base.byteCount == 767)
-            // 768 bytes: the limit itself.
-            _ = try await engine.set(p("/\(a)/\(b)c"), .number(1))
-            #expect(try await engine.get(p("/\(a)/\(b)c")) == .number(1))
-            try await expectRefused(engine, .invalidPath, mentioning: ["769", "pathBytesMax"], "769-byte leaf path") {
-                _ = try await engine.set(base, .object(["c": .number(1)]))
+            // 768 bytes each; every other one ends in "é" (2 bytes of UTF-8).
+            let keys = (0..<32).map { i in
+                let letter = Character(UnicodeScalar(UInt8(97 + i % 26)))
+                return i % 2 == 0 ? String(repeating: letter, count: 768) : String(repeating: letter, count: 766) + "é"
             }
-            try await expectRefused(engine, .invalidPath, mentioning: ["769", "pathBytesMax"], "769-byte location") {
-                _ = try await engine.set(Path(validatedKeys: [a, b + "cd"]), .number(1))
+            #expect(keys.allSatisfy { $0.utf8.count == 768 })
+            let deep = Path(validatedKeys: keys)
+            _ = try await engine.set(deep, .number(1))
+            #expect(try await engine.get(deep) == .number(1))
+            #expect(try await engine.get(deep.parent!) == .object([deep.lastKey!: .number(1)]))
+            let base = Path(validatedKeys: Array(keys.prefix(2)))
+            _ = try await engine.set(base, .object([keys[2]: .object([keys[3]: .bool(true)])]))
+            _ = try await engine.update(base, [.init(path: Path(validatedKeys: [keys[4], keys[5]]), value: .string("x"))])
+            #expect(try await engine.get(base.appending(keys[4]).appending(keys[5])) == .string("x"))
+            let entry = try #require(try engine.readLogEntries(after: nil, limit: 10).last)
+            #expect(entry.changes.first?.path == Path(validatedKeys: [keys[4], keys[5]]))
+            try await expectRefused(engine, .invalidKey, mentioning: ["769 bytes", "keyBytesMax is 768"], "a 769-byte key") {
+                _ = try await engine.set(base.appending(String(repeating: "z", count: 769)), .number(1))
             }
-            try await expectRefused(engine, .invalidPath, mentioning: ["769", "pathBytesMax"], "769-byte update path") {
-                _ = try await engine.update(p("/\(a)"), [.init(path: Path(validatedKeys: [b + "cd"]), value: .number(1))])
+            try await expectRefused(engine, .invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"], "33 deep below long keys") {
+                _ = try await engine.set(deep, .object([keys[0]: .number(1)]))
             }
-            // A multi-byte character counts by its UTF-8 bytes: "é" is 2.
-            let shorter = p("/\(a)/\(b.dropLast())")  // 766 bytes
-            _ = try await engine.set(shorter, .object(["e": .number(1)]))  // 768
-            try await expectRefused(engine, .invalidPath, mentioning: ["769", "pathBytesMax"], "769 bytes with é") {
-                _ = try await engine.set(shorter, .object(["é": .number(1)]))
-            }
+            _ = try engine.verify()
         }
     }
 

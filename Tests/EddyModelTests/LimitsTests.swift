@@ -8,12 +8,10 @@ import Testing
     @Test func firebaseLimits() {
         #expect(Limits.pathDepthMax == 32)
         #expect(Limits.keyBytesMax == 768)
-        #expect(Limits.pathBytesMax == 768)
         #expect(Limits.stringBytesMax == 10 * 1024 * 1024)
     }
 
     @Test func relationships() {
-        #expect(Limits.keyBytesMax <= Limits.pathBytesMax)
         #expect(Limits.requestBytesDefault <= Limits.requestBytesMax)
         #expect(Limits.stringBytesMax < Limits.requestBytesDefault)
         #expect(Limits.commitGroupCountMax <= Limits.commitQueueCountMax)
@@ -29,7 +27,7 @@ import Testing
 
     @Test func allPositive() {
         let limits = [
-            Limits.pathDepthMax, Limits.pathBytesMax, Limits.keyBytesMax, Limits.stringBytesMax, Limits.jsonDepthMax,
+            Limits.pathDepthMax, Limits.keyBytesMax, Limits.stringBytesMax, Limits.jsonDepthMax,
             Limits.requestBytesDefault, Limits.requestBytesMax, Limits.commitQueueCountMax, Limits.commitGroupCountMax,
             Limits.commitGroupBytesMax, Limits.updatePathsCountMax, Limits.logReadCountMax, Limits.namespacesOpenMax,
             Limits.namespaceBytesMax,

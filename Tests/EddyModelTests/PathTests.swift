@@ -20,23 +20,24 @@ import Testing
         }
     }
 
-    @Test func bytes768AreAcceptedAnd769Refused() throws {
-        // 384 + "/" + 383 = 768 bytes; the leading slash does not count.
-        let ok = "/" + String(repeating: "a", count: 384) + "/" + String(repeating: "b", count: 383)
-        let path = try Path(ok)
-        #expect(path.byteCount == 768)
-        let tooLong = String(repeating: "a", count: 384) + "/" + String(repeating: "b", count: 384)
-        let error = expectEddyErrorSync(.invalidPath, mentioning: ["is 769 bytes", "pathBytesMax is 768"]) {
-            _ = try Path(tooLong)
+    /// Firebase limits each key (768 bytes) and the depth (32), not a whole path's bytes.
+    @Test func aPathOf32KeysOf768BytesIsAccepted() throws {
+        let key = String(repeating: "k", count: 768)
+        let path = try Path(Array(repeating: key, count: 32).joined(separator: "/"))
+        #expect(path.depth == 32 && path.byteCount == 32 * 768 + 31)
+        let emoji = String(repeating: "\u{1F600}", count: 192)  // 768 bytes of UTF-8
+        #expect(try Path(emoji + "/" + emoji).byteCount == 1537)
+        // One over-long key fails the key rule, naming the key and the limit.
+        let error = expectEddyErrorSync(.invalidKey, mentioning: ["is 769 bytes", "keyBytesMax is 768"]) {
+            _ = try Path("a/" + String(repeating: "x", count: 769))
         }
-        // The path in the message is abbreviated so it stays readable.
-        #expect(error?.message.contains("…") == true)
-        // Multi-byte characters count in UTF-8 bytes.
-        let emoji = String(repeating: "\u{1F600}", count: 96)  // 384 bytes
-        #expect(try Path(emoji + "/" + String(repeating: "c", count: 383)).byteCount == 768)
-        expectEddyErrorSync(.invalidPath, mentioning: ["pathBytesMax"]) { _ = try Path(emoji + "/" + emoji) }
-        // One over-long key fails the key rule first.
-        expectEddyErrorSync(.invalidKey, mentioning: ["keyBytesMax"]) { _ = try Path(String(repeating: "a", count: 769)) }
+        #expect(error?.message.contains("xxxxxxxxxx") == true)
+        expectEddyErrorSync(.invalidKey, mentioning: ["is 770 bytes", "keyBytesMax"]) { _ = try Path(emoji + "\u{E9}") }
+        // 33 keys of 768 bytes: the depth rule, with the path abbreviated so the message stays readable.
+        let deep = expectEddyErrorSync(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
+            _ = try Path(Array(repeating: key, count: 33).joined(separator: "/"))
+        }
+        #expect(deep.map { $0.message.utf8.count < 400 } == true)
     }
 
     @Test(arguments: ["a/b", "/a/b", "a/b/", "//a//b//", "/a///b"])

@@ -70,12 +70,15 @@ import Testing
         }
     }
 
-    @Test func leafPathBytesAreBoundedByPathBytesMax() throws {
-        let base = Path(validatedKeys: [String(repeating: "a", count: 500)])
-        let fits = String(repeating: "b", count: 767 - 500)  // 500 + "/" + 267 = 768
-        _ = try WriteValidator.validate(.object([fits: .bool(true)]), at: base)
-        expectEddyErrorSync(.invalidPath, mentioning: ["769 bytes", "pathBytesMax is 768"]) {
-            _ = try WriteValidator.validate(.object([fits + "c": .bool(true)]), at: base)
+    @Test func longKeysNestDownToTheDepthLimitWhateverThePathsLength() throws {
+        let key = String(repeating: "b", count: 768)
+        let base = Path(validatedKeys: [String(repeating: "a", count: 768)])
+        _ = try WriteValidator.validate(Self.nested(Array(repeating: key, count: 31), .bool(true)), at: base)  // 32 keys, 24,607 bytes
+        expectEddyErrorSync(.invalidPath, mentioning: ["33 keys deep", "pathDepthMax is 32"]) {
+            _ = try WriteValidator.validate(Self.nested(Array(repeating: key, count: 32), .bool(true)), at: base)
+        }
+        expectEddyErrorSync(.invalidKey, mentioning: ["769 bytes", "keyBytesMax is 768"]) {
+            _ = try WriteValidator.validate(.object([key + "c": .bool(true)]), at: base)
         }
     }
 
@@ -147,7 +150,7 @@ import Testing
         var g = SeededGenerator(seed: seed)
         for _ in 0..<propertyIterations {
             let raw = RandomValues.value(&g, normalized: false)
-            let base = RandomValues.path(&g, depthMax: 1)  // with value depth 3, leaf paths stay within pathBytesMax
+            let base = RandomValues.path(&g, depthMax: 1)  // with value depth 3, leaf paths stay within pathDepthMax
             let result = try WriteValidator.validate(raw, at: base)
             #expect(result == raw.normalized(), Comment("seed \(seed): \(raw)"))
         }

@@ -200,10 +200,47 @@ def test_key_longer_than_768_bytes(h):
     h.refuse("PUT", "/guard/x", {"é" * 385: 1}, 400, "770", "768")
 
 
-def test_path_longer_than_768_bytes(h):
-    h.refuse("PUT", "/" + "a" * 400 + "/" + "b" * 400, "1", 400, "801", "768")  # 400 + 1 + 400
-    h.refuse("PUT", "/guard", {**GUARD, "a" * 500: {"b" * 300: 1}}, 400, "768")
-    h.refuse("PATCH", "/guard", {"k": "new", "a" * 400 + "/" + "b" * 400: 1}, 400, "768")
+# Firebase's Limits page: "Length of a key: 768 bytes" and "Depth of child nodes: 32"; a whole
+# path has no byte limit, so a 768-byte key may sit under any parent.
+# https://firebase.google.com/docs/database/usage/limits
+def test_paths_longer_than_768_bytes_are_accepted(h):
+    h.accept("PUT", "/" + "a" * 400 + "/" + "b" * 400, "1", "set")  # 801 bytes
+    assert h.http.get(h.d.url("/" + "a" * 400 + "/" + "b" * 400)).json() == 1
+    h.accept("PUT", "/longpaths", {"a" * 500: {"b" * 300: 1}}, "set")
+    h.accept("PATCH", "/longpaths", {"c" * 400 + "/" + "d" * 400: 2}, "update")
+    assert h.http.get(h.d.url("/longpaths")).json() == {"a" * 500: {"b" * 300: 1}, "c" * 400: {"d" * 400: 2}}
+    h.accept("DELETE", "/" + "a" * 400, None, "remove")
+    h.accept("DELETE", "/longpaths", None, "remove")
+
+
+def test_32_keys_of_768_bytes_each(h):
+    """The longest path Firebase allows: 32 keys of 768 bytes (24,607 bytes; as multi-byte UTF-8
+    the URL is 74 KB percent-encoded), written at the URL, as a nested value and as PATCH keys."""
+    ascii_keys = [chr(97 + i % 26) * 768 for i in range(32)]
+    utf8_keys = ["é" * 384] * 32  # 768 bytes each
+    for keys in (ascii_keys, utf8_keys):
+        path = "/".join(keys)
+        h.accept("PUT", "/" + path, "1", "set")
+        assert h.http.get(h.d.url("/" + path)).json() == 1
+        h.accept("DELETE", "/" + keys[0], None, "remove")
+    nested = 1
+    for key in reversed(ascii_keys[1:]):
+        nested = {key: nested}
+    h.accept("PUT", "/" + ascii_keys[0], nested, "set")
+    assert h.http.get(h.d.url("/" + "/".join(ascii_keys))).json() == 1
+    h.accept("PATCH", "/" + ascii_keys[0], {"/".join(ascii_keys[1:-1] + ["z" * 768]): 2}, "update")
+    assert h.http.get(h.d.url("/" + "/".join(ascii_keys[:-1] + ["z" * 768]))).json() == 2
+    h.accept("DELETE", "/" + ascii_keys[0], None, "remove")
+
+
+def test_depth_33_is_refused_whatever_the_key_lengths(h):
+    keys = ["k" * 768] * 33
+    h.refuse("PUT", "/" + "/".join(keys), "1", 400, "33 keys deep", "pathDepthMax is 32")
+    nested = 1
+    for key in keys[1:]:
+        nested = {key: nested}
+    h.refuse("PUT", "/" + keys[0], nested, 400, "33 keys deep", "pathDepthMax is 32")
+    h.refuse("PATCH", "/" + keys[0], {"/".join(keys[1:]): 1}, 400, "33 keys deep", "pathDepthMax is 32")
 
 
 def test_key_of_exactly_768_bytes_is_accepted(h):

@@ -280,3 +280,15 @@ def test_server_values_through_the_sdk(ref):
     got = ref.get()
     assert got["n"] == 5
     assert isinstance(got["at"], int) and got["at"] >= before - 1000
+
+
+def test_long_keys_under_long_paths(ref):
+    # Firebase limits each key to 768 bytes and the depth to 32, not the whole path's length.
+    keys = ["k" * 700, "é" * 384, "\U0001F600" * 192]  # 700, 768 and 768 bytes
+    deep = ref.child("/".join(keys))
+    deep.set({"v": 1})
+    assert deep.get() == {"v": 1}
+    ref.child(keys[0]).update({keys[1] + "/x" * 2: 2})
+    assert ref.child(keys[0]).child(keys[1]).child("x/x").get() == 2
+    with pytest.raises(exceptions.InvalidArgumentError, match="769 bytes; keyBytesMax is 768"):
+        ref.child("k" * 769).set(1)
