@@ -114,9 +114,7 @@ final class EventRouter {
                 if related(path) { state.set(change.value, at: path) }
             }
             window.replaceAll(with: state.child(at: location))
-            let entryChanges =
-                window.needsEntryChanges
-                ? AppliedChange.valueChanges(at: location, of: entry.appliedChanges, merge: entry.kind == .update) : nil
+            let entryChanges = window.needsEntryChanges ? entry.valueChanges(at: location) : nil
             if let delivery = window.delivery(from: old, logID: entry.id, entryChanges: entryChanges, to: output) {
                 deliveries.append(delivery)
             }
@@ -131,7 +129,7 @@ final class EventRouter {
     ) throws(EddyError) -> [Delivery] {
         var deliveries: [Delivery] = []
         for entry in try self.readEntries(after: since, upTo: newest) {
-            let changes = AppliedChange.valueChanges(at: window.location, of: entry.appliedChanges, merge: entry.kind == .update)
+            let changes = entry.valueChanges(at: window.location)
             if let delivery = window.delivery(from: window.snapshot, logID: entry.id, entryChanges: changes, to: output) {
                 deliveries.append(delivery)
             }

@@ -284,14 +284,16 @@ final class ListenerWindow {
 
     /// The events that turn `old` into the current result, in Firebase's order.
     func events(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]? = nil) -> [ChildEvent] {
-        var events = self.selection.childEvents ? self.childEvents(from: old, logID: logID) : []
+        // Whole-value events follow the child events, heard or not.
+        let childEvents = self.selection.childEvents || !self.selection.valueChanges ? self.childEvents(from: old, logID: logID) : []
+        var events = self.selection.childEvents ? childEvents : []
         if self.selection.valueChanges {
             precondition(!self.needsEntryChanges || entryChanges != nil, "a plain window's value changes come from its entry")
             let changes = entryChanges ?? self.resultChanges(from: old)
             if !changes.isEmpty {
                 events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: .null, logID: logID, changes: changes))
             }
-        } else if !events.isEmpty || old.primitive != self.primitive {
+        } else if !childEvents.isEmpty || old.primitive != self.primitive {
             events.append(ChildEvent(kind: .value, key: nil, previousKey: nil, value: self.value, logID: logID))
         }
         return events

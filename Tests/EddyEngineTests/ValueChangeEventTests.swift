@@ -119,6 +119,21 @@ import Testing
         }
     }
 
+    /// Value events alone, with the whole value: one per change, nothing for other writes.
+    @Test func wholeValueEventsWithoutChildEvents() async throws {
+        try await withEngine { engine in
+            _ = try await engine.set(p("/w"), json(#"{"a": {"b": 1}}"#))
+            let received = ReceivedBatches()
+            _ = try await engine.listen(p("/w"), selection: EventSelection(childEvents: false, valueChanges: false), sink: received.sink)
+            #expect(received.take().map { $0.map(\.kind) } == [[.value]])
+            _ = try await engine.set(p("/w/a/b"), .number(2))
+            _ = try await engine.set(p("/other"), .number(2))
+            let batches = received.take()
+            #expect(batches.map { $0.map(\.kind) } == [[.value]])
+            #expect(batches.first?.first?.value == json(#"{"a": {"b": 2}}"#) && batches.first?.first?.changes == nil)
+        }
+    }
+
     struct Listener {
         var location: Path
         var query: Query?
