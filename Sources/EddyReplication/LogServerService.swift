@@ -24,8 +24,14 @@ public struct LogServerService: Service {
     let registry: FollowerRegistry
     let doorbells: CommitDoorbells
     let logger: Logger
+    /// Told when the bind finished (nil: nobody waits).
+    let bound: ListenersBound?
 
-    public init(address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
+    public init(
+        address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger,
+        bound: ListenersBound? = nil
+    ) {
+        self.bound = bound
         self.address = address
         self.data = data
         self.registry = registry
@@ -53,13 +59,19 @@ public struct LogServerService: Service {
                 }
             }
         let server: any Channel
-        switch self.address {
-        case .unix(let path):
-            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
-            chmod(path, 0o660)
-        case .tcp(let host, let port):
-            server = try await bootstrap.childChannelOption(.socketOption(.tcp_nodelay), value: 1).bind(host: host, port: port).get()
+        do {
+            switch self.address {
+            case .unix(let path):
+                server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+                chmod(path, 0o660)
+            case .tcp(let host, let port):
+                server = try await bootstrap.childChannelOption(.socketOption(.tcp_nodelay), value: 1).bind(host: host, port: port).get()
+            }
+        } catch {
+            self.bound?.report(succeeded: false)
+            throw error
         }
+        self.bound?.report(succeeded: true)
         self.logger.info("log server listening for followers", metadata: ["eddy.replication_address": "\(server.localAddress.map { "\($0)" } ?? "?")"])
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()

@@ -57,6 +57,10 @@ public enum EddyServer {
         let replication: ReplicationRole
         var replicationServices: [any Service] = []
         let doorbells = CommitDoorbells()
+        // The sockets that must be bound before the daemon says it is ready: the native socket,
+        // and on a leader the replication socket (and its TCP listener when configured).
+        let bound = ListenersBound(
+            count: 1 + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
             let follower = FollowerService(leader: leader, name: followerName, data: data, logger: logger)
@@ -71,12 +75,13 @@ public enum EddyServer {
             replicationServices.append(
                 LogServerService(
                     address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
-                    logger: logger))
+                    logger: logger, bound: bound))
             if let listen = configuration.replicationListen {
                 let (host, port) = try ServeConfiguration.parseHostPort(listen)
                 replicationServices.append(
                     LogServerService(
-                        address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, logger: logger))
+                        address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, logger: logger,
+                        bound: bound))
             }
             registry = followers
         }
@@ -90,6 +95,8 @@ public enum EddyServer {
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
             onServerRunning: { channel in
+                // Ready means every socket accepts connections, not only HTTP.
+                guard await bound.wait() else { return }
                 let address = channel.localAddress.map { "\($0.ipAddress ?? configuration.httpHost):\($0.port ?? 0)" } ?? "?"
                 onListening(address)
                 SystemdNotifier.notify("READY=1")
@@ -105,7 +112,7 @@ public enum EddyServer {
                     .init(
                         service: NativeServerService(
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
-                            replication: replication, doorbells: doorbells, logger: logger)),
+                            replication: replication, doorbells: doorbells, logger: logger, bound: bound)),
                 ] + replicationServices.map { .init(service: $0) } + [
                     .init(service: retention),
                     .init(service: app),

@@ -19,10 +19,14 @@ public struct NativeServerService: Service {
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
     let logger: Logger
+    /// Told when the bind finished (nil: nobody waits).
+    let bound: ListenersBound?
 
     public init(
-        path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger
+        path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger,
+        bound: ListenersBound? = nil
     ) {
+        self.bound = bound
         self.doorbells = doorbells
         self.path = path
         self.data = data
@@ -39,7 +43,7 @@ public struct NativeServerService: Service {
         let doorbells = self.doorbells
         let logger = self.logger
         let payloads = EventsPayloadCache()
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, replication: replication, doorbells: doorbells, logger: logger)
@@ -52,9 +56,15 @@ public struct NativeServerService: Service {
                     try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection))
                 }
             }
-            .bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true)
-            .get()
-        chmod(self.path, 0o660)
+        let server: any Channel
+        do {
+            server = try await bootstrap.bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true).get()
+            chmod(self.path, 0o660)
+        } catch {
+            self.bound?.report(succeeded: false)
+            throw error
+        }
+        self.bound?.report(succeeded: true)
         self.logger.info("native protocol listening", metadata: ["eddy.socket": "\(self.path)"])
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
