@@ -14,6 +14,8 @@ import struct
 import pytest
 import requests
 
+from value_cache import apply_change
+
 GET, QUERY, WRITE, SUBSCRIBE, UNSUBSCRIBE = 1, 2, 3, 4, 5
 VALUE, WRITTEN, SUBSCRIBED, EVENTS, BEHIND, UNSUBSCRIBED, ERROR = 20, 21, 22, 23, 24, 25, 26
 
@@ -276,25 +278,6 @@ def test_value_subscriptions_receive_the_change_and_apply_to_the_value(native, d
     assert kind == EVENTS and first["events"] == [{"kind": "value", "value": big}]
     value = first["events"][0]["value"]
 
-    def apply(value, change):
-        def set_at(node, keys, new):
-            if not keys:
-                return new
-            node = dict(node) if isinstance(node, dict) else {}
-            child = set_at(node.get(keys[0]), keys[1:], new)
-            if child is None:
-                node.pop(keys[0], None)
-            else:
-                node[keys[0]] = child
-            return node or None
-
-        keys = [k for k in change["path"].split("/") if k]
-        if change["op"] == "put":
-            return set_at(value, keys, change["data"])
-        for key, child in change["data"].items():
-            value = set_at(value, keys + [key], child)
-        return value
-
     writer = Native(daemon)
     writes = [
         (WRITE, {"op": "set", "path": "/vs/c7/x", "value": 70}, [{"op": "put", "path": "/c7/x", "data": 70}]),
@@ -318,7 +301,7 @@ def test_value_subscriptions_receive_the_change_and_apply_to_the_value(native, d
             assert event["changes"] == expected
         assert sum(len(json.dumps(c)) for c in event["changes"]) < 2000, "a change, not the location"
         for change in event["changes"]:
-            value = apply(value, change)
+            value = apply_change(value, change["op"], change["path"], change["data"])
         native.send(GET, 200 + i, {"path": "/vs"})
         assert native.recv() == (VALUE, 200 + i, {"value": value})
     native.send(SUBSCRIBE, 2, {"path": "/vs", "events": "some"})

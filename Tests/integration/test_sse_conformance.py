@@ -28,6 +28,7 @@ import requests
 
 from conftest import firebase_app, wait_for_indexes
 from test_sse import SSEClient
+from value_cache import apply_change
 
 
 @pytest.fixture(scope="module")
@@ -256,29 +257,7 @@ def test_firebase_admin_listen_at_a_parent(d):
 
 
 def apply_event(cache, event, data):
-    """A client cache: `put` replaces the value at path (below a primitive it becomes an
-    object; null removes and prunes emptied parents), `patch` puts each child."""
-
-    def set_at(node, keys, value):
-        if not keys:
-            return value
-        if isinstance(node, list):  # an object with integer keys, rendered as an array
-            node = {str(i): v for i, v in enumerate(node) if v is not None}
-        node = dict(node) if isinstance(node, dict) else {}
-        child = set_at(node.get(keys[0]), keys[1:], value)
-        if child is None:
-            node.pop(keys[0], None)
-        else:
-            node[keys[0]] = child
-        return node or None
-
-    keys = [k for k in data["path"].split("/") if k]
-    if event == "put":
-        return set_at(cache, keys, data["data"])
-    assert event == "patch" and isinstance(data["data"], dict) and data["data"], data
-    for key, value in data["data"].items():
-        cache = set_at(cache, keys + [key], value)
-    return cache
+    return apply_change(cache, event, data["path"], data["data"])
 
 
 def normalize(value):
