@@ -206,10 +206,16 @@ extension IndexDefinition {
             parsedState = .building(resumeKey: key)
         default: throw corrupt("unknown state \(state)")
         }
+        guard let indexedCount = Int(exactly: indexed), indexedCount >= 0, let createdMilliseconds = UInt64(exactly: created) else {
+            throw corrupt("indexed \(indexed) or created \(created) is not a whole number in range")
+        }
         var ready: UInt64? = nil
-        if case .number(let r) = value["ready"] { ready = UInt64(r) }
+        if case .number(let r) = value["ready"] {
+            guard let exact = UInt64(exactly: r) else { throw corrupt("ready \(r) is not a whole number in range") }
+            ready = exact
+        }
         return IndexDefinition(
-            id: id, declaration: declarations[0], state: parsedState, indexedCount: Int(indexed), createdMilliseconds: UInt64(created),
+            id: id, declaration: declarations[0], state: parsedState, indexedCount: indexedCount, createdMilliseconds: createdMilliseconds,
             readyMilliseconds: ready)
     }
 

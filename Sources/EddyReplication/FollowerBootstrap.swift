@@ -107,7 +107,7 @@ public enum FollowerBootstrap {
                     return records
                 case .snapshotEnd:
                     let expected = (try? JSONParser.parse(frame.payload)["records"]).flatMap { value -> Int? in
-                        if case .number(let n) = value { return Int(n) }
+                        if case .number(let n) = value { return Int(exactly: n) }  // 1e30 or 1.5: no count
                         return nil
                     }
                     guard expected == received else {

@@ -308,3 +308,29 @@ def test_value_subscriptions_receive_the_change_and_apply_to_the_value(native, d
     kind, rid, error = native.recv()
     assert (kind, rid) == (ERROR, 2) and '"events" must be "all" or "value"' in error["message"]
     writer.close()
+
+
+@pytest.mark.parametrize(
+    "kind,payload,needle",
+    [
+        (UNSUBSCRIBE, {"subscription": 1e20}, '"subscription" must be the request id of the subscribe'),
+        (UNSUBSCRIBE, {"subscription": -1}, "from 0 to 9007199254740992"),
+        (UNSUBSCRIBE, {"subscription": 1.5}, "not 1.5"),
+        (UNSUBSCRIBE, {"subscription": "7"}, '"subscription"'),
+        (WRITE, {"op": "set", "path": "/n", "value": 1, "silence": [-1]}, '"silence" must be a list of subscription ids'),
+        (WRITE, {"op": "set", "path": "/n", "value": 1, "silence": [1e30]}, "not 1e+30"),
+        (WRITE, {"op": "set", "path": "/n", "value": 1, "silence": ["x"]}, '"silence"'),
+        (WRITE, {"op": "set", "path": "/n", "value": 1, "silence": 5}, '"silence" must be a list'),
+    ],
+)
+def test_numbers_out_of_range_are_refused_not_fatal(native, daemon, kind, payload, needle):
+    """Issue 11: `unsubscribe {"subscription": 1e20}` and `silence: [-1]` trapped eddyd (Double to
+    integer conversions). They are answered with an error naming the field; nothing is written
+    and the daemon keeps serving."""
+    native.send(kind, 3, payload)
+    answer_kind, rid, error = native.recv()
+    assert (answer_kind, rid) == (ERROR, 3) and error["code"] == "invalidArgument", error
+    assert needle in error["message"], error["message"]
+    native.send(GET, 4, {"path": "/n"})
+    assert native.recv() == (VALUE, 4, {"value": None}), "the refused write was not applied"
+    assert requests.get(daemon.url("/n")).status_code == 200

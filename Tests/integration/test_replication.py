@@ -412,3 +412,46 @@ def test_a_follower_on_another_machine_follows_over_tcp(daemon_factory):
     leader.stop()
     follower.stop()
     assert digest_and_verify(follower) == digest_and_verify(leader)
+
+
+def test_a_hostile_snapshot_end_fails_the_bootstrap_cleanly(tmp_path):
+    """Issue 11: `snapshotEnd {"records": 1e30}` trapped the follower (a Double to Int
+    conversion). A fake leader sends it: the follower refuses the snapshot with an error naming
+    the counts and exits with status 1 (not a signal); the marker makes its next start redo
+    the bootstrap."""
+    import socket as socketlib
+    import struct
+    import subprocess
+    import threading
+
+    from conftest import EDDYD
+
+    path = str(tmp_path / "fake-leader.sock")
+    server = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(30)
+
+    def frame(kind, payload):
+        body = json.dumps(payload).encode()
+        return struct.pack(">IBBQ", 10 + len(body), 2, kind, 0) + body
+
+    def lead():
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)  # hello
+            connection.sendall(frame(41, {"databaseID": "fake", "leaderLast": None, "rules": {}}))  # welcome
+            connection.sendall(frame(47, {"at": None, "databaseID": "fake"}))  # snapshot
+            connection.sendall(frame(49, {"records": 1e30}))  # snapshotEnd
+            connection.recv(1)
+
+    leader = threading.Thread(target=lead, daemon=True)
+    leader.start()
+    data = tmp_path / "follower"
+    result = subprocess.run(
+        [EDDYD, "follow", "--leader", path, "--data", str(data), "--http", "127.0.0.1:0"],
+        capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    server.close()
+    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
+    assert b"the snapshot ended after 0 records but the leader sent ?" in result.stderr, result.stderr[-2000:]
+    assert (data / "default.bootstrapping").exists(), "the next start redoes the bootstrap"

@@ -193,14 +193,11 @@ final class NativeConnection: Sendable {
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
             case .unsubscribe:
-                guard case .number(let n) = body["subscription"], n >= 0, n == n.rounded() else {
-                    throw EddyError(
-                        .invalidArgument,
-                        "unsubscribe needs \"subscription\": the request id of the subscribe, not \(JSONWriter.string(body["subscription"]))")
-                }
-                let removed = self.state.withLock { $0.subscriptions.removeValue(forKey: UInt64(n)) }
+                let subscription = try Self.requestID(body["subscription"], field: "subscription", what: "the request id of the subscribe")
+                let removed = self.state.withLock { $0.subscriptions.removeValue(forKey: subscription) }
                 if let removed { await removed.engine.removeListener(removed.id) }
-                self.answer(.unsubscribed, frame.requestID, .object(["subscription": .number(n), "removed": .bool(removed != nil)]))
+                self.answer(
+                    .unsubscribed, frame.requestID, .object(["subscription": .number(Double(subscription)), "removed": .bool(removed != nil)]))
             default:
                 throw EddyError(.invalidArgument, "frame kind \(frame.kind) is sent by the server, not by clients")
             }
@@ -222,14 +219,19 @@ final class NativeConnection: Sendable {
         case let op: throw EddyError(.invalidArgument, "write op \(op ?? "") is not one of set, update, push, remove")
         }
         var silenced = Set<ListenerID>()
-        if case .object(let list) = body["silence"] {
+        switch body["silence"] {
+        case .null: break
+        case .object(let list):  // a JSON array arrives as an object with keys "0", "1", ...
             let own = self.state.withLock { $0.subscriptions }
-            for case .number(let n) in list.values {
-                guard let subscription = own[UInt64(n)] else {
-                    throw EddyError(.invalidArgument, "silence names \(n), which is not a subscription of this connection")
+            for element in list.values {
+                let id = try Self.requestID(element, field: "silence", what: "a list of subscription ids of this connection")
+                guard let subscription = own[id] else {
+                    throw EddyError(.invalidArgument, "silence names \(id), which is not a subscription of this connection")
                 }
                 silenced.insert(subscription.id)
             }
+        default:
+            throw EddyError(.invalidArgument, "field \"silence\" must be a list of subscription ids, not \(JSONWriter.string(body["silence"]))")
         }
         await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
         self.state.withLock { $0.writesInFlight += 1 }
@@ -375,6 +377,17 @@ final class NativeConnection: Sendable {
         case .null where optional: return nil
         default: throw EddyError(.invalidArgument, "field \"\(name)\" must be a string, not \(JSONWriter.string(body[name]))")
         }
+    }
+
+    /// A request id sent as a JSON number: a whole number from 0 to 2^53 (JSON numbers are
+    /// doubles; larger ones are not exact). Anything else is refused naming the field.
+    static func requestID(_ value: Value, field: String, what: String) throws(EddyError) -> UInt64 {
+        guard case .number(let n) = value, n >= 0, n <= 9_007_199_254_740_992, let id = UInt64(exactly: n) else {
+            throw EddyError(
+                .invalidArgument,
+                "field \"\(field)\" must be \(what): a whole number from 0 to 9007199254740992, not \(JSONWriter.string(value))")
+        }
+        return id
     }
 
     static func path(_ body: Value) throws(EddyError) -> Path {
