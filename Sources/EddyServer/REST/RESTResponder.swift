@@ -18,6 +18,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 
 public struct RESTResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
@@ -61,6 +62,10 @@ public struct RESTResponder: HTTPResponder {
                 RESTError(
                     status: 413,
                     message: "request body is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max"))
+        } catch let error as HTTPParserError {
+            // The client's framing is broken (a bad chunk size, a chunk without its CRLF, a body
+            // cut short): a client error; 5xx means a server fault only.
+            return Self.error(RESTError(status: 400, message: "malformed HTTP request body: \(error)"))
         } catch {
             self.logger.error("request failed", metadata: ["eddy.error": "\(error)"])
             return Self.error(RESTError(status: 500, message: "internal error; the server log has the details"))
