@@ -494,6 +494,17 @@ def test_oversized_body_is_413(daemon_factory):
         assert r.status_code == 413, (method, "chunked", r.text[:200])
         s = requests.Session()
     assert s.get(d.url("/")).json() == before
+    # A Content-Length over the limit is answered before the body arrives (issue 11, item 4):
+    # the client sent one byte of a declared ~1 TB body, and the answer says so, closing the
+    # connection (the rest of it would be the refused body).
+    import socket
+
+    with socket.create_connection(("127.0.0.1", d.port), timeout=30) as raw:
+        raw.sendall(b"PUT /ok.json HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n\r\n1")
+        answer = raw.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"999999999999 bytes (Content-Length)" in answer and b"2048" in answer
+    assert b"connection: close" in answer.lower()
     s.close()
     d.stop()
     entries = eddy_log(d.data_dir)

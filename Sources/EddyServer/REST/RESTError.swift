@@ -9,10 +9,14 @@ struct RESTError: Error {
     var message: String
     /// For logging only; never sent.
     var underlying: EddyError?
+    /// The answer ends the connection (`Connection: close`): what follows on it cannot be read
+    /// as requests (a refused body still arriving, broken framing). Every 413 does.
+    var closesConnection = false
 
     init(status: Int, message: String) {
         self.status = status
         self.message = message
+        self.closesConnection = status == 413
     }
 
     init(_ error: EddyError) {

@@ -65,11 +65,25 @@ public struct RESTResponder: HTTPResponder {
         } catch let error as HTTPParserError {
             // The client's framing is broken (a bad chunk size, a chunk without its CRLF, a body
             // cut short): a client error; 5xx means a server fault only.
-            return Self.error(RESTError(status: 400, message: "malformed HTTP request body: \(error)"))
+            var refusal = RESTError(status: 400, message: "malformed HTTP request body: \(error)")
+            refusal.closesConnection = true
+            return Self.error(refusal)
         } catch {
             self.logger.error("request failed", metadata: ["eddy.error": "\(error)"])
             return Self.error(RESTError(status: 500, message: "internal error; the server log has the details"))
         }
+    }
+
+    /// The request body, at most `requestBytesMax` bytes: a `Content-Length` above it is
+    /// refused before any byte is read, and a body (chunked) that grows past it as soon as it
+    /// does (`NIOTooManyBytesError`, answered 413).
+    private func collectBody(_ request: inout Request) async throws -> ByteBuffer {
+        if let declared = request.headers[.contentLength], let length = Int(declared), length > self.requestBytesMax {
+            throw RESTError(
+                status: 413,
+                message: "request body of \(length) bytes (Content-Length) is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max")
+        }
+        return try await request.collectBody(upTo: self.requestBytesMax)
     }
 
     private func handle(_ incoming: Request) async throws -> Response {
@@ -110,7 +124,7 @@ public struct RESTResponder: HTTPResponder {
         case .delete:
             return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch])
         case .put, .post, .patch:
-            let body = try await request.collectBody(upTo: self.requestBytesMax)
+            let body = try await self.collectBody(&request)
             let value: Value
             do throws(EddyError) {
                 guard body.readableBytes > 0 else {
@@ -222,7 +236,7 @@ public struct RESTResponder: HTTPResponder {
                 throw RESTError(error)
             }
         case .put:
-            let body = try await request.collectBody(upTo: self.requestBytesMax)
+            let body = try await self.collectBody(&request)
             do throws(EddyError) {
                 _ = try await engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
             } catch {
@@ -259,6 +273,9 @@ public struct RESTResponder: HTTPResponder {
         let body = JSONWriter.bytes(.object(["error": .string(error.message)]))
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if error.status == 405 { headers[.allow] = "GET, PUT, POST, PATCH, DELETE" }
+        // A refused body may still be arriving (413) or its framing is broken (400 from the
+        // parser): the rest of the connection cannot be read as requests, so it ends here.
+        if error.closesConnection { headers[.connection] = "close" }
         return Response(
             status: HTTPResponse.Status(code: error.status), headers: headers,
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
