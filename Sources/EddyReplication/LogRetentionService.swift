@@ -27,9 +27,16 @@ public struct LogRetentionService: Service {
     }
 
     public func run() async throws {
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try? await Task.sleep(for: self.interval)
-            if Task.isShuttingDownGracefully || Task.isCancelled { return }
+        // The wait between passes ends at graceful shutdown too (a plain sleep held every
+        // SIGTERM stop for up to `interval`).
+        try? await cancelWhenGracefulShutdown {
+            try await self.prunePeriodically()
+        }
+    }
+
+    private func prunePeriodically() async throws {
+        while !Task.isCancelled {
+            try await Task.sleep(for: self.interval)
             for (namespace, engine) in self.data.openEngines {
                 let keep: LogID?
                 switch self.registry?.oldestApplied(namespace: namespace) {
