@@ -97,7 +97,9 @@ let package = Package(
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "EddyReplicationTests", dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol"], swiftSettings: swiftSettings),
+            name: "EddyReplicationTests",
+            dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(

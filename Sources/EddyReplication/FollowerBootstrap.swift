@@ -3,10 +3,19 @@
 // replaced by a consistent snapshot streamed from the leader (`snapshot`, `snapshotChunk`s,
 // `snapshotEnd`; each chunk verified by its checksum before any of it is written).
 //
-// Crash safety: a marker file `<data>/<ns>.bootstrapping` exists from before the old replica
-// is removed until the new one is complete and synced; a start that finds it removes the
-// half-written replica and bootstraps again. A leader that cannot be reached leaves the replica
-// as it is (the follower runtime keeps trying; see FollowerService).
+// The snapshot is written into `<data>/<ns>.incoming`; the replica in `<data>/<ns>` is left as
+// it is until the new one is complete and synced. Then `<ns>.incoming/BOOTSTRAP-COMPLETE` is
+// written and synced, the old replica removed and the new one renamed into its place (the data
+// directory synced after). Crash safety, at the next start: an incoming directory without the
+// complete file is an interrupted transfer and is removed (the old replica is intact); one with
+// it is an interrupted swap and is finished. (`<ns>.bootstrapping`, the marker of earlier
+// versions, which removed the old replica first, still makes a start redo the bootstrap.)
+//
+// A transfer that fails (the stream breaks, a chunk fails its checksum, the counts disagree:
+// a broken or hostile leader) is logged and retried with backoff (`retryDelayFirst`, doubling
+// to `retryDelayMax`); the replica stays as it was. A leader that cannot be reached leaves the
+// replica as it is (the follower runtime keeps trying; see FollowerService); one that refuses
+// the follower stops the start with its reason.
 
 import EddyEngine
 import EddyModel
@@ -15,28 +24,79 @@ import Foundation
 import Logging
 
 public enum FollowerBootstrap {
+    static let retryDelayFirst: Duration = .milliseconds(100)
+    static let retryDelayMax: Duration = .seconds(5)
+    static let completeFile = "BOOTSTRAP-COMPLETE"
+
+    /// A snapshot transfer that failed after it began; the replica is unchanged.
+    struct TransferFailure: Error {
+        var error: EddyError
+    }
+
     public static func prepare(dataDirectory: String, leader: String, name: String, logger: Logger) throws(EddyError) {
-        do {
-            try self.run(dataDirectory: dataDirectory, leader: leader, name: name, logger: logger)
-        } catch let error as EddyError {
-            throw error
-        } catch let error as ProtocolError {
-            throw EddyError(.unavailable, "bootstrapping from the leader failed: \(error.message); the next start tries again")
-        } catch {
-            throw EddyError(.internal, "bootstrapping from the leader failed: \(error)")
+        var delay = Self.retryDelayFirst
+        while true {
+            do {
+                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, logger: logger)
+                return
+            } catch let failure as TransferFailure {
+                logger.error(
+                    "the snapshot from the leader failed; the replica is unchanged; retrying",
+                    metadata: ["eddy.error": "\(failure.error.message)", "eddy.retry_in": "\(delay)"])
+                Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                delay = min(delay * 2, Self.retryDelayMax)
+            } catch let error as EddyError {
+                throw error
+            } catch let error as ProtocolError {
+                throw EddyError(.unavailable, "bootstrapping from the leader failed: \(error.message); the next start tries again")
+            } catch {
+                throw EddyError(.internal, "bootstrapping from the leader failed: \(error)")
+            }
         }
+    }
+
+    /// Finishes or discards what an interrupted bootstrap left (see the top of this file).
+    static func recover(directory: String, incoming: String, logger: Logger) throws {
+        let files = FileManager.default
+        let legacyMarker = directory + ".bootstrapping"
+        if files.fileExists(atPath: legacyMarker) {
+            logger.warning("an interrupted snapshot bootstrap is redone", metadata: ["eddy.directory": "\(directory)"])
+            try? files.removeItem(atPath: directory)
+            try files.removeItem(atPath: legacyMarker)
+        }
+        if files.fileExists(atPath: incoming + "/" + Self.completeFile) {
+            logger.warning("finishing an interrupted switch to a snapshot", metadata: ["eddy.directory": "\(directory)"])
+            try self.swap(incoming, into: directory)
+        } else if files.fileExists(atPath: incoming) {
+            logger.warning("discarding an interrupted snapshot transfer; the replica is unchanged", metadata: ["eddy.directory": "\(incoming)"])
+            try files.removeItem(atPath: incoming)
+        }
+        try? files.removeItem(atPath: directory + "/" + Self.completeFile)
+    }
+
+    /// Replaces `directory` by the complete snapshot in `incoming`, durably.
+    static func swap(_ incoming: String, into directory: String) throws {
+        let files = FileManager.default
+        if files.fileExists(atPath: directory) { try files.removeItem(atPath: directory) }
+        try files.moveItem(atPath: incoming, toPath: directory)
+        Self.syncDirectory((directory as NSString).deletingLastPathComponent)
+        try files.removeItem(atPath: directory + "/" + Self.completeFile)
+    }
+
+    /// fsync of a directory, so a rename in it survives a power loss.
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
     }
 
     private static func run(dataDirectory: String, leader: String, name: String, logger: Logger) throws {
         let namespace = DataDirectory.defaultNamespace
         let directory = dataDirectory + "/" + namespace
-        let marker = dataDirectory + "/" + namespace + ".bootstrapping"
+        let incoming = directory + ".incoming"
         let files = FileManager.default
-        if files.fileExists(atPath: marker) {
-            logger.warning("an interrupted snapshot bootstrap is redone", metadata: ["eddy.directory": "\(directory)"])
-            try? files.removeItem(atPath: directory)
-            try? files.removeItem(atPath: marker)
-        }
+        try self.recover(directory: directory, incoming: incoming, logger: logger)
         var lastApplied: LogID? = nil
         var replicaOf: String? = nil
         if files.fileExists(atPath: directory + "/CURRENT") {
@@ -76,49 +136,57 @@ public enum FollowerBootstrap {
             logger.info(
                 "bootstrapping from the leader's snapshot",
                 metadata: ["eddy.leader": "\(leader)", "eddy.at": "\(JSONWriter.string(begin["at"]))", "eddy.last_applied": "\(lastApplied?.rawValue ?? "none")"])
-            guard files.createFile(atPath: marker, contents: Data()) else {
-                throw EddyError(.io, "cannot create \(marker) to mark the bootstrap")
-            }
-            try? files.removeItem(atPath: directory)
             var received = 0
             let started = ContinuousClock.now
             var lastReport = started
-            let count = try Engine.restoreSnapshot(directory: directory, replicaOf: databaseID) { () throws(EddyError) -> [EngineSnapshotReader.Record]? in
-                let frame: Frame?
-                do throws(ProtocolError) {
-                    frame = try client.receive()
-                } catch {
-                    throw EddyError(.unavailable, "the snapshot stream broke: \(error.message)")
-                }
-                guard let frame else { throw EddyError(.unavailable, "the leader closed the connection in the middle of the snapshot") }
-                switch frame.kind {
-                case .snapshotChunk:
-                    let records: [EngineSnapshotReader.Record]
+            let count: Int
+            do {
+                count = try Engine.restoreSnapshot(directory: incoming, replicaOf: databaseID) { () throws(EddyError) -> [EngineSnapshotReader.Record]? in
+                    let frame: Frame?
                     do throws(ProtocolError) {
-                        records = try SnapshotChunk.decode(frame.payload)
+                        frame = try client.receive()
                     } catch {
-                        throw EddyError(.corruption, "snapshot chunk rejected: \(error.message)")
+                        throw EddyError(.unavailable, "the snapshot stream broke: \(error.message)")
                     }
-                    received += records.count
-                    if ContinuousClock.now - lastReport >= .seconds(10) {
-                        lastReport = .now
-                        logger.info("snapshot bootstrap in progress", metadata: ["eddy.records": "\(received)"])
-                    }
-                    return records
-                case .snapshotEnd:
-                    let expected = (try? JSONParser.parse(frame.payload)["records"]).flatMap { value -> Int? in
-                        if case .number(let n) = value { return Int(exactly: n) }  // 1e30 or 1.5: no count
+                    guard let frame else { throw EddyError(.unavailable, "the leader closed the connection in the middle of the snapshot") }
+                    switch frame.kind {
+                    case .snapshotChunk:
+                        let records: [EngineSnapshotReader.Record]
+                        do throws(ProtocolError) {
+                            records = try SnapshotChunk.decode(frame.payload)
+                        } catch {
+                            throw EddyError(.corruption, "snapshot chunk rejected: \(error.message)")
+                        }
+                        received += records.count
+                        if ContinuousClock.now - lastReport >= .seconds(10) {
+                            lastReport = .now
+                            logger.info("snapshot bootstrap in progress", metadata: ["eddy.records": "\(received)"])
+                        }
+                        return records
+                    case .snapshotEnd:
+                        let expected = (try? JSONParser.parse(frame.payload)["records"]).flatMap { value -> Int? in
+                            if case .number(let n) = value { return Int(exactly: n) }  // 1e30 or 1.5: no count
+                            return nil
+                        }
+                        guard expected == received else {
+                            throw EddyError(.corruption, "the snapshot ended after \(received) records but the leader sent \(expected.map(String.init) ?? "?")")
+                        }
                         return nil
+                    default:
+                        throw EddyError(.corruption, "unexpected frame \(frame.kind) inside the snapshot")
                     }
-                    guard expected == received else {
-                        throw EddyError(.corruption, "the snapshot ended after \(received) records but the leader sent \(expected.map(String.init) ?? "?")")
-                    }
-                    return nil
-                default:
-                    throw EddyError(.corruption, "unexpected frame \(frame.kind) inside the snapshot")
                 }
+            } catch {
+                // A partial snapshot is never used; the replica in `directory` is untouched.
+                try? files.removeItem(atPath: incoming)
+                throw TransferFailure(error: error)
             }
-            try? files.removeItem(atPath: marker)
+            // Complete and synced (restoreSnapshot flushed and synced it): mark it, then swap.
+            guard files.createFile(atPath: incoming + "/" + Self.completeFile, contents: Data()) else {
+                throw EddyError(.io, "cannot create \(incoming)/\(Self.completeFile) to mark the snapshot complete")
+            }
+            Self.syncDirectory(incoming)
+            try self.swap(incoming, into: directory)
             let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
             logger.info("bootstrapped from a snapshot", metadata: ["eddy.records": "\(count)", "eddy.seconds": "\(String(format: "%.2f", seconds))"])
         }

@@ -414,44 +414,74 @@ def test_a_follower_on_another_machine_follows_over_tcp(daemon_factory):
     assert digest_and_verify(follower) == digest_and_verify(leader)
 
 
-def test_a_hostile_snapshot_end_fails_the_bootstrap_cleanly(tmp_path):
+def test_a_hostile_snapshot_leaves_the_replica_intact_and_is_retried(daemon_factory, tmp_path):
     """Issue 11: `snapshotEnd {"records": 1e30}` trapped the follower (a Double to Int
-    conversion). A fake leader sends it: the follower refuses the snapshot with an error naming
-    the counts and exits with status 1 (not a signal); the marker makes its next start redo
-    the bootstrap."""
+    conversion). A follower with a replica starts against a fake leader that answers every
+    hello with that snapshot: it logs the error and retries with backoff, the replica it had is
+    untouched (the snapshot was going to a separate directory), and against the real leader it
+    then resumes from its own position."""
     import socket as socketlib
     import struct
     import subprocess
-    import threading
 
     from conftest import EDDYD
+
+    leader = daemon_factory()
+    requests.put(leader.url("/kept"), data=json.dumps({"a": 1}))
+    follower = follower_of(daemon_factory, leader)
+    deadline = time.monotonic() + 30
+    while requests.get(follower.url("/kept")).json() != {"a": 1}:
+        assert time.monotonic() < deadline, "the follower never caught up"
+        time.sleep(0.05)
+    follower.stop()
 
     path = str(tmp_path / "fake-leader.sock")
     server = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
     server.bind(path)
-    server.listen(1)
+    server.listen(8)
     server.settimeout(30)
+    hellos = []
 
     def frame(kind, payload):
         body = json.dumps(payload).encode()
         return struct.pack(">IBBQ", 10 + len(body), 2, kind, 0) + body
 
     def lead():
-        connection, _ = server.accept()
-        with connection:
-            connection.recv(65536)  # hello
-            connection.sendall(frame(41, {"databaseID": "fake", "leaderLast": None, "rules": {}}))  # welcome
-            connection.sendall(frame(47, {"at": None, "databaseID": "fake"}))  # snapshot
-            connection.sendall(frame(49, {"records": 1e30}))  # snapshotEnd
-            connection.recv(1)
+        while len(hellos) < 3:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                hellos.append(connection.recv(65536))
+                connection.sendall(frame(41, {"databaseID": "fake", "leaderLast": None, "rules": {}}))  # welcome
+                connection.sendall(frame(47, {"at": None, "databaseID": "fake"}))  # snapshot
+                connection.sendall(frame(49, {"records": 1e30}))  # snapshotEnd
 
-    leader = threading.Thread(target=lead, daemon=True)
-    leader.start()
-    data = tmp_path / "follower"
-    result = subprocess.run(
-        [EDDYD, "follow", "--leader", path, "--data", str(data), "--http", "127.0.0.1:0"],
-        capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
-    server.close()
-    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
-    assert b"the snapshot ended after 0 records but the leader sent ?" in result.stderr, result.stderr[-2000:]
-    assert (data / "default.bootstrapping").exists(), "the next start redoes the bootstrap"
+    leading = threading.Thread(target=lead, daemon=True)
+    leading.start()
+    log = open(tmp_path / "hostile.log", "wb")
+    process = subprocess.Popen(
+        [EDDYD, "follow", "--leader", path, "--data", follower.data_dir, "--http", "127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+    try:
+        leading.join(timeout=60)
+        assert len(hellos) == 3, "the follower retried the bootstrap"
+        assert process.poll() is None, "a hostile snapshot does not stop the follower"
+    finally:
+        process.kill()
+        process.wait()
+        server.close()
+        log.close()
+    text = (tmp_path / "hostile.log").read_bytes()
+    assert b"the snapshot ended after 0 records but the leader sent ?" in text, text[-2000:]
+    assert b"the replica is unchanged; retrying" in text
+    assert not os.path.exists(os.path.join(follower.data_dir, "default.incoming"))
+    # The replica is the one it had: it resumes from its own position and has the old data.
+    follower.start()
+    requests.put(leader.url("/kept/b"), data="2")
+    deadline = time.monotonic() + 30
+    while requests.get(follower.url("/kept")).json() != {"a": 1, "b": 2}:
+        assert time.monotonic() < deadline, "the follower did not resume"
+        time.sleep(0.05)
+    assert b"bootstrapped from a snapshot" not in open(follower.log_path, "rb").read()
