@@ -59,6 +59,7 @@ public enum EddyServer {
         let doorbells = CommitDoorbells()
         // The sockets that must be bound before the daemon says it is ready: the native socket,
         // and on a leader the replication socket (and its TCP listener when configured).
+        let streamBudget = StreamMemoryBudget(bytesMax: configuration.streamBuffersBytesTotal)
         let bound = ListenersBound(
             count: 1 + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
         let registry: FollowerRegistry?
@@ -91,7 +92,8 @@ public enum EddyServer {
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
-                streamBufferBatches: configuration.streamBufferBatches, replication: replication, logger: logger),
+                streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
+                streamBudget: streamBudget, replication: replication, logger: logger),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
             onServerRunning: { channel in
@@ -112,7 +114,7 @@ public enum EddyServer {
                     .init(
                         service: NativeServerService(
                             path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
-                            replication: replication, doorbells: doorbells, logger: logger, bound: bound)),
+                            outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells, logger: logger, bound: bound)),
                 ] + replicationServices.map { .init(service: $0) } + [
                     .init(service: retention),
                     .init(service: app),

@@ -38,6 +38,14 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Event batches (one per log entry) an event stream may fall behind before it is cut off
     /// with `cancel` and the id to resume after. Default 1024 (each stream also stops at 16 MiB).
     public var streamBufferBatches = 1024
+    /// Bytes of events one SSE stream or native subscriber may have waiting (not yet written to
+    /// its socket) before it is cut off with the id to resume after. One batch always gets
+    /// through to a client with nothing waiting. Default 16 MiB.
+    public var streamBufferBytes = 16 << 20
+    /// Bytes of events all streams and subscribers together may have waiting: past it, the one
+    /// adding more is cut off like one over its own bound. Bounds what stalled clients can hold
+    /// whatever their number. Default 256 MiB.
+    public var streamBuffersBytesTotal = 256 << 20
     /// Log retention (see `LogRetention`): entries older than this many seconds are pruned.
     /// Default 604800 (7 days).
     public var logRetainSeconds = 604_800
@@ -88,6 +96,14 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         guard (1...1_000_000).contains(self.streamBufferBatches) else {
             throw EddyError(.invalidArgument, "stream-buffer-batches \(self.streamBufferBatches) is out of range 1...1000000")
+        }
+        guard ((64 << 10)...(1 << 30)).contains(self.streamBufferBytes) else {
+            throw EddyError(.invalidArgument, "stream-buffer-bytes \(self.streamBufferBytes) is out of range 65536...1073741824 (bytes)")
+        }
+        // May be below stream-buffer-bytes: then it is the bound that bites first.
+        guard ((64 << 10)...(64 << 30)).contains(self.streamBuffersBytesTotal) else {
+            throw EddyError(
+                .invalidArgument, "stream-buffers-bytes-total \(self.streamBuffersBytesTotal) is out of range 65536...68719476736 (bytes)")
         }
         guard !self.dataDirectory.isEmpty else { throw EddyError(.invalidArgument, "data directory is empty") }
         guard self.logRetainSeconds >= 0 else {
@@ -157,6 +173,8 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("index-build-pause-ms", .integer(let n)): self.indexBuildPauseMilliseconds = n
             case ("sse-keep-alive-seconds", .integer(let n)): self.sseKeepAliveSeconds = n
             case ("stream-buffer-batches", .integer(let n)): self.streamBufferBatches = n
+            case ("stream-buffer-bytes", .integer(let n)): self.streamBufferBytes = n
+            case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
             case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
             case ("log-retain-bytes", .integer(let n)): self.logRetainBytes = n
             case ("log-retain-bytes-max", .integer(let n)): self.logRetainBytesMax = n
@@ -164,6 +182,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
+                ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
@@ -175,7 +194,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

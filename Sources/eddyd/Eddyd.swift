@@ -69,6 +69,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
     var streamBufferBatches: Int?
 
+    @Option(name: .customLong("stream-buffer-bytes"), help: "Bytes of events one SSE stream or native subscriber may have waiting before it is cut off with a resume id (65536 to 1073741824). Default: 16777216")
+    var streamBufferBytes: Int?
+
+    @Option(name: .customLong("stream-buffers-bytes-total"), help: "Bytes of events all streams and subscribers together may have waiting; past it, the one adding more is cut off. Default: 268435456")
+    var streamBuffersBytesTotal: Int?
+
     @Option(name: .customLong("log-retain-seconds"), help: "Prune log entries older than this (seconds). Default: 604800 (7 days)")
     var logRetainSeconds: Int?
 
@@ -147,6 +153,8 @@ struct Serve: AsyncParsableCommand {
         if let indexBuildChunk { configuration.indexBuildChunk = indexBuildChunk }
         if let sseKeepAliveSeconds { configuration.sseKeepAliveSeconds = sseKeepAliveSeconds }
         if let streamBufferBatches { configuration.streamBufferBatches = streamBufferBatches }
+        if let streamBufferBytes { configuration.streamBufferBytes = streamBufferBytes }
+        if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         if let logRetainSeconds { configuration.logRetainSeconds = logRetainSeconds }
         if let logRetainBytes { configuration.logRetainBytes = logRetainBytes }

@@ -82,6 +82,32 @@ import Testing
         }
     }
 
+    @Test func streamBufferBoundsComeFromTheConfigFileAndAreChecked() throws {
+        var configuration = ServeConfiguration()
+        #expect(configuration.streamBufferBytes == 16 << 20 && configuration.streamBuffersBytesTotal == 256 << 20)
+        try configuration.apply(
+            configFile: ConfigFile.parse("stream-buffer-bytes = 1_048_576\nstream-buffers-bytes-total = 65536\n", path: "t.toml"),
+            path: "t.toml")
+        #expect(configuration.streamBufferBytes == 1 << 20 && configuration.streamBuffersBytesTotal == 65536)
+        try configuration.validate()
+        configuration.streamBufferBytes = 1000
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? EddyError)?.message.contains("stream-buffer-bytes 1000 is out of range 65536...") == true
+        }
+        configuration = ServeConfiguration()
+        configuration.streamBuffersBytesTotal = 1 << 40
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? EddyError)?.message.contains("stream-buffers-bytes-total 1099511627776 is out of range") == true
+        }
+        #expect(throws: EddyError.self) {
+            try configuration.apply(configFile: ConfigFile.parse("stream-buffer-bytes = \"big\"\n", path: "t.toml"), path: "t.toml")
+        }
+    }
+
     @Test func indexBuildOptionsComeFromTheConfigFile() throws {
         var configuration = ServeConfiguration()
         try configuration.apply(

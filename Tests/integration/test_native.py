@@ -334,3 +334,64 @@ def test_numbers_out_of_range_are_refused_not_fatal(native, daemon, kind, payloa
     native.send(GET, 4, {"path": "/n"})
     assert native.recv() == (VALUE, 4, {"value": None}), "the refused write was not applied"
     assert requests.get(daemon.url("/n")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--stream-buffer-bytes", "65536"),  # its own bound
+        ("--stream-buffer-bytes", "1073741824", "--stream-buffers-bytes-total", "65536"),  # the shared one
+    ],
+    ids=["per-subscriber bytes", "all subscribers' bytes"],
+)
+def test_a_stalled_subscriber_is_bounded_in_bytes(daemon_factory, flags):
+    """Issue 11, item 4: the per-connection bound counted frames (1,024 of up to 16 MiB each),
+    so a few stalled subscribers could take gigabytes. With the frame count out of reach, a
+    subscriber that stops reading is cut off with `behind` once the bytes waiting for it pass
+    its bound or the daemon's total, and resumes from there without a gap."""
+    daemon = daemon_factory("--stream-buffer-batches", "1000000", *flags)
+    subscriber = Native(daemon)
+    subscriber.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    subscriber.send(SUBSCRIBE, 1, {"path": "/flood", "events": "value"})
+    assert subscriber.recv()[0] == SUBSCRIBED
+    writer = Native(daemon)
+    blob = "x" * 8192
+    total = 1000  # 8 MB of events: far past either bound, far below the frame count
+    for i in range(total):
+        writer.send(WRITE, i, {"op": "set", "path": f"/flood/k{i % 4}", "value": {"i": i, "blob": blob}})
+    for i in range(total):
+        assert writer.recv()[0] == WRITTEN  # writers never wait for a slow subscriber
+    frames = []
+    while True:
+        frame = subscriber.recv()
+        if frame is None:
+            break
+        frames.append(frame)
+    assert frames[-1][0] == BEHIND, [f[0] for f in frames[-3:]]
+    received = [f[2]["events"][0]["changes"][0]["data"]["i"] for f in frames if f[0] == EVENTS and f[2]["events"][0].get("logID")]
+    assert len(received) < total
+    # A client resumes from the id it was given, again if its catch-up (8 MB here) is cut off
+    # too: every round delivers at least one entry, so it ends, with no gap and no duplicate.
+    last = frames[-1][2]["lastDelivered"]
+    rounds = 0
+    while len(received) < total:
+        rounds += 1
+        assert rounds <= 200, f"no progress: {len(received)} of {total} after {rounds} resumes"
+        resumed = Native(daemon)
+        resumed.send(SUBSCRIBE, 2, {"path": "/flood", "events": "value", "since": last})
+        assert resumed.recv()[0] == SUBSCRIBED
+        before = len(received)
+        while len(received) < total:
+            frame = resumed.recv()
+            assert frame is not None, "closed without behind"
+            kind, _, payload = frame
+            if kind == BEHIND:
+                last = payload["lastDelivered"]
+                break
+            assert kind == EVENTS
+            received.append(payload["events"][0]["changes"][0]["data"]["i"])
+            last = payload["events"][0]["logID"]
+        assert len(received) > before, "a resume delivered nothing"
+        resumed.close()
+    assert received == list(range(total)), "no gap, no duplicate"
+    writer.close()

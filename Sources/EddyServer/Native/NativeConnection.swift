@@ -10,9 +10,11 @@
 // until the connection's earlier writes are answered, so it sees them.
 // A subscription's `subscribed` answer precedes its first `events` frame (the attach
 // batch, which describes the state after `liveAfter`); later frames follow log order.
-// Bounds: at most `outstandingMax` events frames may wait to be written to the socket; a
-// subscriber that lets more pile up gets `behind` (with the last log id queued before it) and
-// the connection closes. Answers are bounded by the requests in flight (`writesInFlightMax`
+// Bounds: at most `outstandingMax` events frames and `outstandingBytesMax` bytes of them may
+// wait to be written to the socket, and all connections and SSE streams together at most
+// `budget.bytesMax` bytes (one frame is always let through to a connection with nothing
+// waiting, so a large first frame still arrives); a subscriber that lets more pile up gets
+// `behind` (with the last log id queued before it) and the connection closes. Answers are bounded by the requests in flight (`writesInFlightMax`
 // writes, one other request). Closing the connection removes its listeners.
 
 import EddyEngine
@@ -31,8 +33,10 @@ final class NativeConnection: Sendable {
         /// `events` frames queued or handed to the channel and not yet written to the socket.
         /// (Answers are not counted: they are bounded by the requests in flight.)
         var outstandingEvents = 0
+        /// Their bytes (also reserved from `budget`).
+        var outstandingEventBytes = 0
         /// Frames waiting for `flushOutbox`.
-        var outbox: [(buffer: ByteBuffer, isEvents: Bool)] = []
+        var outbox: [(buffer: ByteBuffer, eventBytes: Int)] = []
         var flushScheduled = false
         /// The log id of the last events frame queued for the socket.
         var lastQueued: LogID?
@@ -51,6 +55,8 @@ final class NativeConnection: Sendable {
     let channel: any Channel
     let data: DataDirectory
     let outstandingMax: Int
+    let outstandingBytesMax: Int
+    let budget: StreamMemoryBudget
     let payloads: EventsPayloadCache
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
@@ -58,9 +64,11 @@ final class NativeConnection: Sendable {
     let state = Mutex(State())
 
     init(
-        channel: any Channel, data: DataDirectory, outstandingMax: Int, payloads: EventsPayloadCache, replication: ReplicationRole,
-        doorbells: CommitDoorbells, logger: Logger
+        channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: StreamMemoryBudget,
+        payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger
     ) {
+        self.outstandingBytesMax = outstandingBytesMax
+        self.budget = budget
         self.replication = replication
         self.doorbells = doorbells
         self.channel = channel
@@ -82,11 +90,16 @@ final class NativeConnection: Sendable {
         let admission = self.state.withLock { state -> Admission in
             if state.closed { return .closed }
             let isEvents = frame.kind == .events || frame.kind == .changes
+            let eventBytes = isEvents ? buffer.readableBytes : 0
             if isEvents {
                 guard state.outstandingEvents < self.outstandingMax else { return .overflow }
+                let alone = state.outstandingEvents == 0
+                guard alone || state.outstandingEventBytes + eventBytes <= self.outstandingBytesMax else { return .overflow }
+                guard self.budget.reserve(eventBytes, evenPast: alone) else { return .overflow }
                 state.outstandingEvents += 1
+                state.outstandingEventBytes += eventBytes
             }
-            state.outbox.append((buffer, isEvents))
+            state.outbox.append((buffer, eventBytes))
             if let logID { state.lastQueued = logID }
             defer { state.flushScheduled = true }
             return .send(schedule: !state.flushScheduled)
@@ -103,7 +116,7 @@ final class NativeConnection: Sendable {
     /// when the last one is. Returns that write's future (nil when nothing was queued).
     @discardableResult
     private func flushOutbox() -> EventLoopFuture<Void>? {
-        let frames = self.state.withLock { state -> [(buffer: ByteBuffer, isEvents: Bool)] in
+        let frames = self.state.withLock { state -> [(buffer: ByteBuffer, eventBytes: Int)] in
             state.flushScheduled = false
             defer { state.outbox.removeAll(keepingCapacity: true) }
             return state.outbox
@@ -114,21 +127,33 @@ final class NativeConnection: Sendable {
             self.channel.write(frame.buffer, promise: i == frames.count - 1 ? written : nil)
         }
         self.channel.flush()
-        let events = frames.count { $0.isEvents }
+        let events = frames.count { $0.eventBytes > 0 }
+        let eventBytes = frames.reduce(0) { $0 + $1.eventBytes }
         written.futureResult.whenComplete { _ in
-            self.state.withLock { $0.outstandingEvents -= events }
+            self.state.withLock {
+                $0.outstandingEvents -= events
+                $0.outstandingEventBytes -= eventBytes
+            }
+            self.budget.release(eventBytes)
         }
         return written.futureResult
     }
 
     /// On the event loop: writes what is queued plus `last`, then closes (`.output`: a
     /// half-close, so the client reads everything sent and then the end of the stream).
+    /// A peer that does not read what is queued before the last frame within this time is
+    /// disconnected outright: its queued frames are dropped and their memory returned.
+    static let closeGraceSeconds: Int64 = 10
+
     private func close(after last: Frame, mode: CloseMode) {
         let buffer = ByteBuffer.frame(last, allocator: self.channel.allocator)
         self.channel.eventLoop.execute {
             self.flushOutbox()
             self.channel.writeAndFlush(buffer).whenComplete { _ in
                 self.channel.close(mode: mode, promise: nil)
+            }
+            self.channel.eventLoop.scheduleTask(in: .seconds(Self.closeGraceSeconds)) {
+                self.channel.close(mode: .all, promise: nil)
             }
         }
     }
@@ -146,6 +171,7 @@ final class NativeConnection: Sendable {
         self.logger.info("native subscriber fell behind; disconnecting", metadata: ["eddy.last_delivered": "\(last?.rawValue ?? "none")"])
         self.close(after: Frame(kind: .behind, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .output)
         self.closed()  // its listeners go now, not when the client hangs up
+        self.budget.trimSoon()
     }
 
     func answer(_ kind: Frame.Kind, _ requestID: UInt64, _ payload: Value) {

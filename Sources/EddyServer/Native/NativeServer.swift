@@ -16,16 +16,20 @@ public struct NativeServerService: Service {
     let path: String
     let data: DataDirectory
     let outstandingMax: Int
+    let outstandingBytesMax: Int
+    let budget: StreamMemoryBudget
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
     let logger: Logger
     /// Told when the bind finished (nil: nobody waits).
     let bound: ListenersBound?
 
-    public init(
-        path: String, data: DataDirectory, outstandingMax: Int, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger,
-        bound: ListenersBound? = nil
+    init(
+        path: String, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: StreamMemoryBudget,
+        replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.outstandingBytesMax = outstandingBytesMax
+        self.budget = budget
         self.bound = bound
         self.doorbells = doorbells
         self.path = path
@@ -39,6 +43,8 @@ public struct NativeServerService: Service {
         let connections = OpenConnections()
         let data = self.data
         let outstandingMax = self.outstandingMax
+        let outstandingBytesMax = self.outstandingBytesMax
+        let budget = self.budget
         let replication = self.replication
         let doorbells = self.doorbells
         let logger = self.logger
@@ -46,7 +52,9 @@ public struct NativeServerService: Service {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                let connection = NativeConnection(channel: channel, data: data, outstandingMax: outstandingMax, payloads: payloads, replication: replication, doorbells: doorbells, logger: logger)
+                let connection = NativeConnection(
+                    channel: channel, data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget,
+                    payloads: payloads, replication: replication, doorbells: doorbells, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)

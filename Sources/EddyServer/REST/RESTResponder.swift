@@ -29,12 +29,15 @@ public struct RESTResponder: HTTPResponder {
     let keepAliveSeconds: Int
     /// Event batches an event stream may fall behind before it is cut off (with a resume id).
     let streamBufferBatches: Int
+    let streamBufferBytes: Int
+    let streamBudget: StreamMemoryBudget
     /// Leader or follower, for `/.settings/followers.json`.
     let replication: ReplicationRole
     let logger: Logger
 
-    public init(
+    init(
         data: DataDirectory, requestBytesMax: Int, keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
+        streamBufferBytes: Int = 16 << 20, streamBudget: StreamMemoryBudget = StreamMemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), logger: Logger
     ) {
         self.replication = replication
@@ -42,6 +45,8 @@ public struct RESTResponder: HTTPResponder {
         self.requestBytesMax = requestBytesMax
         self.keepAliveSeconds = keepAliveSeconds
         self.streamBufferBatches = streamBufferBatches
+        self.streamBufferBytes = streamBufferBytes
+        self.streamBudget = streamBudget
         self.logger = logger
     }
 

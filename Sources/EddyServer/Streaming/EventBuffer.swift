@@ -1,6 +1,8 @@
 // The bounded hand-off between a listener's sink (called on the engine's committer or syncer
 // thread, which must never block) and the task writing one SSE response. Holds at most
-// `batchesMax` batches or `bytesMax` approximate bytes; a consumer that falls further behind
+// `batchesMax` batches or `bytesMax` approximate bytes, taken from the daemon's shared
+// `StreamMemoryBudget` while held; a consumer that falls further behind (or whose next batch
+// the shared budget cannot take)
 // is cut off: the buffer drops what it holds, remembers the last log id it handed out, and ends
 // with `.overflow` so the stream can tell the client where to resume. Nothing is ever dropped
 // silently.
@@ -30,10 +32,16 @@ final class EventBuffer: Sendable {
     private let state = Mutex(State())
     let batchesMax: Int
     let bytesMax: Int
+    let budget: StreamMemoryBudget
 
-    init(batchesMax: Int = 1024, bytesMax: Int = 16 * 1024 * 1024) {
+    init(batchesMax: Int = 1024, bytesMax: Int = 16 * 1024 * 1024, budget: StreamMemoryBudget = StreamMemoryBudget(bytesMax: .max)) {
         self.batchesMax = batchesMax
         self.bytesMax = bytesMax
+        self.budget = budget
+    }
+
+    deinit {
+        self.state.withLock { state in self.budget.release(state.bytes) }
     }
 
     /// The listener's sink.
@@ -45,10 +53,18 @@ final class EventBuffer: Sendable {
                 state.waiter = nil
                 return (waiter, .events(events))
             }
-            if state.pending.count >= self.batchesMax || state.bytes + bytes > self.bytesMax {
+            // One batch is always taken when nothing waits (a location's first value may be
+            // larger than any bound); past that, every bound holds.
+            let admitted =
+                state.pending.isEmpty
+                ? self.budget.reserve(bytes, evenPast: true)
+                : state.pending.count < self.batchesMax && state.bytes + bytes <= self.bytesMax && self.budget.reserve(bytes)
+            if !admitted {
                 state.overflowed = true
                 state.pending.removeAll()
+                self.budget.release(state.bytes)
                 state.bytes = 0
+                self.budget.trimSoon()
                 return nil
             }
             state.pending.append(events)
@@ -97,7 +113,9 @@ final class EventBuffer: Sendable {
                 }
                 if !state.pending.isEmpty {
                     let events = state.pending.removeFirst()
-                    state.bytes -= events.reduce(0) { $0 + $1.approximateBytes }
+                    let bytes = events.reduce(0) { $0 + $1.approximateBytes }
+                    state.bytes -= bytes
+                    self.budget.release(bytes)
                     if let id = events.last?.logID { state.lastDelivered = id }
                     return .some(.events(events))
                 }

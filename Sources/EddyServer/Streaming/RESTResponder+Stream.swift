@@ -29,7 +29,7 @@ extension RESTResponder {
 
     func stream(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
-        let buffer = EventBuffer(batchesMax: self.streamBufferBatches)
+        let buffer = EventBuffer(batchesMax: self.streamBufferBatches, bytesMax: self.streamBufferBytes, budget: self.streamBudget)
         let attachment: ListenerAttachment
         let sink: ChildEventSink = { buffer.push($0) }
         // Set when this stream replays the log after that id itself (a query-less resume).

@@ -1,0 +1,63 @@
+// The shared byte budget of waiting events, and how an SSE buffer uses it: reservations never
+// pass the bound (except the one batch a client with nothing waiting always gets), releases
+// give it back, and a buffer the budget cannot take is cut off with its resume id and
+// returns what it held.
+
+import EddyEngine
+import EddyModel
+import Testing
+
+@testable import EddyServer
+
+@Suite struct StreamMemoryBudgetTests {
+    @Test func reservationsStayWithinTheBound() {
+        let budget = StreamMemoryBudget(bytesMax: 100)
+        #expect(budget.reserve(60))
+        #expect(!budget.reserve(41), "60 + 41 is past 100; nothing is taken")
+        #expect(budget.usedBytes == 60)
+        #expect(budget.reserve(40))
+        budget.release(100)
+        #expect(budget.usedBytes == 0)
+        #expect(budget.reserve(500, evenPast: true), "a client's only batch always gets through")
+        #expect(!budget.reserve(1), "and still counts against everyone else")
+        budget.release(500)
+        #expect(budget.reserve(100))
+    }
+
+    private func batch(_ n: Int, bytes: Int) -> [ChildEvent] {
+        let id = LogID(String(repeating: "-", count: 19) + String(n % 10))!
+        return [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: bytes)), logID: id)]
+    }
+
+    @Test func aBufferTheSharedBudgetCannotTakeIsCutOffAndGivesItsBytesBack() async {
+        let budget = StreamMemoryBudget(bytesMax: 10_000)
+        let one = EventBuffer(batchesMax: 1000, bytesMax: 1 << 20, budget: budget)
+        let other = EventBuffer(batchesMax: 1000, bytesMax: 1 << 20, budget: budget)
+        other.push(self.batch(0, bytes: 6_000))  // waiting in the other stream
+        one.push(self.batch(1, bytes: 3_000))  // alone: always taken
+        one.push(self.batch(2, bytes: 3_000))  // 12,000 > 10,000: cut off
+        #expect(budget.usedBytes > 6_000 && budget.usedBytes < 7_000, "only the other stream's batch is held")
+        guard case .overflow(let last)? = await one.next() else {
+            Issue.record("not cut off")
+            return
+        }
+        #expect(last == nil, "nothing was handed out: resume where it started")
+        guard case .events? = await other.next() else {
+            Issue.record("the other stream lost its batch")
+            return
+        }
+        #expect(budget.usedBytes == 0)
+    }
+
+    @Test func aFirstBatchLargerThanTheStreamBoundStillArrives() async {
+        let budget = StreamMemoryBudget(bytesMax: 1_000)
+        let buffer = EventBuffer(batchesMax: 10, bytesMax: 1_000, budget: budget)
+        buffer.push(self.batch(1, bytes: 50_000))  // a large location's first value
+        guard case .events(let events)? = await buffer.next() else {
+            Issue.record("the first value did not arrive")
+            return
+        }
+        #expect(events.count == 1)
+        #expect(budget.usedBytes == 0)
+    }
+}
