@@ -8,6 +8,7 @@ import EddyModel
 import EddyReplication
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -89,13 +90,22 @@ public enum EddyServer {
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
             registry: registry, logger: logger)
+        let timeouts = HTTPTimeouts(
+            headerSeconds: configuration.httpHeaderTimeoutSeconds, bodySeconds: configuration.httpBodyTimeoutSeconds,
+            idleSeconds: configuration.httpIdleTimeoutSeconds)
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, logger: logger),
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    // An autoclosure: new handlers for every connection.
+                    additionalChannelHandlers: timeouts.handlers())),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd"),
+                address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
+                availableConnectionsDelegate: HTTPConnectionCap(
+                    max: HTTPConnectionCap.fitting(configuration.httpConnectionsMax, logger: logger), logger: logger)),
             onServerRunning: { channel in
                 // Ready means every socket accepts connections, not only HTTP.
                 guard await bound.wait() else { return }

@@ -46,6 +46,17 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// adding more is cut off like one over its own bound. Bounds what stalled clients can hold
     /// whatever their number. Default 256 MiB.
     public var streamBuffersBytesTotal = 256 << 20
+    /// Seconds a request's head may take from its first byte (then 408 and close). Default 10.
+    public var httpHeaderTimeoutSeconds = 10
+    /// Seconds a request body may stall (no bytes while more are owed; then 408 and close).
+    /// Default 30.
+    public var httpBodyTimeoutSeconds = 30
+    /// Seconds a connection may sit with no request and no answer in progress before it is
+    /// closed. Default 120. (Responses in progress, such as event streams, never time out.)
+    public var httpIdleTimeoutSeconds = 120
+    /// Open HTTP connections at most; at the cap new ones wait in the listen backlog (and the
+    /// daemon logs it). Default 10000, lowered at start to fit the file-descriptor limit.
+    public var httpConnectionsMax = 10_000
     /// Log retention (see `LogRetention`): entries older than this many seconds are pruned.
     /// Default 604800 (7 days).
     public var logRetainSeconds = 604_800
@@ -96,6 +107,17 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         guard (1...1_000_000).contains(self.streamBufferBatches) else {
             throw EddyError(.invalidArgument, "stream-buffer-batches \(self.streamBufferBatches) is out of range 1...1000000")
+        }
+        for (name, seconds) in [
+            ("http-header-timeout-seconds", self.httpHeaderTimeoutSeconds), ("http-body-timeout-seconds", self.httpBodyTimeoutSeconds),
+            ("http-idle-timeout-seconds", self.httpIdleTimeoutSeconds),
+        ] {
+            guard (1...86_400).contains(seconds) else {
+                throw EddyError(.invalidArgument, "\(name) \(seconds) is out of range 1...86400 (seconds)")
+            }
+        }
+        guard (1...1_000_000).contains(self.httpConnectionsMax) else {
+            throw EddyError(.invalidArgument, "http-connections-max \(self.httpConnectionsMax) is out of range 1...1000000")
         }
         guard ((64 << 10)...(1 << 30)).contains(self.streamBufferBytes) else {
             throw EddyError(.invalidArgument, "stream-buffer-bytes \(self.streamBufferBytes) is out of range 65536...1073741824 (bytes)")
@@ -174,6 +196,10 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sse-keep-alive-seconds", .integer(let n)): self.sseKeepAliveSeconds = n
             case ("stream-buffer-batches", .integer(let n)): self.streamBufferBatches = n
             case ("stream-buffer-bytes", .integer(let n)): self.streamBufferBytes = n
+            case ("http-header-timeout-seconds", .integer(let n)): self.httpHeaderTimeoutSeconds = n
+            case ("http-body-timeout-seconds", .integer(let n)): self.httpBodyTimeoutSeconds = n
+            case ("http-idle-timeout-seconds", .integer(let n)): self.httpIdleTimeoutSeconds = n
+            case ("http-connections-max", .integer(let n)): self.httpConnectionsMax = n
             case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
             case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
             case ("log-retain-bytes", .integer(let n)): self.logRetainBytes = n
@@ -182,7 +208,8 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
-                ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _),
+                ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("http-header-timeout-seconds", _),
+                ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
@@ -194,7 +221,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

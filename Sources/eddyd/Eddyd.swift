@@ -69,6 +69,18 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
     var streamBufferBatches: Int?
 
+    @Option(name: .customLong("http-header-timeout-seconds"), help: "Seconds a request head may take from its first byte; then 408 and close. Default: 10")
+    var httpHeaderTimeoutSeconds: Int?
+
+    @Option(name: .customLong("http-body-timeout-seconds"), help: "Seconds a request body may stall while more is owed; then 408 and close. Default: 30")
+    var httpBodyTimeoutSeconds: Int?
+
+    @Option(name: .customLong("http-idle-timeout-seconds"), help: "Seconds an HTTP connection may sit with no request or answer in progress. Default: 120")
+    var httpIdleTimeoutSeconds: Int?
+
+    @Option(name: .customLong("http-connections-max"), help: "Open HTTP connections at most; more wait in the listen backlog. Default: 10000 (lowered to fit the file-descriptor limit)")
+    var httpConnectionsMax: Int?
+
     @Option(name: .customLong("stream-buffer-bytes"), help: "Bytes of events one SSE stream or native subscriber may have waiting before it is cut off with a resume id (65536 to 1073741824). Default: 16777216")
     var streamBufferBytes: Int?
 
@@ -154,6 +166,10 @@ struct Serve: AsyncParsableCommand {
         if let sseKeepAliveSeconds { configuration.sseKeepAliveSeconds = sseKeepAliveSeconds }
         if let streamBufferBatches { configuration.streamBufferBatches = streamBufferBatches }
         if let streamBufferBytes { configuration.streamBufferBytes = streamBufferBytes }
+        if let httpHeaderTimeoutSeconds { configuration.httpHeaderTimeoutSeconds = httpHeaderTimeoutSeconds }
+        if let httpBodyTimeoutSeconds { configuration.httpBodyTimeoutSeconds = httpBodyTimeoutSeconds }
+        if let httpIdleTimeoutSeconds { configuration.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds }
+        if let httpConnectionsMax { configuration.httpConnectionsMax = httpConnectionsMax }
         if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         if let logRetainSeconds { configuration.logRetainSeconds = logRetainSeconds }

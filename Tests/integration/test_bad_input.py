@@ -470,6 +470,36 @@ def test_stale_if_match(h):
     h.refuse("DELETE", "/guard", None, 412, headers={"if-match": "null_etag"})
 
 
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        b"zz\r\nabc\r\n0\r\n\r\n",  # a chunk size that is not hex
+        b"ffffffffffffffffff\r\nabc\r\n0\r\n\r\n",  # a chunk size beyond 64 bits
+        b"3\r\nabcX0\r\n\r\n",  # a chunk without its CRLF
+        b"-3\r\nabc\r\n0\r\n\r\n",  # a negative size
+        b"3;\x00\r\nabc\r\n0\r\n\r\n",  # a control byte in a chunk extension
+    ],
+)
+def test_malformed_chunked_bodies_are_client_errors(h, chunks):
+    """Issue 11, item 5: these answered 500. Broken framing is the client's error: 400 naming
+    it, nothing written; 5xx means a server fault only."""
+    import socket
+
+    before = h.snapshot()
+    with socket.create_connection(("127.0.0.1", h.d.port), timeout=30) as s:
+        s.sendall(b"PUT /guard/chunked.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            data = s.recv(4096)
+            if not data:
+                break
+            answer += data
+    status = answer.split(b"\r\n", 1)[0]
+    assert status == b"HTTP/1.1 400 Bad Request", answer[:300]
+    assert b"malformed HTTP request body" in answer, answer[:300]
+    assert h.snapshot() == before
+
+
 # -- request size (own daemon: --request-bytes-max 2048) -----------------------------------
 
 
@@ -524,32 +554,3 @@ def test_zz_log_holds_exactly_the_accepted_writes(h):
     ids = [e["id"] for e in entries]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
 
-
-@pytest.mark.parametrize(
-    "chunks",
-    [
-        b"zz\r\nabc\r\n0\r\n\r\n",  # a chunk size that is not hex
-        b"ffffffffffffffffff\r\nabc\r\n0\r\n\r\n",  # a chunk size beyond 64 bits
-        b"3\r\nabcX0\r\n\r\n",  # a chunk without its CRLF
-        b"-3\r\nabc\r\n0\r\n\r\n",  # a negative size
-        b"3;\x00\r\nabc\r\n0\r\n\r\n",  # a control byte in a chunk extension
-    ],
-)
-def test_malformed_chunked_bodies_are_client_errors(h, chunks):
-    """Issue 11, item 5: these answered 500. Broken framing is the client's error: 400 naming
-    it, nothing written; 5xx means a server fault only."""
-    import socket
-
-    before = h.snapshot()
-    with socket.create_connection(("127.0.0.1", h.d.port), timeout=30) as s:
-        s.sendall(b"PUT /guard/chunked.json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
-        answer = b""
-        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
-            data = s.recv(4096)
-            if not data:
-                break
-            answer += data
-    status = answer.split(b"\r\n", 1)[0]
-    assert status == b"HTTP/1.1 400 Bad Request", answer[:300]
-    assert b"malformed HTTP request body" in answer, answer[:300]
-    assert h.snapshot() == before

@@ -1,0 +1,190 @@
+// Deadlines for slow or broken HTTP clients, so a few thousand of them cannot hold the server:
+//
+// - header: from the first byte of a request, its head must be complete within
+//   `headerSeconds` (a client trickling headers, slowloris);
+// - body: while a request's body is owed, some of it must arrive every `bodySeconds` (a body
+//   shorter than its Content-Length, a stalled upload);
+// - idle: a connection with no request in progress and none being answered closes after
+//   `idleSeconds` (keep-alive connections nobody uses).
+// A header or body timeout answers `408 Request Timeout` with a Firebase error body naming the
+// option, then closes; an idle connection just closes. A response in progress (an SSE stream,
+// a large GET) is never timed out.
+//
+// Two handlers share one `HTTPTimeoutState`: `RawBytesHandler` at the front of the pipeline
+// sees bytes (so a half-sent head is visible, and the 408 is written as raw bytes, whatever
+// state the HTTP codec is in), and `HTTPTimeoutHandler` after Hummingbird's codec sees request
+// and response parts. Both run on the channel's event loop, which is the only place the state
+// is touched.
+
+import HTTPTypes
+import HummingbirdCore
+import NIOHTTPTypes
+import NIOCore
+
+public struct HTTPTimeouts: Sendable {
+    public var headerSeconds: Int
+    public var bodySeconds: Int
+    public var idleSeconds: Int
+
+    public init(headerSeconds: Int = 10, bodySeconds: Int = 30, idleSeconds: Int = 120) {
+        self.headerSeconds = headerSeconds
+        self.bodySeconds = bodySeconds
+        self.idleSeconds = idleSeconds
+    }
+
+    /// The handlers for one connection (`HTTP1Channel.Configuration.additionalChannelHandlers`).
+    func handlers() -> [any RemovableChannelHandler] {
+        [HTTPTimeoutHandler(state: HTTPTimeoutState(self))]
+    }
+}
+
+/// Event-loop bound: only the two handlers of one channel use it.
+final class HTTPTimeoutState {
+    enum Reading { case idle, head, body }
+
+    let timeouts: HTTPTimeouts
+    var reading = Reading.idle
+    /// Requests read whole and not answered whole yet.
+    var answersOwed = 0
+    var timer: Scheduled<Void>?
+    /// Where the 408 is written from: the front of the pipeline.
+    var rawContext: ChannelHandlerContext?
+
+    init(_ timeouts: HTTPTimeouts) {
+        self.timeouts = timeouts
+    }
+
+    func bytesArrived() {
+        switch self.reading {
+        case .idle:
+            self.reading = .head
+            self.arm(seconds: self.timeouts.headerSeconds)
+        case .head:
+            break  // the deadline runs from the first byte
+        case .body:
+            self.arm(seconds: self.timeouts.bodySeconds)
+        }
+    }
+
+    func headRead() {
+        self.reading = .body
+        self.arm(seconds: self.timeouts.bodySeconds)
+    }
+
+    func requestRead() {
+        self.reading = .idle
+        self.answersOwed += 1
+        self.disarm()
+    }
+
+    func answerWritten() {
+        self.answersOwed -= 1
+        if self.reading == .idle, self.answersOwed == 0 { self.arm(seconds: self.timeouts.idleSeconds) }
+    }
+
+    func connectionStarted() {
+        self.arm(seconds: self.timeouts.idleSeconds)
+    }
+
+    func disarm() {
+        self.timer?.cancel()
+        self.timer = nil
+    }
+
+    private func arm(seconds: Int) {
+        self.disarm()
+        guard let context = self.rawContext else { return }
+        self.timer = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .seconds(Int64(seconds))) {
+            self.timer = nil
+            self.fired()
+        }
+    }
+
+    private func fired() {
+        guard let context = self.rawContext else { return }
+        let reason: String
+        switch self.reading {
+        case .idle:
+            if self.answersOwed > 0 { return }  // answering: never timed out
+            context.close(promise: nil)
+            return
+        case .head:
+            reason = "the request head was not complete within \(self.timeouts.headerSeconds) s (--http-header-timeout-seconds)"
+        case .body:
+            reason = "the request body stalled: no bytes for \(self.timeouts.bodySeconds) s (--http-body-timeout-seconds)"
+        }
+        var body: [UInt8] = Array(#"{"error":"#.utf8)
+        body += Array("\"request timed out: \(reason)\"}".utf8)
+        let head =
+            "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body)
+        self.reading = .idle
+        self.answersOwed = 0
+        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
+    }
+}
+
+/// At the front of the pipeline: notes every arrival of bytes, and writes the 408.
+final class RawBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let state: HTTPTimeoutState
+
+    init(state: HTTPTimeoutState) {
+        self.state = state
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.state.rawContext = context
+        if context.channel.isActive { self.state.connectionStarted() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.state.disarm()
+        self.state.rawContext = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.state.bytesArrived()
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.state.disarm()
+        context.fireChannelInactive()
+    }
+}
+
+/// After Hummingbird's HTTP codec: follows requests and answers.
+final class HTTPTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    let state: HTTPTimeoutState
+
+    init(state: HTTPTimeoutState) {
+        self.state = state
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // The raw companion goes first, before the HTTP decoder, to see bytes as they come.
+        try? context.pipeline.syncOperations.addHandler(RawBytesHandler(state: self.state), position: .first)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.unwrapInboundIn(data) {
+        case .head: self.state.headRead()
+        case .body: break
+        case .end: self.state.requestRead()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = self.unwrapOutboundIn(data) { self.state.answerWritten() }
+        context.write(data, promise: promise)
+    }
+}

@@ -1,0 +1,87 @@
+"""Slow or broken HTTP clients cannot hold the server (issue 11, item 5): a request head that
+trickles, or a body that stops short of its Content-Length, gets `408 Request Timeout` naming
+the option and the connection closes, with nothing written; an idle keep-alive connection is
+closed; an event stream (a response in progress) is never timed out; and at
+`--http-connections-max` new connections wait until one closes, which the log says.
+
+The daemons here use 1-2 s timeouts; each wait below is a bound on a failure, not a timing
+assertion."""
+
+import json
+import socket
+import time
+
+import pytest
+import requests
+
+
+@pytest.fixture(scope="module")
+def d(module_daemon_factory):
+    return module_daemon_factory(
+        "--http-header-timeout-seconds", "1", "--http-body-timeout-seconds", "1", "--http-idle-timeout-seconds", "2")
+
+
+def conversation(daemon, raw, timeout=15):
+    """Sends `raw` and reads until the server closes (or `timeout`)."""
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=timeout) as s:
+        s.sendall(raw)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+
+
+def test_a_trickling_request_head_gets_408(d):
+    answer = conversation(d, b"PUT /h.json HTTP/1.1\r\nHost: x\r\nContent-Le")
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[:200]
+    assert b"connection: close" in answer.lower()
+    body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert "--http-header-timeout-seconds" in body["error"]
+    assert requests.get(d.url("/h")).json() is None
+
+
+def test_a_body_shorter_than_its_content_length_gets_408_and_nothing_is_written(d):
+    answer = conversation(d, b"PUT /b.json HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n1")
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[:200]
+    assert "--http-body-timeout-seconds" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    assert requests.get(d.url("/b")).json() is None
+
+
+def test_an_idle_keep_alive_connection_is_closed(d):
+    answer = conversation(d, b"GET /i.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"null"), answer[:200]
+
+
+def test_an_event_stream_is_never_timed_out(d):
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        s.sendall(b"GET /sse.json HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        received = b""
+        while b'"data":null' not in received:
+            received += s.recv(65536)
+        time.sleep(3.5)  # past every timeout of this daemon
+        assert requests.put(d.url("/sse"), data="5").status_code == 200
+        while b'"data":5' not in received:
+            chunk = s.recv(65536)
+            assert chunk, "the stream was closed"
+            received += chunk
+
+
+def test_at_the_connection_cap_new_connections_wait(daemon_factory):
+    daemon = daemon_factory("--http-connections-max", "2")
+    held = [socket.create_connection(("127.0.0.1", daemon.port), timeout=15) for _ in range(2)]
+    for s in held:
+        s.sendall(b"GET /c.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200")
+    waiting = socket.create_connection(("127.0.0.1", daemon.port), timeout=1)
+    waiting.sendall(b"GET /c.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    with pytest.raises(socket.timeout):
+        waiting.recv(65536)  # not accepted while two are open
+    held[0].close()
+    waiting.settimeout(15)
+    assert waiting.recv(65536).startswith(b"HTTP/1.1 200"), "served once one closed"
+    waiting.close()
+    held[1].close()
+    daemon.stop()
+    assert "HTTP connection cap reached: 2 open" in open(daemon.log_path).read()
