@@ -169,7 +169,7 @@ final class Committer: @unchecked Sendable {
                 self.treeWriter.forgetCachedFacts()
                 self.treeWriter.beginGroup()
                 outcomes.append(.failure(error))
-                if error.code == .corruption || error.code == .io { self.fail(error) }
+                if error.code == .corruption || error.code == .io || error.code == .insufficientStorage { self.fail(error) }
             }
         }
         self.treeWriter.endGroup()

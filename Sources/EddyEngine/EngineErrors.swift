@@ -8,6 +8,11 @@ enum EngineErrors {
         let code: EddyError.Code
         switch error.code {
         case .corruption: code = .corruption
+        case .io where error.isNoSpace:
+            return EddyError(
+                .insufficientStorage,
+                "the data volume is full (No space left on device) while \(doing); nothing of the write was applied. Free space, then restart eddyd to accept writes again; reads keep working",
+                underlying: error)
         case .io: code = .io
         case .busy: code = .io
         case .invalidArgument, .notSupported, .incomplete, .other: code = .internal

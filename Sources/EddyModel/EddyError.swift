@@ -9,6 +9,7 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
             case invalidKey, invalidPath, invalidValue, invalidJSON, invalidArgument
             case limitExceeded, notFound, methodNotAllowed, preconditionFailed, readOnly
             case unsupported, inUse, busy, unavailable, shuttingDown, corruption, io, `internal`, notLeader
+            case insufficientStorage
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -46,6 +47,10 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         /// Stored bytes failed a check; the engine stops accepting writes.
         public static let corruption = Code(.corruption)
         public static let io = Code(.io)
+        /// The data volume is full (RocksDB's "No space left on device"): the write was not
+        /// applied, and the engine accepts no more writes until it is restarted with space
+        /// free; reads keep working. (HTTP 507.)
+        public static let insufficientStorage = Code(.insufficientStorage)
         public static let `internal` = Code(.internal)
 
         public var description: String { self.base.rawValue }

@@ -18,6 +18,11 @@ public struct RocksDBError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { self.message }
 
+    /// True when the file system is full (ENOSPC).
+    public var isNoSpace: Bool {
+        self.code == .io && self.message.contains("No space left on device")
+    }
+
     /// True when the message says another process holds the database's LOCK file.
     public var isLockHeld: Bool {
         self.code == .io && (self.message.contains("lock") || self.message.contains("LOCK"))

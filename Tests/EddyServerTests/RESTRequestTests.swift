@@ -97,3 +97,15 @@ import Testing
         #expect(RESTError(EddyError(.preconditionFailed, "stale")).status == 412)
     }
 }
+
+@Suite struct StorageFullAnswerTests {
+    /// A full data volume is the client-visible `507 Insufficient Storage` with the engine's
+    /// message (what happened, what to do), never an opaque 500.
+    @Test func insufficientStorageIs507WithItsMessage() {
+        let answer = RESTError(EddyError(.insufficientStorage, "the data volume is full (No space left on device) while committing 1 writes"))
+        #expect(answer.status == 507)
+        #expect(answer.message.contains("No space left on device"))
+        let other = RESTError(EddyError(.io, "storage error while reading: IO error: Input/output error"))
+        #expect(other.status == 500 && !other.message.contains("Input/output"), "other I/O errors stay internal")
+    }
+}

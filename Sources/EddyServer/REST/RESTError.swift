@@ -41,6 +41,9 @@ struct RESTError: Error {
         case .busy, .unavailable, .shuttingDown, .inUse:
             self.status = 503
             self.message = error.message
+        case .insufficientStorage:
+            self.status = 507
+            self.message = error.message
         case .corruption, .io, .internal:
             self.status = 500
             self.message = "internal error; the server log has the details"
