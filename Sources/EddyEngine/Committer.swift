@@ -42,6 +42,7 @@ final class Committer: @unchecked Sendable {
     let clock: any MillisecondClock
     private let queue: CommitQueue
     let options: EngineOptions
+    let spaceReserve: DiskSpaceReserve
     let logger: Logger
     private let failure: Mutex<EddyError?>
     /// The newest log id that is durable under the configured durability (acknowledged).
@@ -63,7 +64,7 @@ final class Committer: @unchecked Sendable {
 
     init(
         database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
-        catalog: IndexCatalog, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
+        spaceReserve: DiskSpaceReserve, catalog: IndexCatalog, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
     ) {
         self.database = database
         self.tree = database.columnFamily(ColumnFamilies.tree)
@@ -80,6 +81,7 @@ final class Committer: @unchecked Sendable {
         self.clock = clock
         self.queue = queue
         self.options = options
+        self.spaceReserve = spaceReserve
         self.logger = logger
         self.failure = Mutex(nil)
         self.durable = Mutex(lastLogID)
@@ -141,6 +143,11 @@ final class Committer: @unchecked Sendable {
     private func commit(_ group: [PendingWrite]) {
         if let failed = self.failed {
             for write in group { write.completion(.failure(failed)) }
+            return
+        }
+        // Local writes only: a follower applies what its leader committed (see DiskSpaceReserve).
+        if group.contains(where: { $0.replicated == nil }), let refusal = self.spaceReserve.refusal() {
+            for write in group { write.completion(.failure(refusal)) }
             return
         }
         self.batch.clear()

@@ -50,6 +50,8 @@ extension Engine {
     /// was pruned.
     @discardableResult
     public func pruneLog(_ retention: LogRetention, keep: LogID?, nowMilliseconds: UInt64) throws(EddyError) -> LogID? {
+        // A stopped engine (a storage failure, or opened read-only) writes nothing, pruning too.
+        guard self.committer.failed == nil else { return nil }
         guard let newest = self.committer.durableLogID, let oldest = try self.firstLogID(), oldest < newest else { return nil }
         let log = self.database.columnFamily(ColumnFamilies.log)
         let end = Array(newest.rawValue.utf8)

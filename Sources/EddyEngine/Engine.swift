@@ -44,10 +44,18 @@ public final class Engine: Sendable {
             throw EddyError(.io, "cannot create data directory \(directory): \(error.localizedDescription)")
         }
         let database: Database
+        // On a volume below the reserve, an existing database opens read-only: RocksDB's own
+        // recovery writes (flushing the replayed log) would fail for lack of space, and
+        // Debian's librocksdb aborts on such failures (see DiskSpaceReserve).
+        let available = DiskSpaceReserve.availableBytes(at: directory)
+        let readOnly =
+            options.diskReserveBytes > 0 && (available.map { $0 < options.diskReserveBytes } ?? false)
+            && FileManager.default.fileExists(atPath: directory + "/CURRENT")
         do {
             var storage = StorageOptions()
             // Index windows are read at random positions; their blocks must decompress fast.
             storage.lz4Families = [ColumnFamilies.index]
+            storage.readOnly = readOnly
             database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)
         } catch {
             if error.isLockHeld {
@@ -58,7 +66,18 @@ public final class Engine: Sendable {
             }
             throw EngineErrors.storage(error, while: "opening \(directory)")
         }
-        return try Engine(directory: directory, database: database, options: options, clock: clock, logger: logger)
+        let engine = try Engine(directory: directory, database: database, options: options, clock: clock, logger: logger)
+        if readOnly {
+            logger.warning(
+                "opened read-only: the data volume is full",
+                metadata: ["eddy.directory": "\(directory)", "eddy.available_bytes": "\(available ?? 0)", "eddy.reserve_bytes": "\(options.diskReserveBytes)"])
+            engine.committer.fail(
+                EddyError(
+                    .insufficientStorage,
+                    "eddyd started read-only: the data volume had \(available ?? 0) bytes free, below the reserve of \(options.diskReserveBytes) (--disk-reserve-bytes); writes are refused until space is freed and eddyd restarted; reads and event streams work"
+                ))
+        }
+        return engine
     }
 
     private init(
@@ -76,6 +95,7 @@ public final class Engine: Sendable {
         let observers = self.commitObservers
         self.committer = Committer(
             database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options,
+            spaceReserve: DiskSpaceReserve(path: directory, reserveBytes: options.diskReserveBytes),
             catalog: self.indexCatalog, nextIndexID: nextIndexID, logger: logger,
             onCommit: { entries in observers.notify(entries) })
         self.readers = NIOThreadPool(numberOfThreads: max(1, options.readerThreads))
@@ -117,7 +137,7 @@ public final class Engine: Sendable {
         self.queue.stop()
         self.committerDone.wait()
         try? self.readers.syncShutdownGracefully()  // only fails when already shut down
-        if self.options.durability == .none {
+        if self.options.durability == .none, self.committer.failed == nil {
             do {
                 try self.database.flushMemtables()
             } catch {

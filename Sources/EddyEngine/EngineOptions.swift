@@ -37,6 +37,9 @@ public struct EngineOptions: Sendable {
     /// rules changes are then refused with `notLeader` naming it; entries arrive only through
     /// `Engine.applyReplicated`. Nil (default): a leader, which accepts writes.
     public var leader: String? = nil
+    /// Local writes are refused with `insufficientStorage` while the data volume has less than
+    /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
+    public var diskReserveBytes: UInt64 = 64 << 20
 
     public init(durability: Durability = .sync) {
         self.durability = durability

@@ -29,6 +29,7 @@ public enum EddyServer {
         engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk
         engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
         engineOptions.leader = configuration.leader
+        engineOptions.diskReserveBytes = UInt64(clamping: configuration.diskReserveBytes)
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
         let followerName =
             configuration.followerName

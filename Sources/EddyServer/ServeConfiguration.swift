@@ -46,6 +46,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// adding more is cut off like one over its own bound. Bounds what stalled clients can hold
     /// whatever their number. Default 256 MiB.
     public var streamBuffersBytesTotal = 256 << 20
+    /// Writes are refused with 507 while the data volume has less than this many bytes free,
+    /// and resume by themselves once it has more; 0 turns the check off. Default 64 MiB.
+    public var diskReserveBytes = 64 << 20
     /// Seconds a request's head may take from its first byte (then 408 and close). Default 10.
     public var httpHeaderTimeoutSeconds = 10
     /// Seconds a request body may stall (no bytes while more are owed; then 408 and close).
@@ -115,6 +118,9 @@ public struct ServeConfiguration: Sendable, Equatable {
             guard (1...86_400).contains(seconds) else {
                 throw EddyError(.invalidArgument, "\(name) \(seconds) is out of range 1...86400 (seconds)")
             }
+        }
+        guard self.diskReserveBytes >= 0 else {
+            throw EddyError(.invalidArgument, "disk-reserve-bytes \(self.diskReserveBytes) must be at least 0 (bytes; 0 turns the check off)")
         }
         guard (1...1_000_000).contains(self.httpConnectionsMax) else {
             throw EddyError(.invalidArgument, "http-connections-max \(self.httpConnectionsMax) is out of range 1...1000000")
@@ -200,6 +206,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("http-body-timeout-seconds", .integer(let n)): self.httpBodyTimeoutSeconds = n
             case ("http-idle-timeout-seconds", .integer(let n)): self.httpIdleTimeoutSeconds = n
             case ("http-connections-max", .integer(let n)): self.httpConnectionsMax = n
+            case ("disk-reserve-bytes", .integer(let n)): self.diskReserveBytes = n
             case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
             case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
             case ("log-retain-bytes", .integer(let n)): self.logRetainBytes = n
@@ -209,7 +216,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("http-header-timeout-seconds", _),
-                ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _),
+                ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
@@ -221,7 +228,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

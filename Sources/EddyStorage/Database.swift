@@ -61,8 +61,11 @@ public final class Database: @unchecked Sendable {
         rocksdb_options_set_compression(lz4Options, Int32(rocksdb_lz4_compression))
         var cfOptionList: [OpaquePointer?] = all.map { storage.zstd && storage.lz4Families.contains($0) ? lz4Options : cfOptions }
         var errptr: UnsafeMutablePointer<CChar>? = nil
-        let db = rocksdb_open_column_families(
-            options, path, Int32(all.count), &namePointers, &cfOptionList, &handles, &errptr)
+        let db =
+            storage.readOnly
+            ? rocksdb_open_for_read_only_column_families(
+                options, path, Int32(all.count), &namePointers, &cfOptionList, &handles, 0, &errptr)
+            : rocksdb_open_column_families(options, path, Int32(all.count), &namePointers, &cfOptionList, &handles, &errptr)
         if let errptr {
             let message = String(cString: errptr)
             rocksdb_free(errptr)

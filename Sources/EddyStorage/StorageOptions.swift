@@ -3,6 +3,9 @@
 public struct StorageOptions: Sendable {
     /// Create the database and missing column families when absent. Default true.
     public var createIfMissing = true
+    /// Opens the database read-only (RocksDB replays the write-ahead log in memory and writes
+    /// nothing); every write fails. For a data volume with no space left.
+    public var readOnly = false
     /// Compress SST blocks with zstd (the log and tree compress well). Default true.
     public var zstd = true
     /// Background threads for flush and compaction. Default 2 (the machine has 2 cores).

@@ -69,6 +69,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
     var streamBufferBatches: Int?
 
+    @Option(name: .customLong("disk-reserve-bytes"), help: "Refuse writes (507) while the data volume has less than this free; they resume by themselves. 0: off. Default: 67108864")
+    var diskReserveBytes: Int?
+
     @Option(name: .customLong("http-header-timeout-seconds"), help: "Seconds a request head may take from its first byte; then 408 and close. Default: 10")
     var httpHeaderTimeoutSeconds: Int?
 
@@ -170,6 +173,7 @@ struct Serve: AsyncParsableCommand {
         if let httpBodyTimeoutSeconds { configuration.httpBodyTimeoutSeconds = httpBodyTimeoutSeconds }
         if let httpIdleTimeoutSeconds { configuration.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds }
         if let httpConnectionsMax { configuration.httpConnectionsMax = httpConnectionsMax }
+        if let diskReserveBytes { configuration.diskReserveBytes = diskReserveBytes }
         if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         if let logRetainSeconds { configuration.logRetainSeconds = logRetainSeconds }
