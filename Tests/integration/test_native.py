@@ -172,24 +172,31 @@ def test_malformed_frames_close_the_connection(daemon, frame):
     client.close()
 
 
+def flood(daemon, subscriber, total):
+    """Writes `total` 8 KiB values under /flood (all acknowledged: writers never wait for a slow
+    subscriber), then reads everything `subscriber` was sent until the daemon closes it.
+    Returns the writer connection and the frames."""
+    writer = Native(daemon)
+    blob = "x" * 8192
+    for i in range(total):
+        writer.send(WRITE, i, {"op": "set", "path": f"/flood/k{i % 4}", "value": {"i": i, "blob": blob}})
+    for i in range(total):
+        assert writer.recv()[0] == WRITTEN
+    frames = []
+    while True:
+        frame = subscriber.recv()
+        if frame is None:
+            return writer, frames
+        frames.append(frame)
+
+
 def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
     daemon = daemon_factory("--stream-buffer-batches", "16")
     subscriber = Native(daemon)
     subscriber.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     subscriber.send(SUBSCRIBE, 1, {"path": "/flood"})
     assert subscriber.recv()[0] == SUBSCRIBED
-    writer = Native(daemon)
-    blob = "x" * 8192
-    for i in range(600):
-        writer.send(WRITE, i, {"op": "set", "path": f"/flood/k{i % 4}", "value": {"i": i, "blob": blob}})
-    for i in range(600):
-        assert writer.recv()[0] == WRITTEN  # writers never wait for a slow subscriber
-    frames = []
-    while True:
-        frame = subscriber.recv()
-        if frame is None:
-            break
-        frames.append(frame)
+    writer, frames = flood(daemon, subscriber, 600)
     assert frames[-1][0] == BEHIND, [f[0] for f in frames[-3:]]
     assert len(frames) < 600
     delivered = [f[2]["events"][-1].get("logID") for f in frames if f[0] == EVENTS]
@@ -354,19 +361,8 @@ def test_a_stalled_subscriber_is_bounded_in_bytes(daemon_factory, flags):
     subscriber.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     subscriber.send(SUBSCRIBE, 1, {"path": "/flood", "events": "value"})
     assert subscriber.recv()[0] == SUBSCRIBED
-    writer = Native(daemon)
-    blob = "x" * 8192
     total = 1000  # 8 MB of events: far past either bound, far below the frame count
-    for i in range(total):
-        writer.send(WRITE, i, {"op": "set", "path": f"/flood/k{i % 4}", "value": {"i": i, "blob": blob}})
-    for i in range(total):
-        assert writer.recv()[0] == WRITTEN  # writers never wait for a slow subscriber
-    frames = []
-    while True:
-        frame = subscriber.recv()
-        if frame is None:
-            break
-        frames.append(frame)
+    writer, frames = flood(daemon, subscriber, total)
     assert frames[-1][0] == BEHIND, [f[0] for f in frames[-3:]]
     received = [f[2]["events"][0]["changes"][0]["data"]["i"] for f in frames if f[0] == EVENTS and f[2]["events"][0].get("logID")]
     assert len(received) < total
