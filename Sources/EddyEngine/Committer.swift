@@ -96,6 +96,7 @@ final class Committer: @unchecked Sendable {
     func run() {
         let syncerDone = DispatchSemaphore(value: 0)
         let syncer = Thread { [self] in
+            ThreadName.set("eddy-syncer")
             self.runSyncer()
             syncerDone.signal()
         }

@@ -103,6 +103,7 @@ public final class Engine: Sendable {
         let committer = self.committer
         let done = self.committerDone
         let thread = Thread {
+            ThreadName.set("eddy-committer")
             committer.run()
             done.signal()
         }
