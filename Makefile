@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .build/pyenv
 SYSTEM_PACKAGES = librocksdb-dev libzstd-dev pkg-config
 
-.PHONY: run test build build-debug deps test-swift test-integration bench clean-data
+.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz bench clean-data
 
 run: deps build
 	./.build/release/eddyd serve
@@ -20,7 +20,17 @@ build-debug: deps
 	$(SWIFT) build --product eddyd
 	$(SWIFT) build --product eddy
 
-test: deps build-debug test-swift test-integration
+test: deps build-debug test-fuzz test-swift test-integration
+
+# Executions per fuzz target inside `make test` (a smoke run that keeps the targets building);
+# `make fuzz` runs 1,000,000 each.
+FUZZ_RUNS ?= 20000
+
+test-fuzz:
+	./Fuzz/fuzz.sh $(FUZZ_RUNS)
+
+fuzz: deps
+	./Fuzz/fuzz.sh 1000000
 
 test-swift:
 	$(SWIFT) build --build-tests
