@@ -1,5 +1,5 @@
-// Path parsing and limits: depth (`Limits.pathDepthMax`), bytes (`Limits.pathBytesMax`), empty
-// segments, and the structural helpers.
+// Path parsing and limits: depth (`Limits.pathDepthMax`), key bytes (`Limits.keyBytesMax`; a
+// whole path has no byte limit), empty segments, and the structural helpers.
 
 import EddyModel
 import EddyTesting
