@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .build/pyenv
 SYSTEM_PACKAGES = librocksdb-dev libzstd-dev pkg-config
 
-.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz bench clean-data
+.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz test-reliability bench clean-data
 
 run: deps build
 	./.build/release/eddyd serve
@@ -31,6 +31,15 @@ test-fuzz:
 
 fuzz: deps
 	./Fuzz/fuzz.sh 1000000
+
+# The long configuration of the reliability checks, run by hand: the fuzz targets at 1,000,000
+# executions each, 100,000 mutated requests against a live daemon, the kill -9 suites, the full
+# volume (as root) and the slow-client limits.
+test-reliability: deps build-debug $(VENV)/.installed
+	./Fuzz/fuzz.sh 1000000
+	EDDY_FUZZ_REQUESTS=100000 EDDYD=$(CURDIR)/.build/debug/eddyd EDDY=$(CURDIR)/.build/debug/eddy \
+		$(VENV)/bin/python -m pytest -q Tests/integration/test_blackbox_fuzz.py Tests/integration/test_crash.py \
+		Tests/integration/test_index_crash.py Tests/integration/test_disk_full.py Tests/integration/test_http_limits.py
 
 test-swift:
 	$(SWIFT) build --build-tests

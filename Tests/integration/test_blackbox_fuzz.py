@@ -1,0 +1,142 @@
+"""Black-box fuzzing of a live eddyd (issue 11): seeded mutations of valid HTTP requests (paths,
+methods, headers, query parameters, bodies, chunked framing) on raw sockets, and of valid
+native-protocol frames on its Unix socket. Whatever arrives, the daemon must stay up, answer
+every complete HTTP request with a status below 500 (a 5xx means a server fault), and afterwards
+serve a fresh client and pass `eddy verify`.
+
+`EDDY_FUZZ_REQUESTS` sets the number of mutated requests (default 2,000 in `make test`;
+`make test-reliability` runs 100,000); `EDDY_SEED` replays a run. The seed is printed."""
+
+import json
+import os
+import random
+import socket
+import struct
+
+import requests
+
+from conftest import run_eddy
+
+METHODS = [b"GET", b"PUT", b"POST", b"PATCH", b"DELETE", b"HEAD", b"OPTIONS", b"BREW", b"G\x00T", b""]
+PATHS = [b"/a.json", b"/a/b.json", b"/.json", b"/.settings/rules.json", b"/.info/connected.json", b"/a", b"/%zz.json",
+         b"/a%2Fb.json", b"/" + b"k" * 800 + b".json", b"/a/../b.json", b"/\xff\xfe.json", b"/a.json?" + b"x" * 5000]
+QUERIES = [b"", b"print=pretty", b"print=silent", b"shallow=true", b'orderBy="$key"&limitToFirst=2', b'orderBy="x"',
+           b"limitToFirst=-1", b"limitToFirst=99999999999999999999", b'orderBy="$value"&equalTo=1e400', b"ns=../x",
+           b"ns=" + b"n" * 100, b"startAt=&endAt=", b"format=export", b'orderBy="$key"&startAt="\xff"']
+BODIES = [b'{"a":1}', b"1", b'"s"', b"null", b"{}", b"[1,2,{}]", b'{"a":{".sv":"timestamp"}}', b'{".priority":1}',
+          b'{"a/b":1,"a":2}', b"{" * 200, b'{"\\ud800":1}', b"1e999", b'{"k":' + b'"x"' * 3 + b"}", b"\x00\x01", b""]
+
+
+def mutate(g, data):
+    data = bytearray(data)
+    for _ in range(g.randint(0, 3)):
+        if not data:
+            break
+        choice = g.randrange(4)
+        i = g.randrange(len(data))
+        if choice == 0:
+            data[i] = g.randrange(256)
+        elif choice == 1:
+            del data[i]
+        elif choice == 2:
+            data[i:i] = bytes([g.randrange(256)])
+        else:
+            data[i:i] = data[i:i + g.randint(1, 8)]
+    return bytes(data)
+
+
+def http_request(g):
+    method = g.choice(METHODS)
+    target = g.choice(PATHS)
+    query = g.choice(QUERIES)
+    if query:
+        target += (b"&" if b"?" in target else b"?") + query
+    body = g.choice(BODIES)
+    headers = [b"Host: x"]
+    if g.random() < 0.2:
+        headers.append(b"Accept: text/event-stream")
+    if g.random() < 0.1:
+        headers.append(b"if-match: " + g.choice([b"null_etag", b"abc", b"\"x\""]))
+    if g.random() < 0.1:
+        headers.append(b"X-HTTP-Method-Override: " + g.choice(METHODS))
+    if g.random() < 0.15:
+        headers.append(b"Transfer-Encoding: chunked")
+        chunks = g.choice([b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body), b"zz\r\n", b"5\r\nab\r\n0\r\n\r\n", b"0\r\n\r\n"])
+        payload = chunks
+    else:
+        length = len(body) if g.random() < 0.9 else g.choice([0, len(body) + 5, 10 ** 12])
+        headers.append(b"Content-Length: %d" % length)
+        payload = body
+    raw = method + b" " + target + b" HTTP/1.1\r\n" + b"\r\n".join(headers) + b"\r\n\r\n" + payload
+    return mutate(g, raw) if g.random() < 0.5 else raw
+
+
+def native_frame(g):
+    payload = json.dumps(g.choice([
+        {"path": "/a"}, {"op": "set", "path": "/a", "value": 1}, {"op": "update", "path": "/a", "value": {"b/c": 2}},
+        {"path": "/a", "events": "value"}, {"subscription": 1}, {"since": None, "path": "/a"},
+        {"op": "push", "path": "/l", "value": {"x": [1, {}]}, "silence": [1]}, {"path": "/a", "query": {"orderBy": '"$key"'}},
+    ])).encode()
+    frame = struct.pack(">IBBQ", 10 + len(payload), 2, g.choice([1, 2, 3, 4, 5, 6, 7, 20, 40, 45, 99]), g.randrange(1 << 64)) + payload
+    return mutate(g, frame) if g.random() < 0.7 else frame
+
+
+def status_of(answer):
+    """The status of the first response in `answer`, or None when nothing complete came back."""
+    if not answer.startswith(b"HTTP/1.1 "):
+        return None
+    try:
+        return int(answer[9:12])
+    except ValueError:
+        return None
+
+
+def test_mutated_requests_never_crash_the_daemon_or_get_a_5xx(daemon_factory):
+    seed = int(os.environ.get("EDDY_SEED") or random.randrange(1 << 32))
+    count = int(os.environ.get("EDDY_FUZZ_REQUESTS") or 2000)
+    print(f"EDDY_SEED={seed} EDDY_FUZZ_REQUESTS={count}")
+    g = random.Random(seed)
+    daemon = daemon_factory("--http-header-timeout-seconds", "1", "--http-body-timeout-seconds", "1")
+    requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {"a": {".indexOn": ["x"]}}}))
+    native_path = os.path.join(daemon.data_dir, "eddyd.sock")
+    server_faults = []
+    for n in range(count):
+        if g.random() < 0.7:
+            raw = http_request(g)
+            with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+                s.sendall(raw)
+                s.shutdown(socket.SHUT_WR)  # what was sent is all there is
+                answer = b""
+                try:
+                    while len(answer) < 1 << 20:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        answer += chunk
+                except (ConnectionResetError, socket.timeout):
+                    pass
+            status = status_of(answer)
+            if status is not None and status >= 500:
+                server_faults.append((n, status, raw[:200], answer[:300]))
+        else:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(10)
+                s.connect(native_path)
+                for _ in range(g.randint(1, 4)):
+                    try:
+                        s.sendall(native_frame(g))
+                    except (BrokenPipeError, ConnectionResetError):
+                        break
+                s.shutdown(socket.SHUT_WR)
+                try:
+                    while s.recv(65536):
+                        pass
+                except (ConnectionResetError, socket.timeout):
+                    pass
+        assert daemon.running, f"seed {seed}: eddyd died at request {n}; log:\n{daemon.log_tail()}"
+    assert not server_faults, f"seed {seed}: 5xx answers (request, status, raw request, answer): {server_faults[:5]}"
+    # Still serving, and the data it took is consistent.
+    assert requests.put(daemon.url("/after"), data="1").status_code == 200
+    assert requests.get(daemon.url("/after")).json() == 1
+    daemon.stop()
+    run_eddy("verify", "--data", daemon.data_dir)
