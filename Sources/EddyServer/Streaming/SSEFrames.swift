@@ -28,18 +28,6 @@ enum SSEFrames {
         self.frame(event: "put", id: id, data: self.body(path: path, data: data))
     }
 
-    static func patch(path: String, members: [(key: String, json: [UInt8])], id: LogID?) -> [UInt8] {
-        var data: [UInt8] = [UInt8(ascii: "{")]
-        for (i, member) in members.enumerated() {
-            if i > 0 { data.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(member.key, into: &data)
-            data.append(UInt8(ascii: ":"))
-            data += member.json
-        }
-        data.append(UInt8(ascii: "}"))
-        return self.frame(event: "patch", id: id, data: self.body(path: path, data: data))
-    }
-
     static let keepAlive = Array("event: keep-alive\ndata: null\n\n".utf8)
 
     static func cancel(_ reason: String) -> [UInt8] {
