@@ -54,6 +54,13 @@ def test_an_idle_keep_alive_connection_is_closed(d):
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"null"), answer[:200]
 
 
+def test_a_connection_answered_before_its_body_was_read_still_idles_out(d):
+    # Refused from its path alone, the request is answered before its body is read; once the
+    # body is in, the connection is idle and must close like any other.
+    answer = conversation(d, b"PUT /.info/x.json HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n12345")
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), answer[:200]
+
+
 def test_an_event_stream_is_never_timed_out(d):
     with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
         s.sendall(b"GET /sse.json HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")

@@ -71,15 +71,19 @@ final class HTTPTimeoutState {
         self.arm(seconds: self.timeouts.bodySeconds)
     }
 
+    /// A request was read whole. Its answer may already be out (an error answered before the
+    /// body was read): then nothing is owed and the connection is idle.
     func requestRead() {
         self.reading = .idle
         self.answersOwed += 1
-        self.disarm()
+        if self.answersOwed <= 0 { self.arm(seconds: self.timeouts.idleSeconds) } else { self.disarm() }
     }
 
+    /// An answer was written whole (possibly before its request's body was read: `answersOwed`
+    /// is then briefly negative, and the body timer keeps running).
     func answerWritten() {
         self.answersOwed -= 1
-        if self.reading == .idle, self.answersOwed == 0 { self.arm(seconds: self.timeouts.idleSeconds) }
+        if self.reading == .idle, self.answersOwed <= 0 { self.arm(seconds: self.timeouts.idleSeconds) }
     }
 
     func connectionStarted() {
