@@ -147,7 +147,9 @@ final class Committer: @unchecked Sendable {
             return
         }
         // Local writes only: a follower applies what its leader committed (see DiskSpaceReserve).
-        if group.contains(where: { $0.replicated == nil }), let refusal = self.spaceReserve.refusal() {
+        if group.contains(where: { $0.replicated == nil }),
+            let refusal = self.spaceReserve.refusal(groupBytes: group.reduce(0) { $0 + $1.approximateBytes })
+        {
             for write in group { write.completion(.failure(refusal)) }
             return
         }

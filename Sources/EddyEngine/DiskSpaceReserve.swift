@@ -28,11 +28,19 @@ struct DiskSpaceReserve {
         #endif
     }
 
-    /// The refusal for a group of writes, or nil when there is room.
-    func refusal() -> EddyError? {
-        guard self.reserveBytes > 0, let available = Self.availableBytes(at: self.path), available < self.reserveBytes else { return nil }
+    /// The refusal for a group of writes of about `groupBytes`, or nil when there is room.
+    /// The group needs its own size twice over the reserve: once in the write-ahead log and
+    /// once more when its memtable is flushed to a table file, so a large write cannot carry
+    /// the volume through the reserve in one step.
+    func refusal(groupBytes: Int) -> EddyError? {
+        guard self.reserveBytes > 0, let available = Self.availableBytes(at: self.path) else { return nil }
+        let needed = self.reserveBytes.addingReportingOverflow(2 * UInt64(max(0, groupBytes))).partialValue
+        guard available < needed else { return nil }
+        let what = available < self.reserveBytes
+            ? "below the reserve of \(self.reserveBytes) (--disk-reserve-bytes)"
+            : "too little for \(groupBytes) bytes of writes on top of the reserve of \(self.reserveBytes) (--disk-reserve-bytes)"
         return EddyError(
             .insufficientStorage,
-            "the data volume has \(available) bytes free, below the reserve of \(self.reserveBytes) (--disk-reserve-bytes); the write was not applied. Writes resume by themselves once space is freed on the volume; reads keep working")
+            "the data volume has \(available) bytes free, \(what); the write was not applied. Writes resume by themselves once space is freed on the volume; reads keep working")
     }
 }

@@ -31,6 +31,8 @@ public final class Engine: Sendable {
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).
     public let databaseID: String
+    /// Opened read-only because the data volume was below the reserve at start.
+    public let openedReadOnly: Bool
 
     /// Opens (creating if needed) the database in `directory`.
     /// Throws `inUse` when another process holds it, `corruption` on an unknown format.
@@ -66,7 +68,8 @@ public final class Engine: Sendable {
             }
             throw EngineErrors.storage(error, while: "opening \(directory)")
         }
-        let engine = try Engine(directory: directory, database: database, options: options, clock: clock, logger: logger)
+        let engine = try Engine(
+            directory: directory, database: database, options: options, openedReadOnly: readOnly, clock: clock, logger: logger)
         if readOnly {
             logger.warning(
                 "opened read-only: the data volume is full",
@@ -81,9 +84,11 @@ public final class Engine: Sendable {
     }
 
     private init(
-        directory: String, database: Database, options: EngineOptions, clock: any MillisecondClock, logger: Logger
+        directory: String, database: Database, options: EngineOptions, openedReadOnly: Bool, clock: any MillisecondClock,
+        logger: Logger
     ) throws(EddyError) {
         self.directory = directory
+        self.openedReadOnly = openedReadOnly
         self.options = options
         self.database = database
         self.logger = logger

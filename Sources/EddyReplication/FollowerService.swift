@@ -32,7 +32,7 @@ public final class FollowerService: Service, Sendable {
         public var stopped = false
     }
 
-    let leader: String
+    public let leader: String
     let name: String
     let data: DataDirectory
     let logger: Logger

@@ -31,12 +31,15 @@ struct RESTRequest {
     var isIndexes = false
     /// `/.settings/followers.json`: replication status (read-only).
     var isFollowers = false
+    /// `/.status.json` (or `/.status`): whether the database takes writes, and why not.
+    var isStatus = false
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
 
     /// Parses the raw (still percent-encoded) path and query.
     init(method: Method, rawPath: String, rawQuery: String?) throws(RESTError) {
         self.method = method
+        let rawPath = rawPath == "/.status" ? "/.status.json" : rawPath
         guard rawPath.hasSuffix(".json") else {
             throw RESTError(
                 status: 404, message: "not found: \(rawPath); REST paths end in .json, e.g. /users/ada.json")
@@ -60,6 +63,9 @@ struct RESTRequest {
             decoded = []
         } else if decoded == [".settings", "followers"] {
             self.isFollowers = true
+            decoded = []
+        } else if decoded == [".status"] {
+            self.isStatus = true
             decoded = []
         } else if decoded.first == ".info" {
             self.isInfo = true

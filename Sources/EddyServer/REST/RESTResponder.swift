@@ -103,6 +103,7 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(error)
         }
         if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
+        if rest.isStatus { return try self.status(rest, engine: engine) }
         if rest.isFollowers {
             guard method == .get else { throw RESTError(status: 405, message: "replication status is read-only (GET)") }
             let status: Value
@@ -251,6 +252,36 @@ public struct RESTResponder: HTTPResponder {
         case .post, .patch, .delete:
             throw RESTError(status: 405, message: "rules are read with GET and replaced with PUT")
         }
+    }
+
+    /// `GET /.status.json`: the storage state (`EngineHealth`), the role, and the last log id.
+    /// `writable` is false on a follower too (clients write to its leader). Always 200: this
+    /// reports; it does not judge (`state` says what is wrong).
+    private func status(_ rest: RESTRequest, engine: Engine) throws(RESTError) -> Response {
+        guard rest.method == .get else { throw RESTError(status: 405, message: "/.status is read-only (GET)") }
+        let health = engine.health
+        var status = health.json
+        let last: LogID?
+        do {
+            last = try engine.lastLogID()
+        } catch {
+            throw RESTError(error)
+        }
+        let role: String
+        if case .follower(let service) = self.replication {
+            role = "follower"
+            status["writable"] = .bool(false)
+            if status["reason"] == .null {
+                status["reason"] = .string("a read-only follower of the leader at \(service.leader); writes go there")
+            }
+        } else {
+            role = "leader"
+        }
+        status["role"] = .string(role)
+        status["namespace"] = .string(rest.namespace)
+        status["databaseId"] = .string(engine.databaseID)
+        status["last"] = last.map { .string($0.rawValue) } ?? .null
+        return Self.json(.object(status), rest, ignoreSilent: true)
     }
 
     private static func info(_ rest: RESTRequest) throws(RESTError) -> Response {
