@@ -33,13 +33,14 @@ fuzz: deps
 	./Fuzz/fuzz.sh 1000000
 
 # The long configuration of the reliability checks, run by hand: the fuzz targets at 1,000,000
-# executions each, 100,000 mutated requests against a live daemon, the kill -9 suites, the full
-# volume (as root) and the slow-client limits.
+# executions each, 100,000 mutated requests against a live daemon, 50 kill -9 cycles, the other
+# kill -9 suites, the full volume (as root) and the slow clients; -s shows the figures.
 test-reliability: deps build-debug $(VENV)/.installed
 	./Fuzz/fuzz.sh 1000000
-	EDDY_FUZZ_REQUESTS=100000 EDDYD=$(CURDIR)/.build/debug/eddyd EDDY=$(CURDIR)/.build/debug/eddy \
-		$(VENV)/bin/python -m pytest -q Tests/integration/test_blackbox_fuzz.py Tests/integration/test_crash.py \
-		Tests/integration/test_index_crash.py Tests/integration/test_disk_full.py Tests/integration/test_http_limits.py
+	EDDY_FUZZ_REQUESTS=100000 EDDY_KILL_CYCLES=50 EDDYD=$(CURDIR)/.build/debug/eddyd EDDY=$(CURDIR)/.build/debug/eddy \
+		$(VENV)/bin/python -m pytest -q -s Tests/integration/test_blackbox_fuzz.py Tests/integration/test_kill_loop.py \
+		Tests/integration/test_crash.py Tests/integration/test_index_crash.py Tests/integration/test_disk_full.py \
+		Tests/integration/test_http_limits.py Tests/integration/test_slow_clients.py
 
 test-swift:
 	$(SWIFT) build --build-tests

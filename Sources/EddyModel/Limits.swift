@@ -17,9 +17,9 @@ public enum Limits {
     /// JSON nesting accepted by the parser before path validation; anything deeper than this
     /// cannot be written anyway, so the parser stops early instead of recursing further.
     public static let jsonDepthMax = 64
-    /// Largest HTTP request body by default (`--request-bytes-max`). Firebase allows 256 MB per
-    /// REST write; 32 MiB keeps 64 concurrent uploads under 2 GiB of memory. Configurable.
-    public static let requestBytesDefault = 32 * 1024 * 1024
+    /// Largest HTTP request body by default (`--request-bytes-max`): Firebase's 256 MB per REST
+    /// write. Bodies in flight together are bounded by `--request-bodies-bytes-total`.
+    public static let requestBytesDefault = 256 * 1024 * 1024
     /// Upper bound for `--request-bytes-max`.
     public static let requestBytesMax = 256 * 1024 * 1024
     /// Writes waiting for the committer. A write arriving at a full queue is refused with

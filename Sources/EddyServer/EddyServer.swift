@@ -61,7 +61,7 @@ public enum EddyServer {
         let doorbells = CommitDoorbells()
         // The sockets that must be bound before the daemon says it is ready: the native socket,
         // and on a leader the replication socket (and its TCP listener when configured).
-        let streamBudget = StreamMemoryBudget(bytesMax: configuration.streamBuffersBytesTotal)
+        let streamBudget = MemoryBudget(bytesMax: configuration.streamBuffersBytesTotal)
         let bound = ListenersBound(
             count: 1 + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
         let registry: FollowerRegistry?
@@ -96,7 +96,8 @@ public enum EddyServer {
             idleSeconds: configuration.httpIdleTimeoutSeconds)
         let app = Application(
             responder: RESTResponder(
-                data: data, requestBytesMax: configuration.requestBytesMax, keepAliveSeconds: configuration.sseKeepAliveSeconds,
+                data: data, requestBytesMax: configuration.requestBytesMax,
+                bodyBudget: MemoryBudget(bytesMax: configuration.requestBodiesBytesTotal), keepAliveSeconds: configuration.sseKeepAliveSeconds,
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, logger: logger),
             server: .http1(

@@ -27,8 +27,12 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var followerName: String? = nil
     /// When a write is acknowledged; see `Durability`. Default `sync`.
     public var durability: Durability = .sync
-    /// Largest accepted request body in bytes. Default 32 MiB, at most 256 MiB.
+    /// Largest accepted request body in bytes. Default and most 256 MiB (Firebase's REST limit).
     public var requestBytesMax = Limits.requestBytesDefault
+    /// Bytes of request bodies all HTTP clients together may have in flight (received and not
+    /// yet applied); a body past it is refused with 503, nothing applied. At least
+    /// `requestBytesMax`. Default 1 GiB.
+    public var requestBodiesBytesTotal = 1 << 30
     /// Children an online index build indexes per step (between write groups). Default 4096.
     public var indexBuildChunk = 4096
     /// Milliseconds between index build steps, to throttle builds on a busy server. Default 0.
@@ -128,6 +132,11 @@ public struct ServeConfiguration: Sendable, Equatable {
         guard ((64 << 10)...(1 << 30)).contains(self.streamBufferBytes) else {
             throw EddyError(.invalidArgument, "stream-buffer-bytes \(self.streamBufferBytes) is out of range 65536...1073741824 (bytes)")
         }
+        guard (self.requestBytesMax...(64 << 30)).contains(self.requestBodiesBytesTotal) else {
+            throw EddyError(
+                .invalidArgument,
+                "request-bodies-bytes-total \(self.requestBodiesBytesTotal) is out of range \(self.requestBytesMax) (request-bytes-max)...68719476736 (bytes)")
+        }
         // May be below stream-buffer-bytes: then it is the bound that bites first.
         guard ((64 << 10)...(64 << 30)).contains(self.streamBuffersBytesTotal) else {
             throw EddyError(
@@ -208,6 +217,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("http-connections-max", .integer(let n)): self.httpConnectionsMax = n
             case ("disk-reserve-bytes", .integer(let n)): self.diskReserveBytes = n
             case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
+            case ("request-bodies-bytes-total", .integer(let n)): self.requestBodiesBytesTotal = n
             case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
             case ("log-retain-bytes", .integer(let n)): self.logRetainBytes = n
             case ("log-retain-bytes-max", .integer(let n)): self.logRetainBytesMax = n
@@ -215,7 +225,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
-                ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("http-header-timeout-seconds", _),
+                ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
                 ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _):
@@ -228,7 +238,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

@@ -54,7 +54,7 @@ struct Serve: AsyncParsableCommand {
     )
     var durability: String?
 
-    @Option(name: .customLong("request-bytes-max"), help: "Largest request body in bytes (1024 to 268435456). Default: 33554432 (32 MiB)")
+    @Option(name: .customLong("request-bytes-max"), help: "Largest request body in bytes (1024 to 268435456). Default: 268435456 (256 MiB, Firebase's REST limit)")
     var requestBytesMax: Int?
 
     @Option(name: .customLong("index-build-chunk"), help: "Children an online index build indexes per step, between write groups (1 to 1000000). Default: 4096")
@@ -86,6 +86,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("stream-buffer-bytes"), help: "Bytes of events one SSE stream or native subscriber may have waiting before it is cut off with a resume id (65536 to 1073741824). Default: 16777216")
     var streamBufferBytes: Int?
+
+    @Option(name: .customLong("request-bodies-bytes-total"), help: "Bytes of request bodies all HTTP clients together may have in flight; a body past it is refused with 503 (at least request-bytes-max). Default: 1073741824 (1 GiB)")
+    var requestBodiesBytesTotal: Int?
 
     @Option(name: .customLong("stream-buffers-bytes-total"), help: "Bytes of events all streams and subscribers together may have waiting; past it, the one adding more is cut off. Default: 268435456")
     var streamBuffersBytesTotal: Int?
@@ -175,6 +178,7 @@ struct Serve: AsyncParsableCommand {
         if let httpConnectionsMax { configuration.httpConnectionsMax = httpConnectionsMax }
         if let diskReserveBytes { configuration.diskReserveBytes = diskReserveBytes }
         if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }
+        if let requestBodiesBytesTotal { configuration.requestBodiesBytesTotal = requestBodiesBytesTotal }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }
         if let logRetainSeconds { configuration.logRetainSeconds = logRetainSeconds }
         if let logRetainBytes { configuration.logRetainBytes = logRetainBytes }

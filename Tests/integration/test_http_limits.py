@@ -75,6 +75,39 @@ def test_an_event_stream_is_never_timed_out(d):
             received += chunk
 
 
+def read_until(s, marker):
+    data = b""
+    while marker not in data:
+        chunk = s.recv(65536)
+        assert chunk, f"closed before {marker!r}: {data[:300]!r}"
+        data += chunk
+    return data
+
+
+def test_request_bodies_in_flight_are_bounded_together(daemon_factory):
+    """`--request-bodies-bytes-total`: the bodies of all clients in flight share one budget; a
+    body it cannot take is refused with 503 naming the option, nothing applied, and once the
+    others are done the next one is taken."""
+    daemon = daemon_factory("--request-bytes-max", "2048", "--request-bodies-bytes-total", "4096")
+    body = json.dumps("b" * 2000).encode()
+    head = b"PUT /inflight/k%d.json HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+    held = []
+    for i in range(2):  # two bodies of 2,002 bytes, half sent: the budget is taken
+        s = socket.create_connection(("127.0.0.1", daemon.port), timeout=15)
+        s.sendall(head % (i, len(body)) + body[:1000])
+        held.append(s)
+    time.sleep(0.3)
+    r = requests.put(daemon.url("/inflight/k2"), data=body)
+    assert r.status_code == 503, (r.status_code, r.text)
+    assert "--request-bodies-bytes-total" in r.json()["error"]
+    for s in held:
+        s.sendall(body[1000:])
+        assert read_until(s, b"\r\n\r\n").startswith(b"HTTP/1.1 200 OK")
+        s.close()
+    assert requests.put(daemon.url("/inflight/k3"), data=body).status_code == 200
+    assert sorted(requests.get(daemon.url("/inflight")).json()) == ["k0", "k1", "k3"], "nothing of the refused body applied"
+
+
 def test_at_the_connection_cap_new_connections_wait(daemon_factory):
     daemon = daemon_factory("--http-connections-max", "2")
     held = [socket.create_connection(("127.0.0.1", daemon.port), timeout=15) for _ in range(2)]

@@ -10,6 +10,8 @@ import os
 import socket
 import stat
 import struct
+import threading
+import time
 
 import pytest
 import requests
@@ -25,7 +27,7 @@ class Native:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(20)
         self.sock.connect(os.path.join(daemon.data_dir, "eddyd.sock"))
-        self.buf = b""
+        self.buf = bytearray()
 
     def send(self, kind, request_id, payload, version=2):
         body = json.dumps(payload).encode()
@@ -39,8 +41,8 @@ class Native:
                 if len(self.buf) >= 4 + n:
                     version, kind, request_id = struct.unpack(">BBQ", self.buf[4:14])
                     assert version == 2
-                    payload = json.loads(self.buf[14 : 4 + n])
-                    self.buf = self.buf[4 + n :]
+                    payload = json.loads(bytes(self.buf[14 : 4 + n]))
+                    del self.buf[: 4 + n]
                     return kind, request_id, payload
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -391,3 +393,57 @@ def test_a_stalled_subscriber_is_bounded_in_bytes(daemon_factory, flags):
         resumed.close()
     assert received == list(range(total)), "no gap, no duplicate"
     writer.close()
+
+
+def rss_bytes(daemon):
+    with open(f"/proc/{daemon.process.pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_client_that_pipelines_reads_without_reading_answers_holds_bounded_memory(daemon):
+    """Issue 11, item 4: answers waiting for a client that does not read them are bounded in
+    bytes (the next request waits once 4 MiB are unread); nothing is dropped: once the client
+    reads, every answer arrives, in order."""
+    big = "x" * (1 << 20)
+    assert requests.put(daemon.url("/big"), json=big).status_code == 200
+    client = Native(daemon)
+    client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    baseline = rss_bytes(daemon)
+    count = 64  # 64 MiB of answers if they were all built at once
+    for i in range(count):
+        client.send(GET, i, {"path": "/big"})
+    time.sleep(1.5)
+    held = rss_bytes(daemon) - baseline
+    assert held < 24 << 20, f"{held} bytes held for an unread client"
+    for i in range(count):
+        assert client.recv() == (VALUE, i, {"value": big})
+    client.close()
+    assert requests.get(daemon.url("/big")).status_code == 200
+
+
+@pytest.mark.parametrize("count, size", [(3000, 100), (96, 1 << 20)], ids=["requests", "bytes"])
+def test_a_client_that_sends_faster_than_it_is_served_is_read_no_faster(daemon, count, size):
+    """Requests waiting to be served are bounded: past 1,024 of them or 64 MiB the daemon stops
+    reading the socket, so the client's sends block instead of filling the daemon's memory;
+    every write is still applied and answered in order."""
+    assert requests.put(daemon.url("/big"), json="x" * (8 << 20)).status_code == 200
+    client = Native(daemon)
+    client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.send(GET, 0, {"path": "/big"})  # an answer the client leaves unread holds up the request task
+    payload = "y" * size
+    sent = []
+
+    def sender():
+        for i in range(1, count + 1):
+            client.send(WRITE, i, {"op": "set", "path": f"/fast/k{i % 4}", "value": payload})
+            sent.append(i)
+
+    thread = threading.Thread(target=sender, daemon=True)
+    thread.start()
+    time.sleep(2)
+    assert len(sent) < count, f"the daemon read all {count} requests of {size} bytes it could not serve yet"
+    answers = [client.recv() for _ in range(count + 1)]
+    thread.join(timeout=30)
+    assert [a[:2] for a in answers] == [(VALUE, 0)] + [(WRITTEN, i) for i in range(1, count + 1)]
+    assert requests.get(daemon.url("/fast/k0")).json() == payload
+    client.close()

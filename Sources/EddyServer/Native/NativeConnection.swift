@@ -14,8 +14,12 @@
 // wait to be written to the socket, and all connections and SSE streams together at most
 // `budget.bytesMax` bytes (one frame is always let through to a connection with nothing
 // waiting, so a large first frame still arrives); a subscriber that lets more pile up gets
-// `behind` (with the last log id queued before it) and the connection closes. Answers are bounded by the requests in flight (`writesInFlightMax`
-// writes, one other request). Closing the connection removes its listeners.
+// `behind` (with the last log id queued before it) and the connection closes. Answers not yet
+// written to the socket are bounded too: past `answerBytesMax` of them, the next request waits
+// until the client has read enough (so a client that pipelines large reads without reading
+// the answers holds at most that plus one answer); requests themselves are bounded by
+// `NativeFrameHandler`, which stops reading the socket. Closing the connection removes its
+// listeners.
 
 import EddyEngine
 import EddyModel
@@ -35,8 +39,13 @@ final class NativeConnection: Sendable {
         var outstandingEvents = 0
         /// Their bytes (also reserved from `budget`).
         var outstandingEventBytes = 0
+        /// Bytes of answers (every frame but events) queued or handed to the channel and not
+        /// yet written to the socket.
+        var outstandingAnswerBytes = 0
+        /// Requests waiting for `outstandingAnswerBytes` to fall to `answerBytesMax`.
+        var answerRoomWaiters: [CheckedContinuation<Void, Never>] = []
         /// Frames waiting for `flushOutbox`.
-        var outbox: [(buffer: ByteBuffer, eventBytes: Int)] = []
+        var outbox: [(buffer: ByteBuffer, eventBytes: Int, answerBytes: Int)] = []
         var flushScheduled = false
         /// The log id of the last events frame queued for the socket.
         var lastQueued: LogID?
@@ -51,12 +60,14 @@ final class NativeConnection: Sendable {
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
     static let writesInFlightMax = 1024
+    /// Answer bytes a client may leave unread before its next request waits.
+    static let answerBytesMax = 4 << 20
 
     let channel: any Channel
     let data: DataDirectory
     let outstandingMax: Int
     let outstandingBytesMax: Int
-    let budget: StreamMemoryBudget
+    let budget: MemoryBudget
     let payloads: EventsPayloadCache
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
@@ -64,7 +75,7 @@ final class NativeConnection: Sendable {
     let state = Mutex(State())
 
     init(
-        channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: StreamMemoryBudget,
+        channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger
     ) {
         self.outstandingBytesMax = outstandingBytesMax
@@ -99,7 +110,9 @@ final class NativeConnection: Sendable {
                 state.outstandingEvents += 1
                 state.outstandingEventBytes += eventBytes
             }
-            state.outbox.append((buffer, eventBytes))
+            let answerBytes = isEvents ? 0 : buffer.readableBytes
+            state.outstandingAnswerBytes += answerBytes
+            state.outbox.append((buffer, eventBytes, answerBytes))
             if let logID { state.lastQueued = logID }
             defer { state.flushScheduled = true }
             return .send(schedule: !state.flushScheduled)
@@ -116,7 +129,7 @@ final class NativeConnection: Sendable {
     /// when the last one is. Returns that write's future (nil when nothing was queued).
     @discardableResult
     private func flushOutbox() -> EventLoopFuture<Void>? {
-        let frames = self.state.withLock { state -> [(buffer: ByteBuffer, eventBytes: Int)] in
+        let frames = self.state.withLock { state -> [(buffer: ByteBuffer, eventBytes: Int, answerBytes: Int)] in
             state.flushScheduled = false
             defer { state.outbox.removeAll(keepingCapacity: true) }
             return state.outbox
@@ -129,12 +142,18 @@ final class NativeConnection: Sendable {
         self.channel.flush()
         let events = frames.count { $0.eventBytes > 0 }
         let eventBytes = frames.reduce(0) { $0 + $1.eventBytes }
+        let answerBytes = frames.reduce(0) { $0 + $1.answerBytes }
         written.futureResult.whenComplete { _ in
-            self.state.withLock {
-                $0.outstandingEvents -= events
-                $0.outstandingEventBytes -= eventBytes
+            let ready = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.outstandingEvents -= events
+                state.outstandingEventBytes -= eventBytes
+                state.outstandingAnswerBytes -= answerBytes
+                guard state.outstandingAnswerBytes <= Self.answerBytesMax else { return [] }
+                defer { state.answerRoomWaiters.removeAll() }
+                return state.answerRoomWaiters
             }
             self.budget.release(eventBytes)
+            for waiter in ready { waiter.resume() }
         }
         return written.futureResult
     }
@@ -172,6 +191,10 @@ final class NativeConnection: Sendable {
         self.close(after: Frame(kind: .behind, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .output)
         self.closed()  // its listeners go now, not when the client hangs up
         self.budget.trimSoon()
+        // Its queued frames are freed when the channel is gone (the client hangs up, or the
+        // grace period ends): trim again then.
+        let budget = self.budget
+        self.channel.closeFuture.whenComplete { _ in budget.trimSoon() }
     }
 
     func answer(_ kind: Frame.Kind, _ requestID: UInt64, _ payload: Value) {
@@ -195,6 +218,7 @@ final class NativeConnection: Sendable {
     // MARK: Requests
 
     func handle(_ frame: Frame) async {
+        await self.waitForAnswerRoom()
         do throws(EddyError) {
             let body: Value
             do {
@@ -295,6 +319,19 @@ final class NativeConnection: Sendable {
     }
 
     /// Returns once at most `threshold` of this connection's writes are in flight.
+    /// Returns once at most `answerBytesMax` bytes of answers wait for the socket (at once on
+    /// a closed connection: its queued frames are dropped, which resumes waiters too).
+    private func waitForAnswerRoom() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state -> Bool in
+                if state.closed || state.outstandingAnswerBytes <= Self.answerBytesMax { return true }
+                state.answerRoomWaiters.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
     private func waitForWrites(atMost threshold: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = self.state.withLock { state -> Bool in

@@ -17,7 +17,7 @@ public struct NativeServerService: Service {
     let data: DataDirectory
     let outstandingMax: Int
     let outstandingBytesMax: Int
-    let budget: StreamMemoryBudget
+    let budget: MemoryBudget
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
     let logger: Logger
@@ -25,7 +25,7 @@ public struct NativeServerService: Service {
     let bound: ListenersBound?
 
     init(
-        path: String, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: StreamMemoryBudget,
+        path: String, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger, bound: ListenersBound? = nil
     ) {
         self.outstandingBytesMax = outstandingBytesMax
@@ -97,22 +97,66 @@ final class OpenConnections: Sendable {
 
 /// Cuts the byte stream into frames and hands them to the connection's request task, which
 /// runs them one after the other: a connection's writes commit in the order it sent them.
-/// At most `requestsMax` requests may wait; a client that sends more without reading answers
-/// is cut off with an error.
-final class NativeFrameHandler: ChannelInboundHandler {
+/// At most `requestsMax` requests or `requestBytesMax` bytes of them may wait; past either,
+/// the socket is not read until the task has caught up (back-pressure on the client, whose
+/// sends block), so a client that pipelines faster than it is served costs bounded memory.
+final class NativeFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     static let requestsMax = 1024
+    static let requestBytesMax = 64 << 20
 
     private let connection: NativeConnection
     private var decoder = FrameDecoder()
     private let requests: AsyncStream<Frame>.Continuation
+    private let stream: AsyncStream<Frame>
+    private var queuedRequests = 0
+    private var queuedBytes = 0
+    /// A read was asked for while over a bound; it is passed on once the task catches up.
+    private var readHeldBack = false
+    private var context: ChannelHandlerContext?
 
     init(connection: NativeConnection) {
         self.connection = connection
-        let (stream, continuation) = AsyncStream.makeStream(of: Frame.self, bufferingPolicy: .bufferingOldest(Self.requestsMax))
-        self.requests = continuation
+        (self.stream, self.requests) = AsyncStream.makeStream(of: Frame.self, bufferingPolicy: .unbounded)
+    }
+
+    private var isOverBounds: Bool {
+        self.queuedRequests >= Self.requestsMax || self.queuedBytes >= Self.requestBytesMax
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let connection = self.connection
+        let stream = self.stream
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         Task {
-            for await frame in stream { await connection.handle(frame) }
+            for await frame in stream {
+                await connection.handle(frame)
+                let bytes = frame.payload.count
+                handler.eventLoop.execute { handler.value.requestDone(bytes: bytes) }
+            }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    private func requestDone(bytes: Int) {
+        self.queuedRequests -= 1
+        self.queuedBytes -= bytes
+        if self.readHeldBack, !self.isOverBounds, let context = self.context {
+            self.readHeldBack = false
+            context.read()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if self.isOverBounds {
+            self.readHeldBack = true
+        } else {
+            context.read()
         }
     }
 
@@ -121,11 +165,9 @@ final class NativeFrameHandler: ChannelInboundHandler {
         self.decoder.append(buffer.readableBytesView)
         do {
             while let frame = try self.decoder.next() {
-                if case .dropped = self.requests.yield(frame) {
-                    self.connection.protocolError(
-                        ProtocolError("more than \(Self.requestsMax) requests are waiting on this connection; read the answers before sending more"))
-                    return
-                }
+                self.queuedRequests += 1
+                self.queuedBytes += frame.payload.count
+                self.requests.yield(frame)
             }
         } catch {
             self.connection.protocolError(error)

@@ -2,6 +2,7 @@
 // accepting and new clients wait in the listen backlog until one closes, instead of the
 // process running out of file descriptors. Reaching the cap is logged (at most every 10 s, so
 // a server that stays at its cap does not flood the log), and so is leaving it after that.
+// The counts also tell `HeapTrimmer` when a crowd of connections has left.
 
 import HummingbirdCore
 import Logging
@@ -21,6 +22,7 @@ struct HTTPConnectionCap: AvailableConnectionsDelegate {
 
     mutating func connectionOpened() {
         self.open += 1
+        HeapTrimmer.shared.noteOpened(self.open)
         if self.open >= self.max, !self.atCap, self.lastLogged.map({ ContinuousClock.now - $0 >= .seconds(10) }) ?? true {
             self.atCap = true
             self.lastLogged = .now
@@ -31,6 +33,7 @@ struct HTTPConnectionCap: AvailableConnectionsDelegate {
 
     mutating func connectionClosed() {
         self.open -= 1
+        HeapTrimmer.shared.noteOpenConnections(self.open)
         if self.atCap, self.open < self.max {
             self.atCap = false
             self.logger.info("HTTP connections below the cap again; accepting", metadata: ["eddy.open": "\(self.open)"])

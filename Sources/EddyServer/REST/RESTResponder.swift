@@ -25,24 +25,27 @@ public struct RESTResponder: HTTPResponder {
 
     let data: DataDirectory
     let requestBytesMax: Int
+    /// Request bodies of every client in flight (`--request-bodies-bytes-total`).
+    let bodyBudget: MemoryBudget
     /// Seconds between keep-alive events on an idle event stream.
     let keepAliveSeconds: Int
     /// Event batches an event stream may fall behind before it is cut off (with a resume id).
     let streamBufferBatches: Int
     let streamBufferBytes: Int
-    let streamBudget: StreamMemoryBudget
+    let streamBudget: MemoryBudget
     /// Leader or follower, for `/.settings/followers.json`.
     let replication: ReplicationRole
     let logger: Logger
 
     init(
-        data: DataDirectory, requestBytesMax: Int, keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
-        streamBufferBytes: Int = 16 << 20, streamBudget: StreamMemoryBudget = StreamMemoryBudget(bytesMax: 256 << 20),
+        data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
+        streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), logger: Logger
     ) {
         self.replication = replication
         self.data = data
         self.requestBytesMax = requestBytesMax
+        self.bodyBudget = bodyBudget
         self.keepAliveSeconds = keepAliveSeconds
         self.streamBufferBatches = streamBufferBatches
         self.streamBufferBytes = streamBufferBytes
@@ -79,16 +82,43 @@ public struct RESTResponder: HTTPResponder {
         }
     }
 
-    /// The request body, at most `requestBytesMax` bytes: a `Content-Length` above it is
-    /// refused before any byte is read, and a body (chunked) that grows past it as soon as it
-    /// does (`NIOTooManyBytesError`, answered 413).
-    private func collectBody(_ request: inout Request) async throws -> ByteBuffer {
-        if let declared = request.headers[.contentLength], let length = Int(declared), length > self.requestBytesMax {
-            throw RESTError(
-                status: 413,
-                message: "request body of \(length) bytes (Content-Length) is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max")
+    /// Calls `body` with the request body, at most `requestBytesMax` bytes: a `Content-Length`
+    /// above it is refused before any byte is read, and a body (chunked) that grows past it as
+    /// soon as it does (413). The body's bytes are held in `bodyBudget` until `body` returns
+    /// (parsed and applied); one the budget cannot take is refused with 503 (the connection
+    /// closes, as the rest of the body is not read).
+    private func withBody<T>(_ request: Request, _ body: (ByteBuffer) async throws -> T) async throws -> T {
+        var reserved = 0
+        defer { if reserved > 0 { self.bodyBudget.release(reserved) } }
+        func reserve(_ bytes: Int) throws(RESTError) {
+            guard self.bodyBudget.reserve(bytes) else {
+                var refusal = RESTError(
+                    status: 503,
+                    message: "too many request bytes in flight: \(self.bodyBudget.usedBytes) of request-bodies-bytes-total (\(self.bodyBudget.bytesMax) bytes) are taken by other requests; retry shortly (see --request-bodies-bytes-total)")
+                refusal.closesConnection = true
+                throw refusal
+            }
+            reserved += bytes
         }
-        return try await request.collectBody(upTo: self.requestBytesMax)
+        var collected = ByteBuffer()
+        if let declared = request.headers[.contentLength], let length = Int(declared) {
+            guard length <= self.requestBytesMax else {
+                var refusal = RESTError(
+                    status: 413,
+                    message: "request body of \(length) bytes (Content-Length) is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max")
+                refusal.closesConnection = true
+                throw refusal
+            }
+            try reserve(length)
+            collected.reserveCapacity(length)
+        }
+        for try await chunk in request.body {
+            guard collected.readableBytes + chunk.readableBytes <= self.requestBytesMax else { throw NIOTooManyBytesError(maxBytes: self.requestBytesMax) }
+            let beyond = collected.readableBytes + chunk.readableBytes - reserved
+            if beyond > 0 { try reserve(beyond) }
+            collected.writeImmutableBuffer(chunk)
+        }
+        return try await body(collected)
     }
 
     private func handle(_ incoming: Request) async throws -> Response {
@@ -130,30 +160,36 @@ public struct RESTResponder: HTTPResponder {
         case .delete:
             return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch])
         case .put, .post, .patch:
-            let body = try await self.collectBody(&request)
-            let value: Value
-            do throws(EddyError) {
-                guard body.readableBytes > 0 else {
-                    throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
-                }
-                value = try JSONParser.parse(Array(body.readableBytesView))
+            return try await self.withBody(request) { body in try await self.write(method, body: body, rest, engine: engine, request: request) }
+        }
+    }
+
+    /// A PUT, POST or PATCH with its body.
+    private func write(
+        _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, engine: Engine, request: Request
+    ) async throws -> Response {
+        let value: Value
+        do throws(EddyError) {
+            guard body.readableBytes > 0 else {
+                throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
+            }
+            value = try JSONParser.parse(Array(body.readableBytesView))
+        } catch {
+            throw RESTError(error)
+        }
+        switch method {
+        case .put:
+            return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch])
+        case .post:
+            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil)
+        default:
+            let update: WriteOperation
+            do {
+                update = try WriteOperation.update(at: rest.path, body: value)
             } catch {
                 throw RESTError(error)
             }
-            switch method {
-            case .put:
-                return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch])
-            case .post:
-                return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil)
-            default:
-                let update: WriteOperation
-                do {
-                    update = try WriteOperation.update(at: rest.path, body: value)
-                } catch {
-                    throw RESTError(error)
-                }
-                return try await self.write(update, rest, engine: engine, ifMatch: nil)
-            }
+            return try await self.write(update, rest, engine: engine, ifMatch: nil)
         }
     }
 
@@ -242,11 +278,12 @@ public struct RESTResponder: HTTPResponder {
                 throw RESTError(error)
             }
         case .put:
-            let body = try await self.collectBody(&request)
-            do throws(EddyError) {
-                _ = try await engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
-            } catch {
-                throw RESTError(error)
+            try await self.withBody(request) { body in
+                do throws(EddyError) {
+                    _ = try await engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
+                } catch {
+                    throw RESTError(error)
+                }
             }
             return Self.json(.object(["status": .string("ok")]), rest)
         case .post, .patch, .delete:

@@ -1,7 +1,7 @@
 // The bounded hand-off between a listener's sink (called on the engine's committer or syncer
 // thread, which must never block) and the task writing one SSE response. Holds at most
 // `batchesMax` batches or `bytesMax` approximate bytes, taken from the daemon's shared
-// `StreamMemoryBudget` while held; a consumer that falls further behind (or whose next batch
+// `MemoryBudget` while held; a consumer that falls further behind (or whose next batch
 // the shared budget cannot take)
 // is cut off: the buffer drops what it holds, remembers the last log id it handed out, and ends
 // with `.overflow` so the stream can tell the client where to resume. Nothing is ever dropped
@@ -32,9 +32,9 @@ final class EventBuffer: Sendable {
     private let state = Mutex(State())
     let batchesMax: Int
     let bytesMax: Int
-    let budget: StreamMemoryBudget
+    let budget: MemoryBudget
 
-    init(batchesMax: Int = 1024, bytesMax: Int = 16 * 1024 * 1024, budget: StreamMemoryBudget = StreamMemoryBudget(bytesMax: .max)) {
+    init(batchesMax: Int = 1024, bytesMax: Int = 16 * 1024 * 1024, budget: MemoryBudget = MemoryBudget(bytesMax: .max)) {
         self.batchesMax = batchesMax
         self.bytesMax = bytesMax
         self.budget = budget

@@ -9,9 +9,9 @@ import Testing
 
 @testable import EddyServer
 
-@Suite struct StreamMemoryBudgetTests {
+@Suite struct MemoryBudgetTests {
     @Test func reservationsStayWithinTheBound() {
-        let budget = StreamMemoryBudget(bytesMax: 100)
+        let budget = MemoryBudget(bytesMax: 100)
         #expect(budget.reserve(60))
         #expect(!budget.reserve(41), "60 + 41 is past 100; nothing is taken")
         #expect(budget.usedBytes == 60)
@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func aBufferTheSharedBudgetCannotTakeIsCutOffAndGivesItsBytesBack() async {
-        let budget = StreamMemoryBudget(bytesMax: 10_000)
+        let budget = MemoryBudget(bytesMax: 10_000)
         let one = EventBuffer(batchesMax: 1000, bytesMax: 1 << 20, budget: budget)
         let other = EventBuffer(batchesMax: 1000, bytesMax: 1 << 20, budget: budget)
         other.push(self.batch(0, bytes: 6_000))  // waiting in the other stream
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func aFirstBatchLargerThanTheStreamBoundStillArrives() async {
-        let budget = StreamMemoryBudget(bytesMax: 1_000)
+        let budget = MemoryBudget(bytesMax: 1_000)
         let buffer = EventBuffer(batchesMax: 10, bytesMax: 1_000, budget: budget)
         buffer.push(self.batch(1, bytes: 50_000))  // a large location's first value
         guard case .events(let events)? = await buffer.next() else {
