@@ -103,7 +103,8 @@ public enum EddyServer {
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
                     // An autoclosure: new handlers for every connection.
-                    additionalChannelHandlers: timeouts.handlers())),
+                    additionalChannelHandlers: timeouts.handlers()
+                        + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax)])),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
                 availableConnectionsDelegate: HTTPConnectionCap(

@@ -84,6 +84,34 @@ def read_until(s, marker):
     return data
 
 
+def test_expect_100_continue_is_answered_before_the_body(d):
+    """curl sends `Expect: 100-continue` with bodies over 1 KiB and waits a second for the
+    interim answer; it comes at once, and the connection serves the next request after."""
+    body = json.dumps("z" * 2000).encode()
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        s.sendall(b"PUT /expect.json HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        s.settimeout(0.9)  # well under curl's one second
+        interim = read_until(s, b"\r\n\r\n")
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n", interim
+        s.settimeout(15)
+        s.sendall(body)
+        answer = read_until(s, body)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer[:200]
+        s.sendall(b"GET /expect.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_until(s, body).startswith(b"HTTP/1.1 200 OK\r\n")
+    assert requests.get(d.url("/expect")).json() == "z" * 2000
+
+
+def test_expect_100_continue_over_the_size_limit_is_refused_without_the_body(daemon_factory):
+    daemon = daemon_factory("--request-bytes-max", "2048")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(b"PUT /big.json HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n")
+        answer = read_until(s, b"}")
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"100 Continue" not in answer
+    assert b"request-bytes-max" in answer
+
+
 def test_request_bodies_in_flight_are_bounded_together(daemon_factory):
     """`--request-bodies-bytes-total`: the bodies of all clients in flight share one budget; a
     body it cannot take is refused with 503 naming the option, nothing applied, and once the
