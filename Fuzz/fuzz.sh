@@ -11,7 +11,14 @@ cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(json path query rules frame entries); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(json path query rules frame entries logentry); fi
+# Sources a target compiles in beside the libraries (files of modules that link RocksDB or zstd,
+# which the fuzz build leaves out).
+extra_sources() {
+    case "$1" in
+        logentry) echo Sources/EddyEngine/LogEntry.swift Sources/EddyEngine/LogEntryCodec.swift ;;
+    esac
+}
 out=.build/fuzz
 mkdir -p "$out"
 flags=(-O -sanitize=fuzzer -parse-as-library -enable-testing)
@@ -30,8 +37,13 @@ fi
 status=0
 for target in "${targets[@]}"; do
     binary="$out/fuzz-$target"
-    if [ ! -x "$binary" ] || [ "Fuzz/Targets/$target.swift" -nt "$binary" ] || [ "$out/libEddyProtocol.a" -nt "$binary" ]; then
-        swiftc "${flags[@]}" -I "$out" "Fuzz/Targets/$target.swift" "$out/libEddyProtocol.a" "$out/libEddyModel.a" -o "$binary"
+    read -r -a extra <<<"$(extra_sources "$target")"
+    stale=0
+    for source in "Fuzz/Targets/$target.swift" "$out/libEddyProtocol.a" "${extra[@]}"; do
+        [ "$source" -nt "$binary" ] && stale=1
+    done
+    if [ ! -x "$binary" ] || [ $stale = 1 ]; then
+        swiftc "${flags[@]}" -I "$out" "Fuzz/Targets/$target.swift" "${extra[@]}" "$out/libEddyProtocol.a" "$out/libEddyModel.a" -o "$binary"
     fi
     mkdir -p "$out/corpus-$target"
     if ! "$binary" -runs="$runs" -max_len=4096 -timeout=10 -artifact_prefix="$out/" -print_final_stats=1 \
