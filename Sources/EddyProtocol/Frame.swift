@@ -26,12 +26,14 @@ public struct Frame: Sendable, Equatable {
 
     public enum Kind: UInt8, Sendable {
         // client -> server
-        /// `{"path": "/a"}` (answer: `value`)
+        /// `{"path": "/a", "etag": true?}` (answer: `value`, with `"etag"` when asked)
         case get = 1
         /// `{"path": "/a", "query": {"orderBy": "\"s\"", "limitToFirst": "2", ...}}` (REST parameter texts)
         case query = 2
-        /// `{"op": "set"|"update"|"push"|"remove", "path": "/a", "value": ..., "silence": [subscription ids]}`
-        /// (answer: `written`)
+        /// `{"op": "set"|"update"|"push"|"remove", "path": "/a", "value": ..., "silence": [subscription ids],
+        /// "ifMatch": "<etag>"?}` (answer: `written`). With `ifMatch` the write applies only while
+        /// the location's ETag is that one; otherwise `error` with code `preconditionFailed`,
+        /// `"current"` (the value now) and `"etag"` (its ETag): a compare-and-set for transactions.
         case write = 3
         /// `{"path": "/a", "query": {...}, "since": "<log id>"?, "events": "all"|"value"}` (answer:
         /// `subscribed`, then `events` frames with this id). `events`: `"all"` (the default) for
@@ -46,7 +48,7 @@ public struct Frame: Sendable, Equatable {
         /// oldest entry kept when null), then live (answer: `tailing`, then `changes` frames)
         case tail = 7
         // server -> client
-        /// `{"value": ...}`
+        /// `{"value": ..., "etag": "..."?}`
         case value = 20
         /// `{"logID": "...", "name": "<push id>"?}`
         case written = 21

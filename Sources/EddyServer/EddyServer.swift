@@ -21,7 +21,8 @@ import Glibc
 public enum EddyServer {
     /// Runs until SIGTERM/SIGINT. `onListening` receives the bound HTTP address.
     public static func serve(
-        _ configuration: ServeConfiguration, logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in }
+        _ configuration: ServeConfiguration, logger: Logger,
+        onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
     ) async throws {
         try configuration.validate()
         var engineOptions = EngineOptions(durability: configuration.durability)
@@ -63,7 +64,9 @@ public enum EddyServer {
         // and on a leader the replication socket (and its TCP listener when configured).
         let streamBudget = MemoryBudget(bytesMax: configuration.streamBuffersBytesTotal)
         let bound = ListenersBound(
-            count: 1 + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
+            count: 1 + (configuration.nativeListen == nil ? 0 : 1)
+                + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
+        let nativeTCPAddress = BoundAddress()
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
             let follower = FollowerService(leader: leader, name: followerName, data: data, logger: logger)
@@ -87,6 +90,15 @@ public enum EddyServer {
                         bound: bound))
             }
             registry = followers
+        }
+        var nativeTCP: [NativeServerService] = []
+        if let listen = configuration.nativeListen {
+            let (host, port) = try ServeConfiguration.parseHostPort(listen)
+            nativeTCP.append(
+                NativeServerService(
+                    address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
+                    outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
+                    budget: streamBudget, replication: replication, doorbells: doorbells, logger: logger, bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -113,7 +125,7 @@ public enum EddyServer {
                 // Ready means every socket accepts connections, not only HTTP.
                 guard await bound.wait() else { return }
                 let address = channel.localAddress.map { "\($0.ipAddress ?? configuration.httpHost):\($0.port ?? 0)" } ?? "?"
-                onListening(address)
+                onListening(address, nativeTCPAddress.value)
                 SystemdNotifier.notify("READY=1")
             },
             logger: logger
@@ -126,9 +138,9 @@ public enum EddyServer {
                     .init(service: DataDirectoryService(data: data)),
                     .init(
                         service: NativeServerService(
-                            path: configuration.effectiveSocketPath, data: data, outstandingMax: configuration.streamBufferBatches,
+                            address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
                             outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells, logger: logger, bound: bound)),
-                ] + replicationServices.map { .init(service: $0) } + [
+                ] + nativeTCP.map { .init(service: $0) } + replicationServices.map { .init(service: $0) } + [
                     .init(service: retention),
                     .init(service: app),
                 ],

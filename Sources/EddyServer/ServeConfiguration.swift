@@ -19,6 +19,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// A TCP address (HOST:PORT) where the leader's log server also listens, for followers on
     /// other machines. Nil (default): the Unix socket only.
     public var replicationListen: String? = nil
+    /// Also serve the native protocol over TCP at HOST:PORT (no TLS, no authentication yet).
+    public var nativeListen: String? = nil
     /// Set by `eddyd follow --leader`: the leader's replication socket path, or HOST:PORT of its
     /// `--replication-listen`. Nil: this daemon leads.
     public var leader: String? = nil
@@ -163,6 +165,7 @@ public struct ServeConfiguration: Sendable, Equatable {
                 .invalidArgument, "sync-followers-timeout-ms \(self.syncFollowersTimeoutMilliseconds) is out of range 1...600000 (milliseconds)")
         }
         if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
+        if let listen = self.nativeListen { _ = try Self.parseHostPort(listen) }
         if self.leader != nil, self.syncFollowers > 0 {
             throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
         }
@@ -199,6 +202,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("socket", .string(let s)): self.socketPath = s
             case ("replication-socket", .string(let s)): self.replicationSocketPath = s
             case ("replication-listen", .string(let s)): self.replicationListen = s
+            case ("native-listen", .string(let s)): self.nativeListen = s
             case ("durability", .string(let s)):
                 guard let d = Durability(rawValue: s) else {
                     throw EddyError(.invalidArgument, "\(path): durability \"\(s)\" is not one of sync, batched, none")
@@ -238,7 +242,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
                 )
             }
         }

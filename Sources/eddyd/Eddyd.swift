@@ -45,6 +45,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("replication-socket"), help: "Unix socket where followers connect (mode 0660; a leader only). Default: <data>/replication.sock")
     var replicationSocket: String?
 
+    @Option(name: .customLong("native-listen"), help: "Also serve the native protocol over TCP at HOST:PORT (no TLS or authentication yet: loopback or a private network only). Default: none")
+    var nativeListen: String?
+
     @Option(name: .customLong("replication-listen"), help: "Also serve followers over TCP at HOST:PORT (no TLS: a private network only). Default: none")
     var replicationListen: String?
 
@@ -133,8 +136,10 @@ struct Serve: AsyncParsableCommand {
                 return handler
             }
             let logger = Logger(label: "eddyd")
-            try await EddyServer.serve(configuration, logger: logger) { address in
+            try await EddyServer.serve(configuration, logger: logger) { address, nativeTCP in
                 let role = configuration.leader.map { ", following \($0)" } ?? ""
+                // The native TCP line comes first: a reader that waits for the HTTP line has both.
+                if let nativeTCP { FileHandle.standardOutput.write(Data("eddyd: native protocol on tcp://\(nativeTCP)\n".utf8)) }
                 let line = "eddyd: listening on http://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue)\(role))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
@@ -160,6 +165,7 @@ struct Serve: AsyncParsableCommand {
         if let socket { configuration.socketPath = socket }
         if let replicationSocket { configuration.replicationSocketPath = replicationSocket }
         if let replicationListen { configuration.replicationListen = replicationListen }
+        if let nativeListen { configuration.nativeListen = nativeListen }
         if let durability {
             guard let d = Durability(rawValue: durability) else {
                 throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")

@@ -27,6 +27,7 @@ EDDY = os.environ.get("EDDY") or str(REPO / ".build" / "debug" / "eddy")
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 LISTENING = re.compile(r"eddyd: listening on (http://\S+?:(\d+))\b")
+NATIVE_TCP = re.compile(r"eddyd: native protocol on tcp://(\S+)")
 
 
 def pytest_configure(config):
@@ -45,6 +46,7 @@ class Daemon:
         self.process = None
         self.base_url = None
         self.port = None
+        self.native_tcp = None  # HOST:PORT with --native-listen
         self.starts = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -82,6 +84,9 @@ class Daemon:
                 code = self.process.wait()
                 self.process = None
                 pytest.fail(f"eddyd exited with {code} before listening; log: {self.log_tail()}")
+            native = NATIVE_TCP.search(line)
+            if native:
+                self.native_tcp = native.group(1)
             match = LISTENING.search(line)
             if match:
                 self.base_url = match.group(1)

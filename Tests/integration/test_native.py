@@ -447,3 +447,39 @@ def test_a_client_that_sends_faster_than_it_is_served_is_read_no_faster(daemon, 
     assert [a[:2] for a in answers] == [(VALUE, 0)] + [(WRITTEN, i) for i in range(1, count + 1)]
     assert requests.get(daemon.url("/fast/k0")).json() == payload
     client.close()
+
+
+def test_conditional_writes_compare_and_set(native, daemon):
+    """`ifMatch` on a write applies it only while the location's ETag is the one given; a
+    refusal carries the current value and its ETag, so a transaction can retry at once."""
+    native.send(WRITE, 1, {"op": "set", "path": "/cas", "value": 1})
+    assert native.recv()[0] == WRITTEN
+    native.send(GET, 2, {"path": "/cas", "etag": True})
+    kind, _, answer = native.recv()
+    assert kind == VALUE and answer["value"] == 1
+    assert answer["etag"] == requests.get(daemon.url("/cas"), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    native.send(WRITE, 3, {"op": "set", "path": "/cas", "value": 2, "ifMatch": answer["etag"]})
+    assert native.recv()[0] == WRITTEN
+    native.send(WRITE, 4, {"op": "set", "path": "/cas", "value": 3, "ifMatch": answer["etag"]})
+    kind, rid, refused = native.recv()
+    assert (kind, rid) == (ERROR, 4) and refused["code"] == "preconditionFailed", refused
+    assert refused["current"] == 2 and refused["etag"] != answer["etag"]
+    native.send(WRITE, 5, {"op": "set", "path": "/cas", "value": 3, "ifMatch": refused["etag"]})
+    assert native.recv()[0] == WRITTEN
+    assert requests.get(daemon.url("/cas")).json() == 3
+
+
+def test_the_native_protocol_over_tcp(daemon_factory):
+    """`--native-listen HOST:PORT` serves the same protocol over TCP; eddyd prints the address."""
+    daemon = daemon_factory("--native-listen", "127.0.0.1:0")
+    out = daemon.native_tcp
+    assert out, "eddyd printed no native TCP address"
+    host, port = out.rsplit(":", 1)
+    client = Native.__new__(Native)
+    client.sock = socket.create_connection((host, int(port)), timeout=20)
+    client.buf = bytearray()
+    client.send(WRITE, 1, {"op": "set", "path": "/tcp", "value": "yes"})
+    assert client.recv()[0] == WRITTEN
+    client.send(GET, 2, {"path": "/tcp"})
+    assert client.recv() == (VALUE, 2, {"value": "yes"})
+    client.close()

@@ -230,7 +230,11 @@ final class NativeConnection: Sendable {
             if frame.kind != .write { await self.waitForWrites(atMost: 0) }
             switch frame.kind {
             case .get:
-                self.answer(.value, frame.requestID, .object(["value": try await engine.get(try Self.path(body))]))
+                let value = try await engine.get(try Self.path(body))
+                var answer: [String: Value] = ["value": value]
+                // `"etag": true`: also the value's ETag, for a conditional write (`ifMatch`).
+                if body["etag"] == .bool(true) { answer["etag"] = .string(ETag.of(value)) }
+                self.answer(.value, frame.requestID, .object(answer))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
                 self.answer(.value, frame.requestID, .object(["value": try await engine.query(try Self.path(body), query)]))
@@ -268,6 +272,8 @@ final class NativeConnection: Sendable {
         case "remove": operation = .remove(path)
         case let op: throw EddyError(.invalidArgument, "write op \(op ?? "") is not one of set, update, push, remove")
         }
+        // A compare-and-set: applied only while the location's ETag is this one (set, remove).
+        let ifMatch = try Self.string(body, "ifMatch", optional: true)
         var silenced = Set<ListenerID>()
         switch body["silence"] {
         case .null: break
@@ -286,7 +292,7 @@ final class NativeConnection: Sendable {
         await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
         self.state.withLock { $0.writesInFlight += 1 }
         do {
-            try engine.submit(operation, silencing: silenced) { result in
+            try engine.submit(operation, ifMatch: ifMatch, silencing: silenced) { result in
                 switch result {
                 case .success(.committed(let committed)):
                     var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
@@ -305,8 +311,15 @@ final class NativeConnection: Sendable {
                         return
                     }
                     self.answer(.written, requestID, .object(answer))
-                case .success(.preconditionFailed):
-                    self.fail(requestID, EddyError(.preconditionFailed, "the write was conditional and the value changed"))
+                case .success(.preconditionFailed(let current, let etag)):
+                    // The current value and its ETag come along, so a transaction retries at once.
+                    self.answer(
+                        .error, requestID,
+                        .object([
+                            "code": .string(EddyError.Code.preconditionFailed.description),
+                            "message": .string("the write was conditional (ifMatch) and the value changed; it was not applied"),
+                            "current": current, "etag": .string(etag),
+                        ]))
                 case .failure(let error):
                     self.fail(requestID, error)
                 }

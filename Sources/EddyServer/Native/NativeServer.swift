@@ -1,6 +1,8 @@
 // The native protocol's listener: a Unix domain socket (default `<data>/eddyd.sock`, mode 0660,
-// a stale socket file from a crash is replaced). Each connection gets a `NativeConnection`; at
-// graceful shutdown the listener and every connection close (their listeners are removed).
+// a stale socket file from a crash is replaced), or TCP with `--native-listen HOST:PORT` (no TLS
+// and no authentication yet: loopback or a private network only). Each connection gets a
+// `NativeConnection`; at graceful shutdown the listener and every connection close (their
+// listeners are removed).
 
 import EddyEngine
 import EddyProtocol
@@ -13,7 +15,9 @@ import ServiceLifecycle
 import Synchronization
 
 public struct NativeServerService: Service {
-    let path: String
+    let address: LogServerService.Address
+    /// Where a TCP listener says the address it bound (its port may have been 0).
+    let boundAddress: BoundAddress?
     let data: DataDirectory
     let outstandingMax: Int
     let outstandingBytesMax: Int
@@ -25,14 +29,15 @@ public struct NativeServerService: Service {
     let bound: ListenersBound?
 
     init(
-        path: String, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
+        address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger, bound: ListenersBound? = nil
     ) {
         self.outstandingBytesMax = outstandingBytesMax
         self.budget = budget
         self.bound = bound
         self.doorbells = doorbells
-        self.path = path
+        self.address = address
+        self.boundAddress = boundAddress
         self.data = data
         self.outstandingMax = outstandingMax
         self.replication = replication
@@ -66,22 +71,42 @@ public struct NativeServerService: Service {
             }
         let server: any Channel
         do {
-            server = try await bootstrap.bind(unixDomainSocketPath: self.path, cleanupExistingSocketFile: true).get()
-            chmod(self.path, 0o660)
+            switch self.address {
+            case .unix(let path):
+                server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+                chmod(path, 0o660)
+            case .tcp(let host, let port):
+                server = try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1).bind(host: host, port: port).get()
+            }
         } catch {
             self.bound?.report(succeeded: false)
             throw error
         }
+        let description: String
+        switch self.address {
+        case .unix(let path):
+            description = path
+        case .tcp(let host, _):
+            description = "\(server.localAddress?.ipAddress ?? host):\(server.localAddress?.port ?? 0)"
+            self.boundAddress?.set(description)
+        }
         self.bound?.report(succeeded: true)
-        self.logger.info("native protocol listening", metadata: ["eddy.socket": "\(self.path)"])
+        self.logger.info("native protocol listening", metadata: ["eddy.address": "\(description)"])
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
         } onGracefulShutdown: {
             server.close(promise: nil)
             connections.closeAll()
         }
-        unlink(self.path)
+        if case .unix(let path) = self.address { unlink(path) }
     }
+}
+
+/// The address a TCP listener bound, once it has (its port may have been 0).
+final class BoundAddress: Sendable {
+    private let address = Mutex<String?>(nil)
+    func set(_ address: String) { self.address.withLock { $0 = address } }
+    var value: String? { self.address.withLock { $0 } }
 }
 
 /// Channels of open connections, to close at shutdown.
