@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "EddyStorage", targets: ["EddyStorage"]),
         .library(name: "EddyTesting", targets: ["EddyTesting"]),
         .library(name: "EddyProtocol", targets: ["EddyProtocol"]),
+        .library(name: "EddyClient", targets: ["EddyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -67,6 +68,16 @@ let package = Package(
         ),
         .target(name: "EddyTesting", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
         .target(name: "EddyProtocol", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
+        // The Swift client: Firebase's Apple API for lists of data, over the native protocol.
+        .target(
+            name: "EddyClient",
+            dependencies: [
+                "EddyModel", "EddyProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "EddyReplication",
             dependencies: [
@@ -103,6 +114,7 @@ let package = Package(
             name: "EddyReplicationTests",
             dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(

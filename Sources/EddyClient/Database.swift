@@ -1,0 +1,197 @@
+// The entry point of Firebase's Apple API for the Realtime Database, pointed at eddyd:
+// `Database.database()` / `database(url:)` give the one instance per URL, and `reference()`
+// the root of its tree.
+//
+// URLs: `eddy+unix:///path/to/eddyd.sock` (the native protocol on the daemon's Unix socket),
+// `eddy://host:port` (the native protocol over TCP, eddyd's `--native-listen`). Without a URL:
+// `EDDY_DATABASE_URL`, else the socket of a daemon started with its defaults in the current
+// directory (`./data/eddyd.sock`, what `make run` starts). `useEmulator(withHost:port:)`, as
+// in Firebase, points the instance at host:port before first use; with Eddy that is the
+// daemon's `--native-listen` port.
+//
+// Callbacks run on `callbackQueue` (the main queue by default, as in Firebase).
+
+import Dispatch
+import EddyModel
+import Foundation
+import Synchronization
+
+public final class Database: NSObject, Sendable {
+    private static let instances = Mutex<[String: Database]>([:])
+
+    /// The default instance: `EDDY_DATABASE_URL`, or `./data/eddyd.sock`.
+    public static func database() -> Database {
+        if let url = ProcessInfo.processInfo.environment["EDDY_DATABASE_URL"], !url.isEmpty {
+            return self.database(url: url)
+        }
+        let socket = FileManager.default.currentDirectoryPath + "/data/eddyd.sock"
+        return self.database(url: "eddy+unix://" + socket)
+    }
+
+    /// The instance for `url` (the same one for every call with the same URL). A URL that is
+    /// not one of Eddy's schemes traps, as Firebase raises for a malformed database URL.
+    public static func database(url: String) -> Database {
+        self.instances.withLock { instances in
+            if let existing = instances[url] { return existing }
+            guard let endpoint = Self.endpoint(url) else {
+                preconditionFailure(
+                    "Database.database(url:) needs eddy+unix:///path/to/eddyd.sock or eddy://host:port, not \(url)")
+            }
+            let database = Database(url: url, endpoint: endpoint)
+            instances[url] = database
+            return database
+        }
+    }
+
+    static func endpoint(_ url: String) -> ClientConnection.Endpoint? {
+        if url.hasPrefix("eddy+unix://") {
+            let path = String(url.dropFirst("eddy+unix://".count))
+            return path.isEmpty ? nil : .unix(path: path)
+        }
+        if url.hasPrefix("eddy://") {
+            var rest = Substring(url.dropFirst("eddy://".count))
+            if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+            guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port)
+            else { return nil }
+            var host = String(rest[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return host.isEmpty ? nil : .tcp(host: host, port: port)
+        }
+        return nil
+    }
+
+    private struct State {
+        var connection: ClientConnection
+        var used = false
+        var callbackQueue = DispatchQueue.main
+        var pushIDs = PushIDGenerator()
+        var nextHandle: DatabaseHandle = 1
+        var listeners: [DatabaseHandle: Listener] = [:]
+    }
+
+    /// The URL this instance was made for.
+    let url: String
+    private let state: Mutex<State>
+
+    private init(url: String, endpoint: ClientConnection.Endpoint) {
+        self.url = url
+        self.state = Mutex(State(connection: ClientConnection(endpoint: endpoint)))
+        super.init()
+    }
+
+    var connection: ClientConnection {
+        self.state.withLock { state in
+            state.used = true
+            return state.connection
+        }
+    }
+
+    /// Where completion blocks and observers are called. The main queue by default.
+    public var callbackQueue: DispatchQueue {
+        get { self.state.withLock { $0.callbackQueue } }
+        set { self.state.withLock { $0.callbackQueue = newValue } }
+    }
+
+    /// The root of the tree.
+    public func reference() -> DatabaseReference {
+        DatabaseReference(database: self, path: Path(validatedKeys: []))
+    }
+
+    /// The location at `path` ("users/ada", leading and trailing slashes allowed). An invalid
+    /// path traps with Firebase's message, as Firebase raises.
+    public func reference(withPath path: String) -> DatabaseReference {
+        DatabaseReference(database: self, path: DatabaseReference.parsePath(path, method: "reference(withPath:)"))
+    }
+
+    /// The location a full URL names: this database's URL followed by a path.
+    public func reference(fromURL databaseUrl: String) -> DatabaseReference {
+        let base = self.url.hasSuffix("/") ? String(self.url.dropLast()) : self.url
+        guard databaseUrl.hasPrefix(base) else {
+            preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.url)")
+        }
+        return self.reference(withPath: String(databaseUrl.dropFirst(base.count)))
+    }
+
+    /// Points this instance at host:port (the daemon's `--native-listen` address). Like
+    /// Firebase, only before the instance is first used.
+    public func useEmulator(withHost host: String, port: Int) {
+        self.state.withLock { state in
+            precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
+            state.connection = ClientConnection(endpoint: .tcp(host: host, port: port))
+        }
+    }
+
+    /// Closes the connection; observers end with `disconnected`. `goOnline()` reconnects on
+    /// the next request.
+    public func goOffline() {
+        self.connection.close()
+    }
+
+    public func goOnline() {}
+
+    /// Drops writes not yet sent. Eddy sends every write at once, so there is nothing to drop.
+    public func purgeOutstandingWrites() {}
+
+    /// Firebase's on-disk cache. Eddy's client keeps no disk cache: setting it has no effect.
+    public var isPersistenceEnabled: Bool {
+        get { false }
+        set {}
+    }
+
+    public var persistenceCacheSizeBytes: UInt {
+        get { 0 }
+        set {}
+    }
+
+    public static func setLoggingEnabled(_ enabled: Bool) {}
+
+    public static func sdkVersion() -> String { "eddy-1" }
+
+    /// A push id: Firebase's format, strictly increasing for this client.
+    func nextPushID() -> String {
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        return self.state.withLock { $0.pushIDs.next(nowMilliseconds: now).rawValue }
+    }
+
+    static func allInstances() -> [Database] {
+        self.instances.withLock { Array($0.values) }
+    }
+
+    // MARK: Observers
+
+    func nextHandle() -> DatabaseHandle {
+        self.state.withLock { state in
+            defer { state.nextHandle += 1 }
+            return state.nextHandle
+        }
+    }
+
+    func register(_ listener: Listener) {
+        self.state.withLock { $0.listeners[listener.handle] = listener }
+    }
+
+    /// Removes and stops the observer.
+    func removeObserver(_ handle: DatabaseHandle) {
+        let listener = self.state.withLock { $0.listeners.removeValue(forKey: handle) }
+        listener?.remove()
+    }
+
+    /// Forgets an observer that stopped by itself (cancelled).
+    func forget(_ handle: DatabaseHandle) {
+        _ = self.state.withLock { $0.listeners.removeValue(forKey: handle) }
+    }
+
+    func removeObservers(at path: Path) {
+        let removed = self.state.withLock { state -> [Listener] in
+            let matching = state.listeners.values.filter { $0.query.path == path }
+            for listener in matching { state.listeners.removeValue(forKey: listener.handle) }
+            return matching
+        }
+        for listener in removed { listener.remove() }
+    }
+
+    /// Runs `body` on the callback queue.
+    func deliver(_ body: @escaping @Sendable () -> Void) {
+        self.callbackQueue.async(execute: body)
+    }
+}

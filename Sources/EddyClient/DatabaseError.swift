@@ -1,0 +1,56 @@
+// The errors the client hands to completion blocks, cancel blocks and `async throws` calls.
+// Codes follow Firebase's (`FIRDatabaseErrorDomain`, the REST error names); the message says
+// what the server said or what the client refused. Never a crash: bad arguments that Firebase
+// rejects with an exception at the call are the only traps (see `DatabaseQuery`).
+
+import EddyModel
+import Foundation
+
+public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+    public enum Code: String, Sendable {
+        /// The server refused the operation (security rules, a follower refusing writes).
+        case permissionDenied = "permission_denied"
+        /// The query or the value is not valid (a key, a path, a limit).
+        case invalidQuery = "invalid_query"
+        case invalidValue = "invalid_value"
+        /// The connection is gone; the operation may or may not have been applied.
+        case disconnected
+        /// A write that was queued and then dropped (`purgeOutstandingWrites`, `goOffline`).
+        case writeCanceled = "write_canceled"
+        /// A transaction whose value kept changing (more than `maxRetries` conflicts), or a
+        /// conditional write that lost.
+        case dataStale = "datastale"
+        case maxRetries = "maxretry"
+        /// The data volume is full (HTTP 507): writes resume by themselves once space is freed.
+        case insufficientStorage = "insufficient_storage"
+        /// Anything else the server reported; the message says what.
+        case unknownError = "unknown_error"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(self.code.rawValue): \(self.message)" }
+    public var errorDescription: String? { self.description }
+
+    /// From a server `error` frame (`{"code": ..., "message": ...}`).
+    init(serverCode: String, message: String) {
+        switch serverCode {
+        case "permissionDenied", "notLeader", "readOnly": self.init(.permissionDenied, message)
+        case "invalidArgument": self.init(.invalidQuery, message)
+        case "invalidValue", "invalidJSON", "invalidPath", "invalidKey", "limitExceeded": self.init(.invalidValue, message)
+        case "preconditionFailed": self.init(.dataStale, message)
+        case "insufficientStorage": self.init(.insufficientStorage, message)
+        default: self.init(.unknownError, "\(serverCode): \(message)")
+        }
+    }
+
+    init(_ error: EddyError) {
+        self.init(serverCode: error.code.description, message: error.message)
+    }
+}

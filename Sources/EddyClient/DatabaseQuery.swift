@@ -1,0 +1,235 @@
+// A location with an order, bounds and a limit (Firebase's `DatabaseQuery`; a
+// `DatabaseReference` is the query with none): observers, one-time reads, and the query
+// builders. Builders check each call as Firebase does (`QuerySpec`); an invalid query reports
+// Firebase's message as an `invalidQuery` error when it is used.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+
+public class DatabaseQuery: NSObject, @unchecked Sendable {
+    // @unchecked: every stored property is immutable and Sendable.
+    /// The database this query belongs to.
+    public let database: Database
+    let path: Path
+    let spec: QuerySpec
+
+    init(database: Database, path: Path, spec: QuerySpec) {
+        self.database = database
+        self.path = path
+        self.spec = spec
+        super.init()
+    }
+
+    /// The location of this query.
+    public var ref: DatabaseReference { DatabaseReference(database: self.database, path: self.path) }
+
+    // MARK: Observers
+
+    /// Calls `block` with every event of `eventType`, from now until the handle is removed.
+    @discardableResult
+    public func observe(_ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void) -> DatabaseHandle {
+        self.listen(eventType, once: false, { snapshot, _ in block(snapshot) }, cancel: nil)
+    }
+
+    /// As `observe(_:with:)`, with the key of the previous sibling in the query's order (nil
+    /// for the first), for child events.
+    @discardableResult
+    public func observe(_ eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void)
+        -> DatabaseHandle
+    {
+        self.listen(eventType, once: false, block, cancel: nil)
+    }
+
+    /// As `observe(_:with:)`; `cancelBlock` is called if the server refuses or ends it.
+    @discardableResult
+    public func observe(
+        _ eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void, withCancel cancelBlock: ((any Error) -> Void)?
+    ) -> DatabaseHandle {
+        self.listen(eventType, once: false, { snapshot, _ in block(snapshot) }, cancel: cancelBlock)
+    }
+
+    @discardableResult
+    public func observe(
+        _ eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) -> DatabaseHandle {
+        self.listen(eventType, once: false, block, cancel: cancelBlock)
+    }
+
+    /// Calls `block` with the first event of `eventType`, then stops.
+    public func observeSingleEvent(of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void) {
+        self.listen(eventType, once: true, { snapshot, _ in block(snapshot) }, cancel: nil)
+    }
+
+    public func observeSingleEvent(of eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void) {
+        self.listen(eventType, once: true, block, cancel: nil)
+    }
+
+    public func observeSingleEvent(
+        of eventType: DataEventType, with block: @escaping (DataSnapshot) -> Void, withCancel cancelBlock: ((any Error) -> Void)?
+    ) {
+        self.listen(eventType, once: true, { snapshot, _ in block(snapshot) }, cancel: cancelBlock)
+    }
+
+    public func observeSingleEvent(
+        of eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping (DataSnapshot, String?) -> Void,
+        withCancel cancelBlock: ((any Error) -> Void)?
+    ) {
+        self.listen(eventType, once: true, block, cancel: cancelBlock)
+    }
+
+    /// The first event of `eventType`. (An observer that is cancelled instead never returns
+    /// here; use `getData()` for a read that can fail.)
+    public func observeSingleEvent(of eventType: DataEventType) async -> DataSnapshot {
+        await self.observeSingleEventAndPreviousSiblingKey(of: eventType).0
+    }
+
+    public func observeSingleEventAndPreviousSiblingKey(of eventType: DataEventType) async -> (DataSnapshot, String?) {
+        await withCheckedContinuation { (continuation: CheckedContinuation<UncheckedSendable<(DataSnapshot, String?)>, Never>) in
+            self.listen(eventType, once: true, { snapshot, previous in continuation.resume(returning: UncheckedSendable((snapshot, previous))) }, cancel: nil)
+        }.value
+    }
+
+    @discardableResult
+    private func listen(
+        _ eventType: DataEventType, once: Bool, _ block: @escaping Listener.Block, cancel: Listener.CancelBlock?
+    ) -> DatabaseHandle {
+        let handle = self.database.nextHandle()
+        let listener = Listener(handle: handle, query: self, eventType: eventType, once: once, block: block, cancel: cancel)
+        self.database.register(listener)
+        listener.start()
+        return handle
+    }
+
+    /// Removes the observer; no callback of it runs after this returns on the callback queue.
+    public func removeObserver(withHandle handle: DatabaseHandle) {
+        self.database.removeObserver(handle)
+    }
+
+    /// Removes every observer registered at this location (with any query), not those of
+    /// its children.
+    public func removeAllObservers() {
+        self.database.removeObservers(at: self.path)
+    }
+
+    /// Firebase keeps such data cached on disk; Eddy's client has no disk cache: no effect.
+    public func keepSynced(_ keepSynced: Bool) {}
+
+    // MARK: One-time reads
+
+    /// The current data (of the query's window), read from the server.
+    public func getData(completion block: @escaping (_ error: (any Error)?, _ snapshot: DataSnapshot?) -> Void) {
+        let box = UncheckedSendable(block)
+        let database = self.database
+        self.read { result in
+            database.deliver {
+                switch result {
+                case .success(let snapshot): box.value(nil, snapshot)
+                case .failure(let error): box.value(error, nil)
+                }
+            }
+        }
+    }
+
+    public func getData() async throws -> DataSnapshot {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DataSnapshot, DatabaseError>, Never>) in
+            self.read { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    private func read(_ completion: @escaping @Sendable (Result<DataSnapshot, DatabaseError>) -> Void) {
+        if let error = self.spec.error {
+            completion(.failure(DatabaseError(.invalidQuery, error)))
+            return
+        }
+        var payload: [String: Value] = ["path": .string(self.path.description)]
+        let kind: Frame.Kind
+        if let parameters = self.spec.parameters {
+            payload["query"] = parameters
+            kind = .query
+        } else {
+            kind = .get
+        }
+        let ref = self.ref
+        let order = self.spec.effectiveOrder
+        self.database.connection.request(kind, .object(payload)) { result in
+            completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"], order: order) })
+        }
+    }
+
+    // MARK: Building queries
+
+    private func with(_ spec: QuerySpec) -> DatabaseQuery {
+        DatabaseQuery(database: self.database, path: self.path, spec: spec)
+    }
+
+    public func queryLimited(toFirst limit: UInt) -> DatabaseQuery { self.with(self.spec.limited(limit, first: true)) }
+
+    public func queryLimited(toLast limit: UInt) -> DatabaseQuery { self.with(self.spec.limited(limit, first: false)) }
+
+    /// Orders children by the value at `key`, a child path ("metrics/views" allowed).
+    public func queryOrdered(byChild key: String) -> DatabaseQuery {
+        var spec = self.spec
+        if ["$key", "$value", "$priority", ".key", ".value", ".priority"].contains(key) {
+            if spec.error == nil {
+                spec.error = "(queryOrderedByChild:) \(key) is invalid.  Use queryOrderedBy\(key.dropFirst().capitalized): instead."
+            }
+            return self.with(spec)
+        }
+        let path = DatabaseReference.parsePath(key, method: "queryOrderedByChild:")
+        if path.isRoot, spec.error == nil {
+            spec.error = "(queryOrderedByChild:) Must be a non-empty string and not contain '.' '#' '$' '[' or ']'"
+            return self.with(spec)
+        }
+        return self.with(spec.ordered(.child(path), method: "queryOrderedByChild:"))
+    }
+
+    public func queryOrderedByKey() -> DatabaseQuery { self.with(self.spec.ordered(.key, method: "queryOrderedByKey")) }
+
+    public func queryOrderedByValue() -> DatabaseQuery { self.with(self.spec.ordered(.value, method: "queryOrderedByValue")) }
+
+    /// Eddy stores no priorities: every child's priority is null, so this orders by key.
+    public func queryOrderedByPriority() -> DatabaseQuery { self.with(self.spec.ordered(.priority, method: "queryOrderedByPriority")) }
+
+    public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
+        self.with(self.spec.starting(startValue, key: nil, inclusive: true, method: "queryStartingAtValue:"))
+    }
+
+    public func queryStarting(atValue startValue: Any?, childKey: String?) -> DatabaseQuery {
+        self.with(self.spec.starting(startValue, key: childKey, inclusive: true, method: "queryStartingAtValue:childKey:"))
+    }
+
+    public func queryStarting(afterValue startAfterValue: Any?) -> DatabaseQuery {
+        self.with(self.spec.starting(startAfterValue, key: nil, inclusive: false, method: "queryStartingAfterValue:"))
+    }
+
+    public func queryStarting(afterValue startAfterValue: Any?, childKey: String?) -> DatabaseQuery {
+        self.with(self.spec.starting(startAfterValue, key: childKey, inclusive: false, method: "queryStartingAfterValue:childKey:"))
+    }
+
+    public func queryEnding(atValue endValue: Any?) -> DatabaseQuery {
+        self.with(self.spec.ending(endValue, key: nil, inclusive: true, method: "queryEndingAtValue:"))
+    }
+
+    public func queryEnding(atValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+        self.with(self.spec.ending(endValue, key: childKey, inclusive: true, method: "queryEndingAtValue:childKey:"))
+    }
+
+    public func queryEnding(beforeValue endValue: Any?) -> DatabaseQuery {
+        self.with(self.spec.ending(endValue, key: nil, inclusive: false, method: "queryEndingBeforeValue:"))
+    }
+
+    public func queryEnding(beforeValue endValue: Any?, childKey: String?) -> DatabaseQuery {
+        self.with(self.spec.ending(endValue, key: childKey, inclusive: false, method: "queryEndingBeforeValue:childKey:"))
+    }
+
+    public func queryEqual(toValue value: Any?) -> DatabaseQuery {
+        self.with(self.spec.equal(value, key: nil, method: "queryEqualToValue:"))
+    }
+
+    public func queryEqual(toValue value: Any?, childKey: String?) -> DatabaseQuery {
+        self.with(self.spec.equal(value, key: childKey, method: "queryEqualToValue:childKey:"))
+    }
+}

@@ -1,0 +1,255 @@
+// A location in the tree (Firebase's `DatabaseReference`): navigation, writes with
+// completion blocks and `async` variants, push ids made on the client, and transactions
+// (read with the ETag, write with `ifMatch`, retry on conflict like Firebase, at most 25
+// times).
+//
+// A write's completion block gets nil once the write is durable on the server, or the
+// error (`DatabaseError`) that refused it; nothing of a refused write is applied. Writes of one
+// `Database` reach the server, and commit, in the order they were made.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+
+public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
+    init(database: Database, path: Path) {
+        super.init(database: database, path: path, spec: QuerySpec())
+    }
+
+    /// Splits "a/b/c" (slashes at either end and doubled ones ignored). Keys are not checked
+    /// here: an invalid one is refused by the server with a message naming it.
+    static func parsePath(_ text: String, method: String) -> Path {
+        Path(validatedKeys: text.split(separator: "/", omittingEmptySubsequences: true).map(String.init))
+    }
+
+    // MARK: Navigation
+
+    public func child(_ pathString: String) -> DatabaseReference {
+        self.child(Self.parsePath(pathString, method: "child:"))
+    }
+
+    func child(_ path: Path) -> DatabaseReference {
+        DatabaseReference(database: self.database, path: self.path.appending(path))
+    }
+
+    /// A child with a new push id: Firebase's format, made here, strictly increasing for this
+    /// client, so children made this way sort in the order they were made.
+    public func childByAutoId() -> DatabaseReference {
+        self.child(Path(validatedKeys: [self.database.nextPushID()]))
+    }
+
+    public var parent: DatabaseReference? {
+        self.path.isRoot ? nil : DatabaseReference(database: self.database, path: Path(validatedKeys: Array(self.path.keys.dropLast())))
+    }
+
+    public var root: DatabaseReference { DatabaseReference(database: self.database, path: Path(validatedKeys: [])) }
+
+    /// The last key of the path; nil at the root.
+    public var key: String? { self.path.keys.last }
+
+    /// The database URL followed by the path.
+    public var url: String {
+        let base = self.database.url.hasSuffix("/") ? String(self.database.url.dropLast()) : self.database.url
+        return base + (self.path.isRoot ? "" : self.path.description)
+    }
+
+    public override var description: String { self.url }
+
+    public override var ref: DatabaseReference { self }
+
+    // MARK: Writes
+
+    public func setValue(_ value: Any?) {
+        self.write("set", value, completion: nil)
+    }
+
+    public func setValue(_ value: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.write("set", value, completion: block)
+    }
+
+    /// Eddy stores no priorities: the value is written and the priority dropped.
+    public func setValue(_ value: Any?, andPriority priority: Any?) {
+        self.write("set", value, completion: nil)
+    }
+
+    public func setValue(
+        _ value: Any?, andPriority priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
+    ) {
+        self.write("set", value, completion: block)
+    }
+
+    public func setValue(_ value: Any?) async throws -> DatabaseReference {
+        try await self.write("set", value)
+    }
+
+    public func setValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
+        try await self.write("set", value)
+    }
+
+    public func removeValue() {
+        self.write("remove", nil, completion: nil)
+    }
+
+    public func removeValue(completionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.write("remove", nil, completion: block)
+    }
+
+    public func removeValue() async throws -> DatabaseReference {
+        try await self.write("remove", nil)
+    }
+
+    /// Writes several children at once, atomically: keys are paths relative to this location
+    /// ("posts/p1/title"); a nil or NSNull value removes. A path and its ancestor may not both
+    /// appear.
+    public func updateChildValues(_ values: [AnyHashable: Any]) {
+        self.write("update", Self.stringKeyed(values), completion: nil)
+    }
+
+    public func updateChildValues(_ values: [AnyHashable: Any], withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.write("update", Self.stringKeyed(values), completion: block)
+    }
+
+    public func updateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
+        try await self.write("update", Self.stringKeyed(values))
+    }
+
+    /// Eddy stores no priorities: refused with `invalidValue`, nothing written.
+    public func setPriority(_ priority: Any?) {}
+
+    public func setPriority(_ priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        let box = UncheckedSendable(block)
+        let ref = self
+        self.database.deliver { box.value(DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing"), ref) }
+    }
+
+    private static func stringKeyed(_ values: [AnyHashable: Any]) -> Any {
+        var out: [String: Any] = [:]
+        for (key, value) in values { out["\(key.base)"] = value }
+        return out
+    }
+
+    private func write(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
+        let box = UncheckedSendable(completion)
+        let database = self.database
+        let ref = self
+        self.submit(op, value) { result in
+            guard box.value != nil else { return }
+            database.deliver {
+                switch result {
+                case .success: box.value?(nil, ref)
+                case .failure(let error): box.value?(error, ref)
+                }
+            }
+        }
+    }
+
+    private func write(_ op: String, _ value: Any?) async throws -> DatabaseReference {
+        let box = UncheckedSendable(value)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, DatabaseError>, Never>) in
+            self.submit(op, box.value) { continuation.resume(returning: $0.map { _ in () }) }
+        }
+        try result.get()
+        return self
+    }
+
+    /// Sends one write; `completion` gets the `written` answer's payload or the error.
+    func submit(
+        _ op: String, _ value: Any?, ifMatch: String? = nil, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
+    ) {
+        var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
+        if op != "remove" {
+            do {
+                payload["value"] = try FoundationValue.value(value, path: self.path.description)
+            } catch {
+                completion(.failure(error))
+                return
+            }
+        }
+        if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
+        self.database.connection.request(.write, .object(payload)) { result in
+            completion(result.map(\.payload))
+        }
+    }
+
+    // MARK: Presence (not supported yet)
+
+    public func onDisconnectSetValue(_ value: Any?) {}
+    public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.unsupported("onDisconnectSetValue", block)
+    }
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any) {}
+    public func onDisconnectSetValue(
+        _ value: Any?, andPriority priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
+    ) {
+        self.unsupported("onDisconnectSetValue", block)
+    }
+    public func onDisconnectRemoveValue() {}
+    public func onDisconnectRemoveValue(completionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.unsupported("onDisconnectRemoveValue", block)
+    }
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) {}
+    public func onDisconnectUpdateChildValues(
+        _ values: [AnyHashable: Any], withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
+    ) {
+        self.unsupported("onDisconnectUpdateChildValues", block)
+    }
+    public func cancelDisconnectOperations() {}
+    public func cancelDisconnectOperations(completionBlock block: (((any Error)?, DatabaseReference) -> Void)?) {
+        if let block { self.unsupported("cancelDisconnectOperations", block) }
+    }
+
+    private func unsupported(_ name: String, _ block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        let box = UncheckedSendable(block)
+        let ref = self
+        self.database.deliver { box.value(DatabaseError(.unknownError, "\(name): eddyd does not run operations on disconnect yet"), ref) }
+    }
+
+    // MARK: Connection
+
+    /// Every database instance of the process goes offline / online.
+    public static func goOffline() { Database.allInstances().forEach { $0.goOffline() } }
+
+    public static func goOnline() { Database.allInstances().forEach { $0.goOnline() } }
+
+    // MARK: Transactions
+
+    public func runTransactionBlock(_ block: @escaping (MutableData) -> TransactionResult) {
+        self.runTransactionBlock(block, andCompletionBlock: nil, withLocalEvents: true)
+    }
+
+    public func runTransactionBlock(
+        _ block: @escaping (MutableData) -> TransactionResult,
+        andCompletionBlock completionBlock: @escaping ((any Error)?, Bool, DataSnapshot?) -> Void
+    ) {
+        self.runTransactionBlock(block, andCompletionBlock: completionBlock, withLocalEvents: true)
+    }
+
+    /// Runs `block` on the current data and writes what it returns if the data has not
+    /// changed in between (compare-and-set on the ETag); on a conflict, runs it again on the
+    /// new data, at most 25 times (then `maxRetries`). The block runs on the callback queue
+    /// and may run several times. `localEvents` has no effect (no local events are raised).
+    public func runTransactionBlock(
+        _ block: @escaping (MutableData) -> TransactionResult,
+        andCompletionBlock completionBlock: (((any Error)?, Bool, DataSnapshot?) -> Void)?, withLocalEvents localEvents: Bool
+    ) {
+        let box = UncheckedSendable((block, completionBlock))
+        let database = self.database
+        TransactionRun(ref: self, update: { data in box.value.0(data) }) { outcome in
+            database.deliver {
+                switch outcome {
+                case .success(let (committed, snapshot)): box.value.1?(nil, committed, snapshot)
+                case .failure(let error): box.value.1?(error, false, nil)
+                }
+            }
+        }.start()
+    }
+
+    public func runTransactionBlock(_ block: @escaping (MutableData) -> TransactionResult) async throws -> (Bool, DataSnapshot) {
+        let box = UncheckedSendable(block)
+        let outcome = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<(Bool, DataSnapshot), DatabaseError>, Never>) in
+            TransactionRun(ref: self, update: { data in box.value(data) }) { continuation.resume(returning: $0) }.start()
+        }
+        return try outcome.get()
+    }
+}

@@ -1,0 +1,121 @@
+// Between the Foundation values Firebase's Apple API takes and gives (`Any?`: NSNumber,
+// String, [String: Any], [Any], NSNull) and Eddy's `Value`.
+//
+// Out (what `DataSnapshot.value` holds), as Firebase's client gives it: no data is `NSNull`;
+// numbers and booleans are `NSNumber` (so `as? Int`, `as? Double` and `as? Bool` work as on
+// Apple platforms); objects are `[String: Any]`, except that an object whose keys are all
+// integers 0... with more than half of 0...max present is an array (`[Any]`, `NSNull` in the
+// holes), Firebase's array rule.
+// In: `nil`/`NSNull` is null; Swift numbers, `NSNumber` (a boolean NSNumber is a boolean),
+// `String`, dictionaries with `String` keys, arrays (as objects keyed "0", "1", ...) and
+// `ServerValue` placeholders. Anything else is refused with a message naming the path.
+
+import EddyModel
+import Foundation
+
+enum FoundationValue {
+    static func foundation(_ value: Value) -> Any {
+        switch value {
+        case .null: return NSNull()
+        case .bool(let b): return NSNumber(value: b)
+        case .number(let d):
+            if d == d.rounded(), abs(d) < 9.0e15 { return NSNumber(value: Int(d)) }
+            return NSNumber(value: d)
+        case .string(let s): return s
+        case .object(let children):
+            if let array = self.array(children) { return array }
+            var out: [String: Any] = [:]
+            out.reserveCapacity(children.count)
+            for (key, child) in children { out[key] = self.foundation(child) }
+            return out
+        }
+    }
+
+    /// Firebase's rule: every key an integer >= 0, and more than half of 0...max present.
+    private static func array(_ children: [String: Value]) -> [Any]? {
+        guard !children.isEmpty else { return nil }
+        var maxIndex = -1
+        var indexed: [(Int, Value)] = []
+        indexed.reserveCapacity(children.count)
+        for (key, child) in children {
+            guard let index = Int(key), index >= 0, String(index) == key else { return nil }
+            maxIndex = max(maxIndex, index)
+            indexed.append((index, child))
+        }
+        guard maxIndex < 2 * children.count else { return nil }
+        var out = [Any](repeating: NSNull(), count: maxIndex + 1)
+        for (index, child) in indexed { out[index] = self.foundation(child) }
+        return out
+    }
+
+    /// `value` as a `Value`; throws `invalidValue` naming `path` for what JSON cannot hold.
+    static func value(_ any: Any?, path: String) throws(DatabaseError) -> Value {
+        guard let any else { return .null }
+        if let optional = any as? any OptionalProtocol {
+            guard let wrapped = optional.wrapped else { return .null }
+            return try self.value(wrapped, path: path)
+        }
+        switch any {
+        case is NSNull: return .null
+        case let b as Bool where type(of: any) == Bool.self: return .bool(b)
+        case let s as String: return .string(s)
+        case let n as NSNumber where !(type(of: any) is any BinaryInteger.Type) && !(type(of: any) is any BinaryFloatingPoint.Type):
+            let type = String(cString: n.objCType)
+            if type == "c" || type == "B" { return .bool(n.boolValue) }
+            return try self.number(n.doubleValue, path: path)
+        case let i as any BinaryInteger: return try self.number(Double(i), path: path)
+        case let d as Double: return try self.number(d, path: path)
+        case let f as Float: return try self.number(Double(f), path: path)
+        case let dictionary as [String: Any?]:
+            var children: [String: Value] = [:]
+            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key) }
+            return .object(children)
+        case let dictionary as [String: Any]:
+            var children: [String: Value] = [:]
+            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key) }
+            return .object(children)
+        case let dictionary as NSDictionary:
+            var children: [String: Value] = [:]
+            for (key, child) in dictionary {
+                guard let key = key as? String else {
+                    throw DatabaseError(.invalidValue, "a dictionary at \(path.isEmpty ? "/" : path) has a key that is not a string: \(key)")
+                }
+                children[key] = try self.value(child, path: path + "/" + key)
+            }
+            return .object(children)
+        case let array as [Any?]:
+            var children: [String: Value] = [:]
+            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)") }
+            return .object(children)
+        case let array as NSArray:
+            var children: [String: Value] = [:]
+            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)") }
+            return .object(children)
+        default:
+            throw DatabaseError(
+                .invalidValue,
+                "cannot store a \(type(of: any)) at \(path.isEmpty ? "/" : path): use String, a number, Bool, NSNull, [String: Any], [Any] or ServerValue")
+        }
+    }
+
+    private static func number(_ d: Double, path: String) throws(DatabaseError) -> Value {
+        guard d.isFinite else {
+            throw DatabaseError(.invalidValue, "\(d) at \(path.isEmpty ? "/" : path) is not a finite number; JSON cannot hold it")
+        }
+        return .number(d)
+    }
+}
+
+/// Lets `value(_:path:)` see through `Optional` wrapped in `Any`.
+private protocol OptionalProtocol {
+    var wrapped: Any? { get }
+}
+
+extension Optional: OptionalProtocol {
+    var wrapped: Any? {
+        switch self {
+        case .some(let value): return value
+        case .none: return nil
+        }
+    }
+}

@@ -1,0 +1,75 @@
+// One run of a transaction: read the data with its ETag, call the update block on the
+// callback queue, write the result only while the ETag is unchanged (`ifMatch`), and start
+// over on a conflict, at most `retriesMax` times, as Firebase retries.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+final class TransactionRun: Sendable {
+    static let retriesMax = 25
+
+    typealias Outcome = Result<(Bool, DataSnapshot), DatabaseError>
+
+    private let ref: DatabaseReference
+    private let update: UncheckedSendable<(MutableData) -> TransactionResult>
+    private let completion: @Sendable (Outcome) -> Void
+    private let attempts = Mutex(0)
+
+    init(ref: DatabaseReference, update: @escaping (MutableData) -> TransactionResult, completion: @escaping @Sendable (Outcome) -> Void) {
+        self.ref = ref
+        self.update = UncheckedSendable(update)
+        self.completion = completion
+    }
+
+    func start() {
+        let attempt = self.attempts.withLock { attempts -> Int in
+            attempts += 1
+            return attempts
+        }
+        guard attempt <= Self.retriesMax + 1 else {
+            self.completion(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.retriesMax) times")))
+            return
+        }
+        self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in
+            switch result {
+            case .failure(let error):
+                self.completion(.failure(error))
+            case .success(let answer):
+                guard case .string(let etag) = answer.payload["etag"] else {
+                    self.completion(.failure(DatabaseError(.unknownError, "the server did not send the ETag a transaction needs")))
+                    return
+                }
+                let current = answer.payload["value"]
+                self.ref.database.deliver { self.decide(current: current, etag: etag) }
+            }
+        }
+    }
+
+    /// On the callback queue: runs the block, then writes or stops.
+    private func decide(current: Value, etag: String) {
+        let data = MutableData(value: current)
+        let result = self.update.value(data)
+        if let error = data.root.error {
+            self.completion(.failure(error))
+            return
+        }
+        guard let written = result.data else {
+            self.completion(.success((false, DataSnapshot(ref: self.ref, value: current))))
+            return
+        }
+        let newValue = written.root.value
+        let foundation = FoundationValue.foundation(newValue)
+        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag) { outcome in
+            switch outcome {
+            case .success:
+                self.completion(.success((true, DataSnapshot(ref: self.ref, value: newValue))))
+            case .failure(let error) where error.code == .dataStale:
+                self.start()
+            case .failure(let error):
+                self.completion(.failure(error))
+            }
+        }
+    }
+}

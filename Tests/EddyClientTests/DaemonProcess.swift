@@ -1,0 +1,112 @@
+// A real `eddyd serve` for the client tests: a temp data directory, HTTP and the native
+// protocol over TCP on free ports, the Unix socket in the data directory. The binary is
+// `$EDDYD` or `.build/debug/eddyd` of this checkout (`make test` builds it first).
+
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+final class DaemonProcess: Sendable {
+    let directory: String
+    let dataDirectory: String
+    private let state = Mutex<(process: Process?, nativeTCP: String?, http: String?)>((nil, nil, nil))
+
+    init() throws {
+        self.directory = NSTemporaryDirectory() + "eddy-client-\(UUID().uuidString)"
+        self.dataDirectory = self.directory + "/data"
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+    }
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["EDDYD"], !path.isEmpty { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/eddyd").path
+    }
+
+    var socketURL: String { "eddy+unix://" + self.dataDirectory + "/eddyd.sock" }
+    var tcpURL: String { "eddy://" + (self.state.withLock { $0.nativeTCP } ?? "?") }
+
+    /// Starts it and waits until it listens (its READY line).
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var text = ""
+        let deadline = Date().addingTimeInterval(30)
+        while !text.contains("eddyd: listening on") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty {
+                guard Date() < deadline, process.isRunning else { throw DaemonError("eddyd did not start: \(text)") }
+                continue
+            }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        var nativeTCP: String?
+        var http: String?
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("eddyd: native protocol on tcp://") {
+                nativeTCP = String(line.dropFirst("eddyd: native protocol on tcp://".count))
+            } else if line.hasPrefix("eddyd: listening on ") {
+                http = line.dropFirst("eddyd: listening on ".count).split(separator: " ").first.map(String.init)
+            }
+        }
+        self.state.withLock { $0 = (process, nativeTCP, http) }
+    }
+
+    /// PUT /.settings/rules.json over HTTP (the client has no rules API).
+    func putRules(_ json: String) async throws {
+        guard let http = self.state.withLock({ $0.http }), let url = URL(string: http + "/.settings/rules.json") else {
+            throw DaemonError("no HTTP address")
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "PUT"
+        request.httpBody = Data(json.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw DaemonError("rules refused: \(response)") }
+    }
+
+    /// SIGKILL (a crash), or SIGTERM when `graceful`.
+    func stop(graceful: Bool = true) {
+        guard let process = self.state.withLock({ $0.process }) else { return }
+        if graceful { process.terminate() } else { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        self.state.withLock { $0.process = nil }
+    }
+
+    deinit {
+        self.stop(graceful: false)
+        try? FileManager.default.removeItem(atPath: self.directory)
+    }
+}
+
+struct DaemonError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Collects what callbacks deliver, for a test to wait on.
+final class Recorder<T: Sendable>: Sendable {
+    private let items = Mutex<[T]>([])
+
+    func add(_ item: T) { self.items.withLock { $0.append(item) } }
+
+    var all: [T] { self.items.withLock { $0 } }
+
+    /// Waits until at least `count` items arrived (at most `seconds`); returns them.
+    func wait(for count: Int, seconds: Double = 15) async throws -> [T] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let now = self.all
+            if now.count >= count { return now }
+            guard Date() < deadline else { throw DaemonError("waited for \(count) items, got \(now.count): \(now)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}

@@ -1,0 +1,212 @@
+// EddyClient against a real eddyd over the Unix socket and TCP, written the way the Firebase
+// Apple SDK's guides write it (only the import and the URL differ): writes with completion
+// blocks and async, child events with previous keys, value events, queries with Firebase's
+// order and errors, transactions under contention, and observers that survive a daemon restart
+// without a missed or repeated event.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct DatabaseClientTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.tests")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    func database(tcp: Bool = false) -> Database {
+        let database = Database.database(url: tcp ? self.daemon.tcpURL : self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        return database
+    }
+
+    @Test(arguments: [false, true]) func setThenGetRoundTripsFoundationValues(tcp: Bool) async throws {
+        let ref = self.database(tcp: tcp).reference().child("users/ada")
+        let written = try await ref.setValue(["name": "Ada", "age": 36, "admin": true, "score": 2.5, "tags": ["x", "y"]] as [String: Any])
+        #expect(written.key == "ada")
+        let snapshot = try await ref.getData()
+        #expect(snapshot.exists())
+        let value = try #require(snapshot.value as? [String: Any])
+        #expect(value["name"] as? String == "Ada")
+        #expect(value["age"] as? Int == 36)
+        #expect(value["admin"] as? Bool == true)
+        #expect(value["score"] as? Double == 2.5)
+        #expect(value["tags"] as? [String] == ["x", "y"])
+        #expect(snapshot.childSnapshot(forPath: "name").value as? String == "Ada")
+        #expect(snapshot.hasChild("tags/1"))
+        #expect(snapshot.childrenCount == 5)
+        let missing = try await ref.child("nothing").getData()
+        #expect(!missing.exists() && missing.value is NSNull)
+    }
+
+    @Test func completionBlocksReportSuccessAndRefusals() async throws {
+        let ref = self.database().reference()
+        let outcomes = Recorder<String>()
+        ref.child("ok").setValue(1) { error, ref in outcomes.add("\(error == nil) \(ref.key ?? "")") }
+        ref.child("bad.key").setValue(1) { error, _ in outcomes.add("\(error.map { "\($0)" } ?? "nil")") }
+        // Answers come as each is decided: the refusal may come before the durable write.
+        let got = try await outcomes.wait(for: 2).sorted()
+        #expect(got[1] == "true ok")
+        #expect(got[0].contains("invalid_value") && got[0].contains("bad.key"), "the refusal names the key: \(got[0])")
+        #expect(try await ref.child("bad.key").parent!.child("ok").getData().value as? Int == 1)
+    }
+
+    @Test func childByAutoIdSortsInCreationOrderAndUpdatesAreAtomic() async throws {
+        let posts = self.database().reference().child("posts")
+        var keys: [String] = []
+        for i in 0..<20 {
+            let post = posts.childByAutoId()
+            keys.append(post.key!)
+            try await post.setValue(["n": i])
+        }
+        #expect(keys == keys.sorted(), "push ids increase")
+        let snapshot = try await posts.getData()
+        let order = (snapshot.children.allObjects as! [DataSnapshot]).map(\.key)
+        #expect(order == keys)
+        try await posts.updateChildValues(["\(keys[0])/n": 100, "\(keys[1])": NSNull(), "count": ServerValue.increment(5)])
+        try await posts.updateChildValues(["count": ServerValue.increment(2), "at": ServerValue.timestamp()])
+        let after = try await posts.getData()
+        #expect(after.childSnapshot(forPath: "\(keys[0])/n").value as? Int == 100)
+        #expect(!after.hasChild(keys[1]))
+        #expect(after.childSnapshot(forPath: "count").value as? Int == 7)
+        let at = try #require(after.childSnapshot(forPath: "at").value as? Double)
+        #expect(abs(at / 1000 - Date().timeIntervalSince1970) < 60)
+    }
+
+    @Test func childEventsCarryPreviousKeysAndValueFollows() async throws {
+        let database = self.database()
+        let other = Database.database(url: self.daemon.tcpURL)  // another connection writes
+        let list = database.reference().child("list")
+        try await list.setValue(["b": 2, "a": 1])
+        let events = Recorder<String>()
+        let added = list.observe(.childAdded, andPreviousSiblingKeyWith: { snapshot, previous in
+            events.add("added \(snapshot.key)=\(snapshot.value as? Int ?? -1) after \(previous ?? "nil")")
+        })
+        let values = Recorder<[String]>()
+        let value = list.observe(.value) { snapshot in
+            values.add((snapshot.children.allObjects as! [DataSnapshot]).map { "\($0.key)=\($0.value as? Int ?? -1)" })
+        }
+        _ = try await events.wait(for: 2)
+        _ = try await values.wait(for: 1)
+        try await other.reference().child("list/c").setValue(3)
+        let changed = Recorder<String>()
+        let removed = Recorder<String>()
+        list.observe(.childChanged) { changed.add("\($0.key)=\($0.value as? Int ?? -1)") }
+        list.observe(.childRemoved) { removed.add($0.key) }
+        try await other.reference().child("list/a").setValue(10)
+        try await other.reference().child("list/b").removeValue()
+        #expect(try await events.wait(for: 3) == ["added a=1 after nil", "added b=2 after a", "added c=3 after b"])
+        #expect(try await changed.wait(for: 1) == ["a=10"])
+        #expect(try await removed.wait(for: 1) == ["b"])
+        let lastValues = try await values.wait(for: 4)
+        #expect(lastValues.first == ["a=1", "b=2"])
+        #expect(lastValues.last == ["a=10", "c=3"])
+        list.removeObserver(withHandle: added)
+        list.removeObserver(withHandle: value)
+        list.removeAllObservers()
+        try await other.reference().child("list/d").setValue(4)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(events.all.count == 3, "no event after removeObserver")
+    }
+
+    @Test func queriesOrderByNestedChildAndLimit() async throws {
+        try await self.daemon.putRules(#"{"rules": {"top": {".indexOn": ["metrics/views", "title"]}}}"#)
+        let posts = self.database().reference().child("top")
+        for (key, views) in [("p1", 5), ("p2", 50), ("p3", 20), ("p4", 1)] {
+            try await posts.child(key).setValue(["title": key, "metrics": ["views": views]])
+        }
+        let top = posts.queryOrdered(byChild: "metrics/views").queryLimited(toLast: 2)
+        let snapshot = try await top.getData()
+        #expect((snapshot.children.allObjects as! [DataSnapshot]).map(\.key) == ["p3", "p2"])
+        let window = Recorder<[String]>()
+        top.observe(.value) { window.add(($0.children.allObjects as! [DataSnapshot]).map(\.key)) }
+        #expect(try await window.wait(for: 1).last == ["p3", "p2"])
+        try await posts.child("p4/metrics/views").setValue(100)
+        #expect(try await window.wait(for: 2).last == ["p2", "p4"])
+        let byKey = try await posts.queryOrderedByKey().queryStarting(atValue: "p2").queryEnding(beforeValue: "p4").getData()
+        #expect((byKey.children.allObjects as! [DataSnapshot]).map(\.key) == ["p2", "p3"])
+        let equal = try await posts.queryOrdered(byChild: "title").queryEqual(toValue: "p1").getData()
+        #expect((equal.children.allObjects as! [DataSnapshot]).map(\.key) == ["p1"])
+    }
+
+    @Test func invalidQueriesReportFirebasesMessage() async throws {
+        let ref = self.database().reference().child("q")
+        await #expect(throws: DatabaseError.self) { try await ref.queryOrderedByKey().queryOrderedByValue().getData() }
+        do {
+            _ = try await ref.queryLimited(toFirst: 1).queryLimited(toLast: 1).getData()
+            Issue.record("a second limit must fail")
+        } catch let error as DatabaseError {
+            #expect(error.code == .invalidQuery)
+            #expect(error.message == "Can't call queryLimitedToLast: if a limit was previously set")
+        }
+        let cancelled = Recorder<String>()
+        ref.queryOrderedByKey().queryStarting(atValue: 1).observe(.value, with: { _ in }, withCancel: { cancelled.add("\($0)") })
+        #expect(try await cancelled.wait(for: 1)[0].contains("non-string types"))
+    }
+
+    @Test func transactionsRetryUnderContention() async throws {
+        let counter = self.database().reference().child("counter")
+        let other = Database.database(url: self.daemon.tcpURL)
+        other.callbackQueue = DispatchQueue(label: "other")
+        let otherCounter = other.reference().child("counter")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for ref in [counter, otherCounter] {
+                group.addTask {
+                    for _ in 0..<20 {
+                        let (committed, _) = try await ref.runTransactionBlock { data in
+                            data.value = ((data.value as? Int) ?? 0) + 1
+                            return TransactionResult.success(withValue: data)
+                        }
+                        #expect(committed)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await counter.getData().value as? Int == 40)
+        let (committed, snapshot) = try await counter.runTransactionBlock { _ in TransactionResult.abort() }
+        #expect(!committed && snapshot.value as? Int == 40)
+    }
+
+    @Test func observersResumeAcrossADaemonRestartWithoutGapsOrRepeats() async throws {
+        let database = self.database()
+        let feed = database.reference().child("feed")
+        let seen = Recorder<String>()
+        feed.observe(.childAdded) { seen.add($0.key) }
+        for i in 0..<5 { try await feed.child(String(format: "k%02d", i)).setValue(i) }
+        _ = try await seen.wait(for: 5)
+        self.daemon.stop(graceful: false)
+        try self.daemon.start()
+        // Writes from another process while the observer reconnects.
+        let writer = Database.database(url: self.daemon.tcpURL)
+        writer.callbackQueue = DispatchQueue(label: "writer")
+        for i in 5..<10 { try await writer.reference().child("feed").child(String(format: "k%02d", i)).setValue(i) }
+        let all = try await seen.wait(for: 10, seconds: 30)
+        #expect(all == (0..<10).map { String(format: "k%02d", $0) })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(seen.all.count == 10, "no event repeated: \(seen.all)")
+    }
+}
+
+@Suite struct DefaultCallbackQueueTests {
+    @Test func callbacksArriveOnTheMainQueueByDefault() async throws {
+        let daemon = try DaemonProcess()
+        try daemon.start()
+        let ref = Database.database(url: daemon.socketURL).reference().child("main")
+        // On Linux the main queue may be drained by a thread other than the process's first,
+        // so the queue is recognised by a specific value, not Thread.isMainThread.
+        let key = DispatchSpecificKey<String>()
+        DispatchQueue.main.setSpecific(key: key, value: "main")
+        let onMain = { DispatchQueue.getSpecific(key: key) == "main" }
+        let seen = Recorder<String>()
+        ref.setValue("x") { error, _ in seen.add("write \(error == nil) main \(onMain())") }
+        ref.observe(.value) { snapshot in seen.add("value \(snapshot.value as? String ?? "-") main \(onMain())") }
+        let got = try await seen.wait(for: 2)
+        #expect(got.contains("write true main true"), "\(got)")
+        #expect(got.contains("value x main true"), "\(got)")
+    }
+}
