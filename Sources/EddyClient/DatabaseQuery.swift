@@ -153,9 +153,20 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
             kind = .get
         }
         let ref = self.ref
-        let order = self.spec.effectiveOrder
-        self.database.connection.request(kind, .object(payload)) { result in
-            completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"], order: order) })
+        let spec = self.spec
+        let connection = self.database.connection
+        connection.request(kind, .object(payload)) { result in
+            if case .failure(let error) = result, LocalQuery.isMissingIndex(error) {
+                // No index on the server: read the location and evaluate the query here.
+                connection.request(.get, .object(["path": .string(ref.path.description)])) { whole in
+                    completion(
+                        whole.map { answer in
+                            DataSnapshot(ref: ref, value: LocalQuery.object(LocalQuery.window(answer.payload["value"], spec)), order: spec.effectiveOrder)
+                        })
+                }
+                return
+            }
+            completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"], order: spec.effectiveOrder) })
         }
     }
 

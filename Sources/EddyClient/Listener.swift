@@ -33,6 +33,10 @@ final class Listener: Sendable {
         var lastLogID: String?
         var removed = false
         var retryMilliseconds = 100
+        /// The server has no index for the query: the whole location is listened to and the
+        /// query evaluated here (`LocalQuery`), as Firebase's clients do.
+        var local = false
+        var window: [LocalQuery.Entry] = []
     }
 
     private let state = Mutex(State())
@@ -67,12 +71,12 @@ final class Listener: Sendable {
     }
 
     private func subscribe() {
+        let (since, local) = self.state.withLock { ($0.lastLogID, $0.local) }
         var payload: [String: Value] = [
             "path": .string(self.query.path.description),
-            "events": .string(self.eventType == .value ? "value" : "all"),
+            "events": .string(self.eventType == .value || local ? "value" : "all"),
         ]
-        if let parameters = self.query.spec.parameters { payload["query"] = parameters }
-        let since = self.state.withLock { $0.lastLogID }
+        if !local, let parameters = self.query.spec.parameters { payload["query"] = parameters }
         if let since { payload["since"] = .string(since) }
         let connection = self.database.connection
         let id = connection.subscribe(
@@ -98,7 +102,17 @@ final class Listener: Sendable {
             // Too far behind to be kept up: subscribe again from the last entry applied.
             self.resubscribe(after: 0)
         case .error:
-            self.fail(ClientConnection.error(payload))
+            let error = ClientConnection.error(payload)
+            let switched = self.state.withLock { state -> Bool in
+                guard LocalQuery.isMissingIndex(error), !state.local, !state.removed else { return false }
+                state.local = true
+                state.subscription = nil
+                state.cache = .null
+                state.window = []
+                state.lastLogID = nil
+                return true
+            }
+            if switched { self.subscribe() } else { self.fail(error) }
         default:
             break
         }
@@ -142,6 +156,10 @@ final class Listener: Sendable {
         let order = self.query.spec.effectiveOrder
         self.state.withLock { state in
             guard !state.removed else { return }
+            if state.local {
+                deliveries = self.applyLocally(events, &state)
+                return
+            }
             for event in events {
                 guard case .string(let kind) = event["kind"] else { continue }
                 if case .string(let id) = event["logID"] { state.lastLogID = id }
@@ -189,6 +207,33 @@ final class Listener: Sendable {
                 if once { return }
             }
         }
+    }
+
+    /// For a query evaluated here: applies the location's value events, then delivers the
+    /// events from the previous window to the new one.
+    private func applyLocally(_ events: [Value], _ state: inout State) -> [(DataSnapshot, String?)] {
+        for event in events {
+            guard event["kind"] == .string("value") else { continue }
+            if case .string(let id) = event["logID"] { state.lastLogID = id }
+            if case .object(let changes) = event["changes"] {
+                for change in Self.list(.object(changes)) { Self.change(change)?.apply(to: &state.cache) }
+            } else {
+                state.cache = event["value"]
+            }
+        }
+        let ref = self.query.ref
+        let spec = self.query.spec
+        let window = LocalQuery.window(state.cache, spec)
+        let first = !state.started
+        state.started = true
+        defer { state.window = window }
+        if self.eventType == .value {
+            if !first, window.map(\.key) == state.window.map(\.key), LocalQuery.object(window) == LocalQuery.object(state.window) { return [] }
+            return [(DataSnapshot(ref: ref, value: LocalQuery.object(window), order: spec.effectiveOrder), nil)]
+        }
+        return LocalQuery.events(from: state.window, to: window, order: spec.effectiveOrder)
+            .filter { $0.kind == self.eventType }
+            .map { (DataSnapshot(ref: ref.child(Path(validatedKeys: [$0.key])), value: $0.value, order: spec.effectiveOrder), $0.previous) }
     }
 
     private var isLive: Bool { self.state.withLock { !$0.removed } }

@@ -133,6 +133,29 @@ import Testing
         #expect((equal.children.allObjects as! [DataSnapshot]).map(\.key) == ["p1"])
     }
 
+    @Test func unindexedQueriesAreEvaluatedOnTheClientAsFirebaseDoes() async throws {
+        let posts = self.database().reference().child("unindexed")
+        for (key, stars) in [("a", 3), ("b", 1), ("c", 2)] { try await posts.child(key).setValue(["stars": stars]) }
+        let top = posts.queryOrdered(byChild: "stars").queryLimited(toLast: 2)
+        #expect((try await top.getData().children.allObjects as! [DataSnapshot]).map(\.key) == ["c", "a"])
+        let events = Recorder<String>()
+        top.observe(.childAdded, andPreviousSiblingKeyWith: { events.add("added \($0.key) after \($1 ?? "nil")") })
+        top.observe(.childRemoved) { events.add("removed \($0.key)") }
+        top.observe(.childMoved, andPreviousSiblingKeyWith: { events.add("moved \($0.key) after \($1 ?? "nil")") })
+        let windows = Recorder<[String]>()
+        top.observe(.value) { windows.add(($0.children.allObjects as! [DataSnapshot]).map(\.key)) }
+        _ = try await events.wait(for: 2)
+        #expect(try await windows.wait(for: 1) == [["c", "a"]])
+        try await posts.child("b/stars").setValue(10)  // b enters at the top, c leaves
+        try await posts.child("c/stars").setValue(20)  // c comes back above b; a leaves
+        // Each observer hears its own kind in order (observers do not share one view yet, so
+        // the interleaving across kinds is not fixed).
+        let all = try await events.wait(for: 6)
+        #expect(all.filter { $0.hasPrefix("added") } == ["added c after nil", "added a after c", "added b after a", "added c after b"])
+        #expect(all.filter { $0.hasPrefix("removed") } == ["removed c", "removed a"])
+        #expect(try await windows.wait(for: 3).last == ["b", "c"])
+    }
+
     @Test func invalidQueriesReportFirebasesMessage() async throws {
         let ref = self.database().reference().child("q")
         await #expect(throws: DatabaseError.self) { try await ref.queryOrderedByKey().queryOrderedByValue().getData() }
