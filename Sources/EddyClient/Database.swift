@@ -66,7 +66,9 @@ public final class Database: NSObject, Sendable {
         var callbackQueue = DispatchQueue.main
         var pushIDs = PushIDGenerator()
         var nextHandle: DatabaseHandle = 1
-        var listeners: [DatabaseHandle: Listener] = [:]
+        /// Views by id (path and query), and the view of each observer handle.
+        var views: [String: QueryView] = [:]
+        var viewOfHandle: [DatabaseHandle: QueryView] = [:]
     }
 
     /// The URL this instance was made for.
@@ -166,28 +168,43 @@ public final class Database: NSObject, Sendable {
         }
     }
 
-    func register(_ listener: Listener) {
-        self.state.withLock { $0.listeners[listener.handle] = listener }
-    }
-
-    /// Removes and stops the observer.
-    func removeObserver(_ handle: DatabaseHandle) {
-        let listener = self.state.withLock { $0.listeners.removeValue(forKey: handle) }
-        listener?.remove()
-    }
-
-    /// Forgets an observer that stopped by itself (cancelled).
-    func forget(_ handle: DatabaseHandle) {
-        _ = self.state.withLock { $0.listeners.removeValue(forKey: handle) }
-    }
-
-    func removeObservers(at path: Path) {
-        let removed = self.state.withLock { state -> [Listener] in
-            let matching = state.listeners.values.filter { $0.query.path == path }
-            for listener in matching { state.listeners.removeValue(forKey: listener.handle) }
-            return matching
+    /// Adds an observer to the view of `query` (made when it is the first).
+    func observe(_ query: DatabaseQuery, _ registration: QueryView.Registration) {
+        let id = query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
+        let view = self.state.withLock { state -> QueryView in
+            let view = state.views[id] ?? QueryView(query: query, id: id)
+            state.views[id] = view
+            state.viewOfHandle[registration.handle] = view
+            return view
         }
-        for listener in removed { listener.remove() }
+        view.add(registration)
+    }
+
+    /// Removes an observer; its view ends with its last observer.
+    func removeObserver(_ handle: DatabaseHandle) {
+        guard let view = self.state.withLock({ $0.viewOfHandle.removeValue(forKey: handle) }) else { return }
+        if view.remove(handle) {
+            self.state.withLock { state in
+                if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
+            }
+        }
+    }
+
+    /// Forgets a view the server refused (its observers were cancelled).
+    func forget(_ view: QueryView) {
+        self.state.withLock { state in
+            if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
+            for handle in view.handles { state.viewOfHandle.removeValue(forKey: handle) }
+            state.viewOfHandle = state.viewOfHandle.filter { $0.value !== view }
+        }
+    }
+
+    /// Removes every observer of every view at `path`.
+    func removeObservers(at path: Path) {
+        let handles = self.state.withLock { state in
+            state.viewOfHandle.filter { $0.value.query.path == path }.map(\.key)
+        }
+        for handle in handles { self.removeObserver(handle) }
     }
 
     /// Runs `body` on the callback queue.

@@ -93,12 +93,13 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
 
     @discardableResult
     private func listen(
-        _ eventType: DataEventType, once: Bool, _ block: @escaping Listener.Block, cancel: Listener.CancelBlock?
+        _ eventType: DataEventType, once: Bool, _ block: @escaping QueryView.Block, cancel: QueryView.CancelBlock?
     ) -> DatabaseHandle {
         let handle = self.database.nextHandle()
-        let listener = Listener(handle: handle, query: self, eventType: eventType, once: once, block: block, cancel: cancel)
-        self.database.register(listener)
-        listener.start()
+        self.database.observe(
+            self,
+            QueryView.Registration(
+                handle: handle, eventType: eventType, once: once, block: UncheckedSendable(block), cancel: UncheckedSendable(cancel)))
         return handle
     }
 

@@ -6,7 +6,7 @@
 //
 // Events between two windows come in Firebase's order: child_removed for children that
 // left, child_added for those that entered (with the previous key in the new window),
-// child_moved for those whose sort value changed and whose previous sibling is now another,
+// child_moved for those whose sort value changed (Firebase's rule, even when the position did not),
 // child_changed for those whose data changed; then value.
 
 import EddyModel
@@ -75,8 +75,9 @@ enum LocalQuery {
         for (i, entry) in new.enumerated() {
             guard let j = oldIndex[entry.key] else { continue }
             let before = old[j].value
-            let sortChanged = ChildOrder.sortValue(of: before, order) != ChildOrder.sortValue(of: entry.value, order)
-            if sortChanged, previous(in: old, at: j) != previous(in: new, at: i) {
+            // Firebase raises child_moved whenever the value a child is sorted by changed
+            // (EventGenerator: indexedValueChanged), whether or not its neighbours did.
+            if ChildOrder.sortValue(of: before, order) != ChildOrder.sortValue(of: entry.value, order) {
                 events.append(Event(kind: .childMoved, key: entry.key, value: entry.value, previous: previous(in: new, at: i)))
             }
         }

@@ -148,12 +148,28 @@ import Testing
         #expect(try await windows.wait(for: 1) == [["c", "a"]])
         try await posts.child("b/stars").setValue(10)  // b enters at the top, c leaves
         try await posts.child("c/stars").setValue(20)  // c comes back above b; a leaves
-        // Each observer hears its own kind in order (observers do not share one view yet, so
-        // the interleaving across kinds is not fixed).
+        // Observers of one query share its view: for each change, removed before added.
         let all = try await events.wait(for: 6)
-        #expect(all.filter { $0.hasPrefix("added") } == ["added c after nil", "added a after c", "added b after a", "added c after b"])
-        #expect(all.filter { $0.hasPrefix("removed") } == ["removed c", "removed a"])
+        #expect(all == ["added c after nil", "added a after c", "removed c", "added b after a", "removed a", "added c after b"])
         #expect(try await windows.wait(for: 3).last == ["b", "c"])
+    }
+
+    @Test func aLaterObserverHearsTheInitialEventsAndValueComesAfterTheChildEvents() async throws {
+        let list = self.database().reference().child("later")
+        try await list.setValue(["x": 1, "y": 2])
+        let heard = Recorder<String>()
+        list.observe(.value) { heard.add("value \($0.childrenCount)") }
+        _ = try await heard.wait(for: 1)
+        list.observe(.childAdded) { heard.add("added \($0.key)") }
+        #expect(try await heard.wait(for: 3) == ["value 2", "added x", "added y"])
+        try await list.child("z").setValue(3)
+        #expect(try await heard.wait(for: 5).suffix(2) == ["added z", "value 3"], "child events before value")
+        let moved = Recorder<String>()
+        let byValue = list.queryOrderedByValue()
+        byValue.observe(.childMoved, andPreviousSiblingKeyWith: { moved.add("moved \($0.key) after \($1 ?? "nil")") })
+        try await Task.sleep(for: .milliseconds(200))
+        try await list.child("x").setValue(10)
+        #expect(try await moved.wait(for: 1) == ["moved x after z"])
     }
 
     @Test func invalidQueriesReportFirebasesMessage() async throws {
@@ -227,6 +243,7 @@ import Testing
         let onMain = { DispatchQueue.getSpecific(key: key) == "main" }
         let seen = Recorder<String>()
         ref.setValue("x") { error, _ in seen.add("write \(error == nil) main \(onMain())") }
+        _ = try await seen.wait(for: 1)
         ref.observe(.value) { snapshot in seen.add("value \(snapshot.value as? String ?? "-") main \(onMain())") }
         let got = try await seen.wait(for: 2)
         #expect(got.contains("write true main true"), "\(got)")

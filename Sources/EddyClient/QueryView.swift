@@ -1,0 +1,309 @@
+// What all observers of one location or query share: one server subscription, one copy of
+// the data, and the delivery of Firebase's events to each observer on the database's callback
+// queue, in Firebase's order: for each change, the events in the order the change produced
+// them (removed, added, moved, changed, then value), each to every observer of its type in
+// the order they were registered. An observer added to a view that is already live gets its
+// initial events (child_added for each child in order, then value) from the view's copy.
+//
+// The copy starts from the subscription's first batch and follows every later one. When the
+// connection is lost, or the server says the view fell behind, it subscribes again from the
+// last log id it applied (`since`), with backoff (100 ms doubling to 5 s): no event is missed
+// or repeated across a daemon restart. When the server has no index for the query, the view
+// listens to the whole location and evaluates the query itself (`LocalQuery`), as Firebase's
+// clients do. The last observer removed ends the subscription.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+final class QueryView: Sendable {
+    typealias Block = (DataSnapshot, String?) -> Void
+    typealias CancelBlock = (any Error) -> Void
+
+    struct Registration: Sendable {
+        let handle: DatabaseHandle
+        let eventType: DataEventType
+        /// Removed after its first delivery (`observeSingleEvent`).
+        let once: Bool
+        let block: UncheckedSendable<Block>
+        let cancel: UncheckedSendable<CancelBlock?>
+    }
+
+    /// An event of the view, before it is handed to observers.
+    struct Event: Sendable {
+        let kind: DataEventType
+        let snapshot: DataSnapshot
+        let previous: String?
+    }
+
+    let query: DatabaseQuery
+    /// The key of the view in its database (`Database.views`).
+    let id: String
+
+    private struct State {
+        var registrations: [Registration] = []
+        /// Handles removed; checked at delivery so nothing runs after a removal.
+        var removed: Set<DatabaseHandle> = []
+        var subscription: UInt64?
+        var cache: Value = .null
+        var started = false
+        var lastLogID: String?
+        var ended = false
+        var retryMilliseconds = 100
+        var local = false
+    }
+
+    private let state = Mutex(State())
+
+    init(query: DatabaseQuery, id: String) {
+        self.query = query
+        self.id = id
+    }
+
+    var database: Database { self.query.database }
+
+    /// Adds an observer; starts the subscription for the first one, or replays the initial
+    /// events from the copy for a later one.
+    func add(_ registration: Registration) {
+        if let error = self.query.spec.error {
+            self.deliverCancel(registration, DatabaseError(.invalidQuery, error))
+            return
+        }
+        let (first, initial) = self.state.withLock { state -> (Bool, [Event]) in
+            state.registrations.append(registration)
+            let first = state.registrations.count == 1 && state.subscription == nil && !state.started
+            return (first, state.started ? self.initialEvents(state) : [])
+        }
+        if first {
+            self.subscribe()
+        } else if !initial.isEmpty {
+            self.deliver(initial, to: [registration])
+        }
+    }
+
+    /// Removes an observer; true when it was the last one (the view is then ended).
+    @discardableResult
+    func remove(_ handle: DatabaseHandle) -> Bool {
+        let (last, subscription) = self.state.withLock { state -> (Bool, UInt64?) in
+            state.registrations.removeAll { $0.handle == handle }
+            state.removed.insert(handle)
+            guard state.registrations.isEmpty else { return (false, nil) }
+            state.ended = true
+            defer { state.subscription = nil }
+            return (true, state.subscription)
+        }
+        if let subscription { self.database.connection.unsubscribe(subscription) }
+        return last
+    }
+
+    var handles: [DatabaseHandle] { self.state.withLock { $0.registrations.map(\.handle) } }
+
+    private func subscribe() {
+        let (since, local) = self.state.withLock { ($0.lastLogID, $0.local) }
+        // Value changes only: the child events are derived here from the windows before and
+        // after each change (the server then keeps no copy of a plain location).
+        var payload: [String: Value] = ["path": .string(self.query.path.description), "events": .string("value")]
+        if !local, let parameters = self.query.spec.parameters { payload["query"] = parameters }
+        if let since { payload["since"] = .string(since) }
+        let connection = self.database.connection
+        let id = connection.subscribe(
+            .object(payload),
+            ClientConnection.Subscription(
+                onFrame: { [weak self] kind, payload in self?.received(kind, payload) },
+                onEnd: { [weak self] error in self?.lost(error) }))
+        let stale = self.state.withLock { state -> Bool in
+            if state.ended { return true }
+            state.subscription = id
+            return false
+        }
+        if stale { connection.unsubscribe(id) }
+    }
+
+    private func received(_ kind: Frame.Kind, _ payload: Value) {
+        switch kind {
+        case .subscribed:
+            self.state.withLock { $0.retryMilliseconds = 100 }
+        case .events:
+            self.apply(QueryView.list(payload["events"]))
+        case .behind:
+            self.resubscribe(after: 0)
+        case .error:
+            let error = ClientConnection.error(payload)
+            let switched = self.state.withLock { state -> Bool in
+                guard LocalQuery.isMissingIndex(error), !state.local, !state.ended else { return false }
+                state.local = true
+                state.subscription = nil
+                state.cache = .null
+                state.lastLogID = nil
+                return true
+            }
+            if switched { self.subscribe() } else { self.fail(error) }
+        default:
+            break
+        }
+    }
+
+    private func lost(_ error: DatabaseError) {
+        let delay = self.state.withLock { state -> Int in
+            let delay = state.retryMilliseconds
+            state.retryMilliseconds = min(5000, state.retryMilliseconds * 2)
+            return delay
+        }
+        self.resubscribe(after: delay)
+    }
+
+    private func resubscribe(after milliseconds: Int) {
+        let ended = self.state.withLock { state -> Bool in
+            state.subscription = nil
+            return state.ended
+        }
+        guard !ended else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+            self?.subscribe()
+        }
+    }
+
+    /// The server refused the view: every observer's cancel block, and the view ends.
+    private func fail(_ error: DatabaseError) {
+        let registrations = self.state.withLock { state -> [Registration] in
+            state.ended = true
+            defer { state.registrations.removeAll() }
+            return state.registrations
+        }
+        self.database.forget(self)
+        for registration in registrations { self.deliverCancel(registration, error) }
+    }
+
+    private func deliverCancel(_ registration: Registration, _ error: DatabaseError) {
+        self.database.deliver { registration.cancel.value?(error) }
+    }
+
+    // MARK: Events
+
+    /// Applies one `events` frame to the copy and delivers the events it produced.
+    private func apply(_ wireEvents: [Value]) {
+        let (events, registrations) = self.state.withLock { state -> ([Event], [Registration]) in
+            guard !state.ended else { return ([], []) }
+            let before = state.started ? self.currentWindow(state) : []
+            let valueBefore = self.windowValue(state)
+            let first = !state.started
+            let ref = self.query.ref
+            let order = self.query.spec.effectiveOrder
+            for event in wireEvents where event["kind"] == .string("value") {
+                if case .string(let id) = event["logID"] { state.lastLogID = id }
+                if case .object(let changes) = event["changes"] {
+                    for change in QueryView.list(.object(changes)) { QueryView.change(change)?.apply(to: &state.cache) }
+                } else {
+                    state.cache = event["value"]
+                }
+            }
+            state.started = true
+            let after = self.currentWindow(state)
+            var events = LocalQuery.events(from: before, to: after, order: order).map { event in
+                Event(
+                    kind: event.kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [event.key])), value: event.value, order: order),
+                    previous: event.previous)
+            }
+            let valueAfter = self.windowValue(state)
+            if first || valueBefore != valueAfter {
+                events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: valueAfter, order: order), previous: nil))
+            }
+            return (events, state.registrations)
+        }
+        guard !events.isEmpty else { return }
+        self.deliver(events, to: registrations)
+    }
+
+    /// The window as the view holds it: the whole copy for a query the server evaluates (it
+    /// sends the window only), the query applied to the copy otherwise.
+    private func currentWindow(_ state: State) -> [LocalQuery.Entry] {
+        if state.local || self.query.spec.isDefault {
+            return LocalQuery.window(state.cache, state.local ? self.query.spec : QuerySpec())
+        }
+        guard case .object(let children) = state.cache else { return [] }
+        return ChildOrder.sortedKeys(children, self.query.spec.effectiveOrder).map { ($0, children[$0]!) }
+    }
+
+    /// What a value event holds: the whole copy for a plain location (a primitive too), the
+    /// window's children for a query.
+    private func windowValue(_ state: State) -> Value {
+        if self.query.spec.isDefault { return state.cache }
+        return LocalQuery.object(self.currentWindow(state))
+    }
+
+    /// child_added for each child in order, then value: what a new observer hears first.
+    private func initialEvents(_ state: State) -> [Event] {
+        let ref = self.query.ref
+        let order = self.query.spec.effectiveOrder
+        let window = self.currentWindow(state)
+        var events: [Event] = []
+        for (i, entry) in window.enumerated() {
+            events.append(
+                Event(
+                    kind: .childAdded, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [entry.key])), value: entry.value, order: order),
+                    previous: i > 0 ? window[i - 1].key : nil))
+        }
+        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: self.windowValue(state), order: order), previous: nil))
+        return events
+    }
+
+    /// On the callback queue, in order: each event to each matching observer still there.
+    private func deliver(_ events: [Event], to registrations: [Registration]) {
+        self.database.deliver { [weak self] in
+            guard let self else { return }
+            for event in events {
+                for registration in registrations where registration.eventType == event.kind {
+                    guard self.isLive(registration.handle) else { continue }
+                    if registration.once { self.database.removeObserver(registration.handle) }
+                    registration.block.value(event.snapshot, event.previous)
+                }
+            }
+        }
+    }
+
+    private func isLive(_ handle: DatabaseHandle) -> Bool {
+        self.state.withLock { !$0.removed.contains(handle) }
+    }
+
+    // MARK: Wire helpers
+
+    /// A JSON array arrives as an object keyed "0", "1", ...: its elements in order.
+    static func list(_ value: Value) -> [Value] {
+        guard case .object(let elements) = value else { return [] }
+        return elements.compactMap { key, element in Int(key).map { ($0, element) } }.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    static func change(_ value: Value) -> ValueChange? {
+        guard case .string(let op) = value["op"], case .string(let pathText) = value["path"],
+            let path = try? Path(pathText)
+        else { return nil }
+        switch op {
+        case "put": return .put(path: path, value: value["data"])
+        case "patch":
+            guard case .object(let children) = value["data"] else { return nil }
+            return .patch(path: path, children: children)
+        default: return nil
+        }
+    }
+}
+
+/// Carries a value the caller promises to use safely across threads (the user's blocks,
+/// which Firebase's API takes without `@Sendable` and calls on the callback queue).
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+extension DataEventType {
+    init?(wireName: String) {
+        switch wireName {
+        case "child_added": self = .childAdded
+        case "child_removed": self = .childRemoved
+        case "child_changed": self = .childChanged
+        case "child_moved": self = .childMoved
+        case "value": self = .value
+        default: return nil
+        }
+    }
+}
