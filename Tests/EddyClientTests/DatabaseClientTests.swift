@@ -172,6 +172,32 @@ import Testing
         #expect(try await moved.wait(for: 1) == ["moved x after z"])
     }
 
+    @Test func asyncSequencesDeliverAndEndingTheLoopRemovesTheObserver() async throws {
+        let chat = self.database().reference().child("chat")
+        let writer = Database.database(url: self.daemon.tcpURL)
+        writer.callbackQueue = DispatchQueue(label: "writer")
+        let reader = Task {
+            var keys: [String] = []
+            for try await snapshot in chat.events(.childAdded) {
+                keys.append(snapshot.key)
+                if keys.count == 3 { break }
+            }
+            return keys
+        }
+        for key in ["m1", "m2", "m3"] { try await writer.reference().child("chat").child(key).setValue(key) }
+        #expect(try await reader.value == ["m1", "m2", "m3"])
+        var seen: [Int] = []
+        for try await snapshot in chat.queryOrderedByKey().values() {
+            seen.append(Int(snapshot.childrenCount))
+            if seen.count == 1 { try await writer.reference().child("chat/m4").setValue("m4") }
+            if snapshot.childrenCount == 4 { break }
+        }
+        #expect(seen.first == 3 && seen.last == 4)
+        await #expect(throws: DatabaseError.self) {
+            for try await _ in chat.queryLimited(toFirst: 1).queryLimited(toFirst: 2).events(.value) {}
+        }
+    }
+
     @Test func invalidQueriesReportFirebasesMessage() async throws {
         let ref = self.database().reference().child("q")
         await #expect(throws: DatabaseError.self) { try await ref.queryOrderedByKey().queryOrderedByValue().getData() }
