@@ -71,13 +71,7 @@ public struct NativeServerService: Service {
             }
         let server: any Channel
         do {
-            switch self.address {
-            case .unix(let path):
-                server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
-                chmod(path, 0o660)
-            case .tcp(let host, let port):
-                server = try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1).bind(host: host, port: port).get()
-            }
+            server = try await self.address.bind(bootstrap)
         } catch {
             self.bound?.report(succeeded: false)
             throw error
