@@ -50,9 +50,6 @@ final class ClientConnection: Sendable {
         var subscriptions: [UInt64: Subscription] = [:]
         /// Frames made while connecting, sent in order once connected.
         var waiting: [Frame] = []
-        /// Told when the connection comes up (true) or goes (false).
-        var connectionObservers: [UInt64: @Sendable (Bool) -> Void] = [:]
-        var isConnected = false
     }
 
     let endpoint: Endpoint
@@ -61,8 +58,6 @@ final class ClientConnection: Sendable {
     init(endpoint: Endpoint) {
         self.endpoint = endpoint
     }
-
-    var isConnected: Bool { self.state.withLock { $0.isConnected } }
 
     /// Sends a request; `answer` gets its answer frame (an `error` frame as a failure).
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
@@ -82,20 +77,6 @@ final class ClientConnection: Sendable {
         self.send(.unsubscribe, .object(["subscription": .number(Double(id))])) { state, unsubscribeID in
             state.answers[unsubscribeID] = { _ in }
         }
-    }
-
-    /// `observer(true/false)` on every change of the connection; returns a token for removal.
-    func observeConnection(_ observer: @escaping @Sendable (Bool) -> Void) -> UInt64 {
-        self.state.withLock { state in
-            let token = state.nextRequestID
-            state.nextRequestID += 1
-            state.connectionObservers[token] = observer
-            return token
-        }
-    }
-
-    func removeConnectionObserver(_ token: UInt64) {
-        _ = self.state.withLock { $0.connectionObservers.removeValue(forKey: token) }
     }
 
     /// Closes the connection (`goOffline`): pending requests fail, subscriptions end.
@@ -149,37 +130,31 @@ final class ClientConnection: Sendable {
             switch result {
             case .success(let channel):
                 if case .tcp = self.endpoint { _ = channel.setOption(.socketOption(.tcp_nodelay), value: 1) }
-                let observers = self.state.withLock { state -> [@Sendable (Bool) -> Void] in
+                self.state.withLock { state in
                     state.phase = .connected(channel)
-                    state.isConnected = true
                     for frame in state.waiting { channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil) }
                     channel.flush()
                     state.waiting.removeAll()
-                    return Array(state.connectionObservers.values)
                 }
-                for observer in observers { observer(true) }
             case .failure(let error):
-                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(self.endpoint): \(error)"), wasConnected: false)
+                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(self.endpoint): \(error)"))
             }
         }
     }
 
     /// The connection is gone (or never came): fail what waits, end the subscriptions.
-    func lost(_ error: DatabaseError, wasConnected: Bool) {
-        let (answers, subscriptions, observers) = self.state.withLock {
-            state -> ([Answer], [Subscription], [@Sendable (Bool) -> Void]) in
+    func lost(_ error: DatabaseError) {
+        let (answers, subscriptions) = self.state.withLock { state -> ([Answer], [Subscription]) in
             state.phase = .idle
-            state.isConnected = false
             state.waiting.removeAll()
             defer {
                 state.answers.removeAll()
                 state.subscriptions.removeAll()
             }
-            return (Array(state.answers.values), Array(state.subscriptions.values), wasConnected ? Array(state.connectionObservers.values) : [])
+            return (Array(state.answers.values), Array(state.subscriptions.values))
         }
         for answer in answers { answer(.failure(error)) }
         for subscription in subscriptions { subscription.onEnd(error) }
-        for observer in observers { observer(false) }
     }
 
     /// A frame from the server, on the event loop.
@@ -247,7 +222,7 @@ private final class ClientFrameHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.connection.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.connection.endpoint) was lost"), wasConnected: true)
+        self.connection.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.connection.endpoint) was lost"))
         context.fireChannelInactive()
     }
 }

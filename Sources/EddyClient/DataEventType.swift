@@ -12,16 +12,6 @@ public enum DataEventType: Int, Sendable {
     /// The data at the location (or in the window) changed, recursively.
     case value = 4
 
-    /// The event's name in the native protocol.
-    var wireName: String {
-        switch self {
-        case .childAdded: return "child_added"
-        case .childRemoved: return "child_removed"
-        case .childChanged: return "child_changed"
-        case .childMoved: return "child_moved"
-        case .value: return "value"
-        }
-    }
 }
 
 /// Identifies an observer for `removeObserver(withHandle:)`.

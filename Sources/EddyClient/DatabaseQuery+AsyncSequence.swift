@@ -13,28 +13,23 @@ extension DatabaseQuery {
     /// Every event of `eventType` with the previous sibling's key, until the loop ends. A
     /// query the server refuses ends the sequence with that error.
     public func eventsWithPreviousSiblingKey(_ eventType: DataEventType) -> AsyncThrowingStream<(DataSnapshot, String?), any Error> {
-        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
-            let handle = self.observe(
-                eventType,
-                andPreviousSiblingKeyWith: { snapshot, previous in
-                    if case .dropped = continuation.yield((snapshot, previous)) {
-                        continuation.finish(
-                            throwing: DatabaseError(
-                                .unknownError, "the consumer of events(\(eventType)) fell more than \(Self.eventsBufferedMax) events behind"))
-                    }
-                }, withCancel: { error in continuation.finish(throwing: error) })
-            let database = self.database
-            continuation.onTermination = { _ in database.removeObserver(handle) }
-        }
+        self.stream(of: eventType) { ($0, $1) }
     }
 
     /// Every event of `eventType`, until the loop ends.
     public func events(_ eventType: DataEventType) -> AsyncThrowingStream<DataSnapshot, any Error> {
+        self.stream(of: eventType) { snapshot, _ in snapshot }
+    }
+
+    /// An observer feeding a stream of at most `eventsBufferedMax` unread elements.
+    private func stream<Element: Sendable>(
+        of eventType: DataEventType, _ element: @escaping @Sendable (DataSnapshot, String?) -> Element
+    ) -> AsyncThrowingStream<Element, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
             let handle = self.observe(
                 eventType,
-                with: { snapshot in
-                    if case .dropped = continuation.yield(snapshot) {
+                andPreviousSiblingKeyWith: { snapshot, previous in
+                    if case .dropped = continuation.yield(element(snapshot, previous)) {
                         continuation.finish(
                             throwing: DatabaseError(
                                 .unknownError, "the consumer of events(\(eventType)) fell more than \(Self.eventsBufferedMax) events behind"))

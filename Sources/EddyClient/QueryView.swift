@@ -294,16 +294,3 @@ struct UncheckedSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
-
-extension DataEventType {
-    init?(wireName: String) {
-        switch wireName {
-        case "child_added": self = .childAdded
-        case "child_removed": self = .childRemoved
-        case "child_changed": self = .childChanged
-        case "child_moved": self = .childMoved
-        case "value": self = .value
-        default: return nil
-        }
-    }
-}
