@@ -1,14 +1,24 @@
 // One native-protocol connection of a `Database` to eddyd, over a Unix socket or TCP
 // (SwiftNIO). Requests are framed in the order they are made and written on one channel, so
 // they reach the server in that order (its writes commit in that order); answers and events
-// are routed by request id. It connects on the first request and again on the first request
-// after it was lost. When the connection goes, every request waiting for an answer fails with
-// `disconnected` and every subscription is told it ended (`onEnd`), so the layer above can
-// subscribe again from its last log id.
+// are routed by request id. It connects on the first request.
+//
+// Writes outlive the connection, as in Firebase: a write not yet answered when the connection
+// goes is kept and sent again, in order, before anything else once the connection is back
+// (the connection retries with backoff, 100 ms doubling to 5 s, while writes wait). A write
+// the server had applied before the connection went is applied again: sets, updates and
+// removes are idempotent, a `ServerValue.increment` is not (Firebase's clients do the same).
+// Every other request waiting for an answer fails with `disconnected`, and every subscription
+// is told it ended (`onEnd`), so the layer above subscribes again from its last log id.
+// Offline (`goOffline`), nothing connects: writes and subscriptions wait, reads fail at once.
+//
+// Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
+// them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
 // Thread-safety: all state sits behind one mutex; handlers are called on the channel's event
 // loop and must not block.
 
+import Dispatch
 import EddyModel
 import EddyProtocol
 import NIOCore
@@ -28,6 +38,9 @@ final class ClientConnection: Sendable {
         }
     }
 
+    static let writesWaitingMax = 100_000
+    static let writesWaitingBytesMax = 256 << 20
+
     typealias Answer = @Sendable (Result<(kind: Frame.Kind, payload: Value), DatabaseError>) -> Void
 
     struct Subscription: Sendable {
@@ -45,11 +58,18 @@ final class ClientConnection: Sendable {
 
     private struct State {
         var phase = Phase.idle
+        var offline = false
         var nextRequestID: UInt64 = 1
         var answers: [UInt64: Answer] = [:]
+        /// Unanswered writes, sent again after a reconnect.
+        var writes: [UInt64: Frame] = [:]
+        var writesBytes = 0
         var subscriptions: [UInt64: Subscription] = [:]
-        /// Frames made while connecting, sent in order once connected.
+        /// Frames made while not connected, sent in order once connected.
         var waiting: [Frame] = []
+        var retryMilliseconds = 100
+        var retryScheduled = false
+        var onState: (@Sendable (Bool) -> Void)?
     }
 
     let endpoint: Endpoint
@@ -59,44 +79,112 @@ final class ClientConnection: Sendable {
         self.endpoint = endpoint
     }
 
+    /// Called with true when the connection is made and false when it goes (on the event loop).
+    func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void) {
+        self.state.withLock { $0.onState = handler }
+    }
+
+    var isConnected: Bool {
+        self.state.withLock { state in
+            if case .connected = state.phase { return true }
+            return false
+        }
+    }
+
     /// Sends a request; `answer` gets its answer frame (an `error` frame as a failure).
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
-        self.send(kind, payload) { state, id in state.answers[id] = answer }
+        let bytes = JSONWriter.bytes(payload)
+        if kind == .write {
+            let refused = self.state.withLock { state -> Bool in
+                !state.writes.isEmpty
+                    && (state.writes.count >= Self.writesWaitingMax || state.writesBytes + bytes.count > Self.writesWaitingBytesMax)
+            }
+            if refused {
+                answer(
+                    .failure(
+                        DatabaseError(
+                            .writeCanceled,
+                            "\(Self.writesWaitingMax) writes or \(Self.writesWaitingBytesMax >> 20) MiB of writes already wait for eddyd at \(self.endpoint); the write was not sent")))
+                return
+            }
+        } else if kind != .subscribe, self.state.withLock({ $0.offline }) {
+            answer(.failure(DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")))
+            return
+        }
+        self.send(kind, bytes) { state, id, frame in
+            state.answers[id] = answer
+            if kind == .write {
+                state.writes[id] = frame
+                state.writesBytes += frame.payload.count
+            }
+        }
     }
 
     /// Sends a `subscribe`; returns its id (for `unsubscribe`).
     @discardableResult
     func subscribe(_ payload: Value, _ subscription: Subscription) -> UInt64 {
-        self.send(.subscribe, payload) { state, id in state.subscriptions[id] = subscription }
+        self.send(.subscribe, JSONWriter.bytes(payload)) { state, id, _ in state.subscriptions[id] = subscription }
     }
 
     /// Ends a subscription here at once and tells the server.
     func unsubscribe(_ id: UInt64) {
         let known = self.state.withLock { $0.subscriptions.removeValue(forKey: id) != nil }
-        guard known else { return }
-        self.send(.unsubscribe, .object(["subscription": .number(Double(id))])) { state, unsubscribeID in
+        guard known, self.isConnected else { return }
+        self.send(.unsubscribe, JSONWriter.bytes(.object(["subscription": .number(Double(id))]))) { state, unsubscribeID, _ in
             state.answers[unsubscribeID] = { _ in }
         }
     }
 
-    /// Closes the connection (`goOffline`): pending requests fail, subscriptions end.
-    func close() {
+    /// Goes offline (`goOffline`): closes the connection and connects no more until
+    /// `goOnline`. Writes made meanwhile wait; subscriptions end and are made again online.
+    func goOffline() {
         let channel = self.state.withLock { state -> (any Channel)? in
+            state.offline = true
             if case .connected(let channel) = state.phase { return channel }
             return nil
         }
         channel?.close(promise: nil)
     }
 
+    /// Comes back online: connects if anything waits.
+    func goOnline() {
+        let connect = self.state.withLock { state -> Bool in
+            guard state.offline else { return false }
+            state.offline = false
+            state.retryMilliseconds = 100
+            guard case .idle = state.phase, !state.waiting.isEmpty else { return false }
+            state.phase = .connecting
+            return true
+        }
+        if connect { self.connect() }
+    }
+
+    /// Fails every write not yet sent with `writeCanceled` (`purgeOutstandingWrites`).
+    func purgeWaitingWrites() {
+        let canceled = self.state.withLock { state -> [Answer] in
+            guard case .connected = state.phase else {
+                let ids = state.waiting.filter { $0.kind == .write }.map(\.requestID)
+                state.waiting.removeAll { $0.kind == .write }
+                var canceled: [Answer] = []
+                for id in ids {
+                    if let answer = state.answers.removeValue(forKey: id) { canceled.append(answer) }
+                    if let frame = state.writes.removeValue(forKey: id) { state.writesBytes -= frame.payload.count }
+                }
+                return canceled
+            }
+            return []
+        }
+        for answer in canceled { answer(.failure(DatabaseError(.writeCanceled, "the write was canceled by purgeOutstandingWrites()"))) }
+    }
+
     @discardableResult
-    private func send(_ kind: Frame.Kind, _ payload: Value, register: (inout State, UInt64) -> Void) -> UInt64 {
-        let bytes = JSONWriter.bytes(payload)
+    private func send(_ kind: Frame.Kind, _ bytes: [UInt8], register: (inout State, UInt64, Frame) -> Void) -> UInt64 {
         var connect = false
         let id = self.state.withLock { state -> UInt64 in
             let id = state.nextRequestID
             state.nextRequestID += 1
-            register(&state, id)
             let frame = Frame(kind: kind, requestID: id, payload: bytes)
+            register(&state, id, frame)
             switch state.phase {
             case .connected(let channel):
                 channel.writeAndFlush(ByteBuffer(bytes: frame.encoded()), promise: nil)
@@ -104,8 +192,10 @@ final class ClientConnection: Sendable {
                 state.waiting.append(frame)
             case .idle:
                 state.waiting.append(frame)
-                state.phase = .connecting
-                connect = true
+                if !state.offline && !state.retryScheduled {
+                    state.phase = .connecting
+                    connect = true
+                }
             }
             return id
         }
@@ -130,31 +220,63 @@ final class ClientConnection: Sendable {
             switch result {
             case .success(let channel):
                 if case .tcp = self.endpoint { _ = channel.setOption(.socketOption(.tcp_nodelay), value: 1) }
-                self.state.withLock { state in
+                let (offline, onState) = self.state.withLock { state -> (Bool, (@Sendable (Bool) -> Void)?) in
+                    if state.offline { return (true, nil) }
                     state.phase = .connected(channel)
+                    state.retryMilliseconds = 100
                     for frame in state.waiting { channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil) }
                     channel.flush()
                     state.waiting.removeAll()
+                    return (false, state.onState)
+                }
+                if offline {
+                    channel.close(promise: nil)
+                } else {
+                    onState?(true)
                 }
             case .failure(let error):
-                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(self.endpoint): \(error)"))
+                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(self.endpoint): \(error)"), wasConnected: false)
             }
         }
     }
 
-    /// The connection is gone (or never came): fail what waits, end the subscriptions.
-    func lost(_ error: DatabaseError) {
-        let (answers, subscriptions) = self.state.withLock { state -> ([Answer], [Subscription]) in
+    /// The connection is gone (or never came): unanswered writes wait to be sent again, other
+    /// requests fail, subscriptions end.
+    func lost(_ error: DatabaseError, wasConnected: Bool = true) {
+        let (answers, subscriptions, retry, onState) = self.state.withLock {
+            state -> ([Answer], [Subscription], Int?, (@Sendable (Bool) -> Void)?) in
             state.phase = .idle
-            state.waiting.removeAll()
-            defer {
-                state.answers.removeAll()
-                state.subscriptions.removeAll()
+            var failed: [Answer] = []
+            for (id, answer) in state.answers where state.writes[id] == nil { failed.append(answer) }
+            state.answers = state.answers.filter { state.writes[$0.key] != nil }
+            let subscriptions = Array(state.subscriptions.values)
+            state.subscriptions.removeAll()
+            state.waiting = state.writes.keys.sorted().map { state.writes[$0]! }
+            var retry: Int?
+            if !state.waiting.isEmpty && !state.offline && !state.retryScheduled {
+                retry = state.retryMilliseconds
+                state.retryMilliseconds = min(5000, state.retryMilliseconds * 2)
+                state.retryScheduled = true
             }
-            return (Array(state.answers.values), Array(state.subscriptions.values))
+            return (failed, subscriptions, retry, wasConnected ? state.onState : nil)
         }
+        onState?(false)
         for answer in answers { answer(.failure(error)) }
         for subscription in subscriptions { subscription.onEnd(error) }
+        if let retry {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(retry)) { [weak self] in self?.retry() }
+        }
+    }
+
+    /// After the backoff: connects again if writes (or anything else) still wait.
+    private func retry() {
+        let connect = self.state.withLock { state -> Bool in
+            state.retryScheduled = false
+            guard case .idle = state.phase, !state.offline, !state.waiting.isEmpty else { return false }
+            state.phase = .connecting
+            return true
+        }
+        if connect { self.connect() }
     }
 
     /// A frame from the server, on the event loop.
@@ -175,7 +297,10 @@ final class ClientConnection: Sendable {
                 if frame.kind == .error || frame.kind == .behind { state.subscriptions.removeValue(forKey: frame.requestID) }
                 return .subscription(subscription)
             }
-            if let answer = state.answers.removeValue(forKey: frame.requestID) { return .answer(answer) }
+            if let answer = state.answers.removeValue(forKey: frame.requestID) {
+                if let write = state.writes.removeValue(forKey: frame.requestID) { state.writesBytes -= write.payload.count }
+                return .answer(answer)
+            }
             return .none
         }
         switch route {

@@ -75,10 +75,22 @@ public final class Database: NSObject, Sendable {
     let url: String
     private let state: Mutex<State>
 
+    /// Writes made and not yet answered: every view shows them on top of the server's data.
+    let pendingWrites = PendingWrites()
+    private let nextWriteID = Atomic<UInt64>(1)
+    /// `.info/connected` and its siblings.
+    let info = InfoView()
+
     private init(url: String, endpoint: ClientConnection.Endpoint) {
         self.url = url
         self.state = Mutex(State(connection: ClientConnection(endpoint: endpoint)))
         super.init()
+        self.watch(self.state.withLock { $0.connection })
+    }
+
+    private func watch(_ connection: ClientConnection) {
+        connection.onStateChange { [weak self] connected in guard let self else { return }
+            self.info.connectionChanged(connected, in: self) }
     }
 
     var connection: ClientConnection {
@@ -121,18 +133,75 @@ public final class Database: NSObject, Sendable {
             precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
             state.connection = ClientConnection(endpoint: .tcp(host: host, port: port))
         }
+        self.watch(self.state.withLock { $0.connection })
     }
 
-    /// Closes the connection; observers end with `disconnected`. `goOnline()` reconnects on
-    /// the next request.
+    /// Closes the connection and stays offline until `goOnline()`, as in Firebase: writes
+    /// made meanwhile raise their local events and wait; observers keep what they have and
+    /// resume from their last log id once online; reads fail with `disconnected`.
     public func goOffline() {
-        self.connection.close()
+        self.connection.goOffline()
     }
 
-    public func goOnline() {}
+    public func goOnline() {
+        self.connection.goOnline()
+    }
 
-    /// Drops writes not yet sent. Eddy sends every write at once, so there is nothing to drop.
-    public func purgeOutstandingWrites() {}
+    /// Cancels the writes that wait for the connection (made offline or while it was down):
+    /// their completion blocks get `writeCanceled` and their local events are taken back.
+    /// Writes already sent are not recalled.
+    public func purgeOutstandingWrites() {
+        self.connection.purgeWaitingWrites()
+    }
+
+    /// Runs `block`; writes it makes do not notify the change-set observers of `tokens` (Realm's
+    /// `write(withoutNotifying:)`), so a screen that made a change does not hear it back. Their
+    /// next notification starts from the data with these writes in. Firebase-style observers
+    /// and other tokens hear the writes as usual.
+    public func write<Result>(withoutNotifying tokens: [NotificationToken], _ block: () throws -> Result) rethrows -> Result {
+        let silenced = Database.silencedTokens.union(tokens.map { ObjectIdentifier($0) })
+        return try Database.$silencedTokens.withValue(silenced) { try block() }
+    }
+
+    @TaskLocal static var silencedTokens: Set<ObjectIdentifier> = []
+
+    // MARK: Local events
+
+    /// A write is being made: it joins the waiting writes and every view it touches shows it.
+    func beginLocalWrite(at location: Path, puts: [PendingWrite.Put]) -> PendingWrite {
+        let write = PendingWrite(
+            id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: puts,
+            timeMilliseconds: (Date().timeIntervalSince1970 * 1000).rounded(), silenced: Database.silencedTokens)
+        self.pendingWrites.add(write)
+        self.refreshViews(touching: location, cause: write)
+        return write
+    }
+
+    /// The server answered the write. Refused (`logID` nil), it leaves the waiting writes and
+    /// the views take it back; accepted, it stays only for views still catching up.
+    func endLocalWrite(_ write: PendingWrite, logID: String?) {
+        if let logID {
+            self.pendingWrites.acknowledge(write.id, logID: logID)
+            self.pruneAcknowledgedWrites()
+        } else {
+            self.pendingWrites.remove(write.id)
+        }
+        self.refreshViews(touching: write.location, cause: nil)
+    }
+
+    /// Drops the acknowledged writes that no view catching up needs.
+    func pruneAcknowledgedWrites() {
+        guard !self.pendingWrites.isEmpty else { return }
+        let views = self.state.withLock { Array($0.views.values) }
+        self.pendingWrites.prune { write in views.contains { $0.needs(write) } }
+    }
+
+    private func refreshViews(touching location: Path, cause: PendingWrite?) {
+        let views = self.state.withLock { state in
+            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
+        }
+        for view in views { view.refresh(cause: cause) }
+    }
 
     /// Firebase's on-disk cache. Eddy's client keeps no disk cache: setting it has no effect.
     public var isPersistenceEnabled: Bool {
@@ -170,6 +239,10 @@ public final class Database: NSObject, Sendable {
 
     /// Adds an observer to the view of `query` (made when it is the first).
     func observe(_ query: DatabaseQuery, _ registration: QueryView.Registration) {
+        if InfoView.isInfo(query.path) {
+            self.info.add(registration, at: query.path, ref: query.ref)
+            return
+        }
         let id = query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
         let view = self.state.withLock { state -> QueryView in
             let view = state.views[id] ?? QueryView(query: query, id: id)
@@ -182,6 +255,10 @@ public final class Database: NSObject, Sendable {
 
     /// Removes an observer; its view ends with its last observer.
     func removeObserver(_ handle: DatabaseHandle) {
+        if self.info.owns(handle) {
+            self.info.remove(handle)
+            return
+        }
         guard let view = self.state.withLock({ $0.viewOfHandle.removeValue(forKey: handle) }) else { return }
         if view.remove(handle) {
             self.state.withLock { state in
@@ -201,6 +278,10 @@ public final class Database: NSObject, Sendable {
 
     /// Removes every observer of every view at `path`.
     func removeObservers(at path: Path) {
+        if InfoView.isInfo(path) {
+            self.info.removeAll(at: path)
+            return
+        }
         let handles = self.state.withLock { state in
             state.viewOfHandle.filter { $0.value.query.path == path }.map(\.key)
         }

@@ -152,22 +152,43 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         return self
     }
 
-    /// Sends one write; `completion` gets the `written` answer's payload or the error.
+    /// Sends one write; `completion` gets the `written` answer's payload or the error. With
+    /// `localEvents`, the write raises its events at once (`PendingWrites`), and a refusal
+    /// takes them back before `completion` runs.
     func submit(
-        _ op: String, _ value: Any?, ifMatch: String? = nil, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
+        _ op: String, _ value: Any?, ifMatch: String? = nil, localEvents: Bool = true,
+        completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
+        var converted = Value.null
         if op != "remove" {
             do {
-                payload["value"] = try FoundationValue.value(value, path: self.path.description)
+                converted = try FoundationValue.value(value, path: self.path.description)
             } catch {
                 completion(.failure(error))
                 return
             }
+            payload["value"] = converted
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
-        self.database.connection.request(.write, .object(payload)) { result in
+        let database = self.database
+        let local = localEvents ? database.beginLocalWrite(at: self.path, puts: self.puts(op, converted)) : nil
+        database.connection.request(.write, .object(payload)) { result in
+            if let local {
+                var logID: String?
+                if case .success(let answer) = result, case .string(let id) = answer.payload["logID"] { logID = id }
+                database.endLocalWrite(local, logID: logID)
+            }
             completion(result.map(\.payload))
+        }
+    }
+
+    /// The write as puts at absolute paths: an update's keys are paths below this location.
+    private func puts(_ op: String, _ value: Value) -> [PendingWrite.Put] {
+        guard op == "update" else { return [PendingWrite.Put(path: self.path, value: value)] }
+        guard case .object(let children) = value else { return [] }
+        return children.keys.sorted().map { key in
+            PendingWrite.Put(path: self.path.appending(Self.parsePath(key, method: "updateChildValues")), value: children[key]!)
         }
     }
 
@@ -227,14 +248,15 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Runs `block` on the current data and writes what it returns if the data has not
     /// changed in between (compare-and-set on the ETag); on a conflict, runs it again on the
     /// new data, at most 25 times (then `maxRetries`). The block runs on the callback queue
-    /// and may run several times. `localEvents` has no effect (no local events are raised).
+    /// and may run several times. With `localEvents`, the value it returns raises local events
+    /// at once (taken back if the server refuses it or another write got there first).
     public func runTransactionBlock(
         _ block: @escaping (MutableData) -> TransactionResult,
         andCompletionBlock completionBlock: (((any Error)?, Bool, DataSnapshot?) -> Void)?, withLocalEvents localEvents: Bool
     ) {
         let box = UncheckedSendable((block, completionBlock))
         let database = self.database
-        TransactionRun(ref: self, update: { data in box.value.0(data) }) { outcome in
+        TransactionRun(ref: self, localEvents: localEvents, update: { data in box.value.0(data) }) { outcome in
             database.deliver {
                 switch outcome {
                 case .success(let (committed, snapshot)): box.value.1?(nil, committed, snapshot)

@@ -28,6 +28,10 @@ final class QueryView: Sendable {
         let once: Bool
         let block: UncheckedSendable<Block>
         let cancel: UncheckedSendable<CancelBlock?>
+        /// A change-set observer's token: a write made `withoutNotifying` it calls `silent`
+        /// (so it keeps its copy) instead of `block`.
+        var token: ObjectIdentifier? = nil
+        var silent: UncheckedSendable<Block>? = nil
     }
 
     /// An event of the view, before it is handed to observers.
@@ -46,8 +50,16 @@ final class QueryView: Sendable {
         /// Handles removed; checked at delivery so nothing runs after a removal.
         var removed: Set<DatabaseHandle> = []
         var subscription: UInt64?
+        /// The server's data (the whole location, or the query's window when the server
+        /// evaluates the query).
         var cache: Value = .null
+        /// What observers were last shown: the window and the value event's value, the
+        /// server's data with the client's waiting writes on top (`PendingWrites`).
+        var shownWindow: [LocalQuery.Entry] = []
+        var shownValue: Value = .null
         var started = false
+        /// False from each (re)subscribe until its first batch is applied.
+        var caughtUp = false
         var lastLogID: String?
         var ended = false
         var retryMilliseconds = 100
@@ -70,16 +82,13 @@ final class QueryView: Sendable {
             self.deliverCancel(registration, DatabaseError(.invalidQuery, error))
             return
         }
-        let (first, initial) = self.state.withLock { state -> (Bool, [Event]) in
+        let first = self.state.withLock { state -> Bool in
             state.registrations.append(registration)
-            let first = state.registrations.count == 1 && state.subscription == nil && !state.started
-            return (first, state.started ? self.initialEvents(state) : [])
+            // Queued under the lock, so they come before the events of any later change.
+            if state.started { self.deliver(self.initialEvents(state), to: [registration]) }
+            return state.registrations.count == 1 && state.subscription == nil && !state.started
         }
-        if first {
-            self.subscribe()
-        } else if !initial.isEmpty {
-            self.deliver(initial, to: [registration])
-        }
+        if first { self.subscribe() }
     }
 
     /// Removes an observer; true when it was the last one (the view is then ended).
@@ -100,7 +109,10 @@ final class QueryView: Sendable {
     var handles: [DatabaseHandle] { self.state.withLock { $0.registrations.map(\.handle) } }
 
     private func subscribe() {
-        let (since, local) = self.state.withLock { ($0.lastLogID, $0.local) }
+        let (since, local) = self.state.withLock { state in
+            state.caughtUp = false
+            return (state.lastLogID, state.local)
+        }
         // Value changes only: the child events are derived here from the windows before and
         // after each change (the server then keeps no copy of a plain location).
         var payload: [String: Value] = ["path": .string(self.query.path.description), "events": .string("value")]
@@ -183,13 +195,9 @@ final class QueryView: Sendable {
 
     /// Applies one `events` frame to the copy and delivers the events it produced.
     private func apply(_ wireEvents: [Value]) {
-        let (events, registrations) = self.state.withLock { state -> ([Event], [Registration]) in
-            guard !state.ended else { return ([], []) }
-            let before = state.started ? self.currentWindow(state) : []
-            let valueBefore = self.windowValue(state)
+        self.state.withLock { state in
+            guard !state.ended else { return }
             let first = !state.started
-            let ref = self.query.ref
-            let order = self.query.spec.effectiveOrder
             for event in wireEvents where event["kind"] == .string("value") {
                 if case .string(let id) = event["logID"] { state.lastLogID = id }
                 if case .object(let changes) = event["changes"] {
@@ -199,25 +207,71 @@ final class QueryView: Sendable {
                 }
             }
             state.started = true
-            let after = self.currentWindow(state)
-            var events = LocalQuery.events(from: before, to: after, order: order).map { event in
-                Event(
-                    kind: event.kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [event.key])), value: event.value, order: order),
-                    previous: event.previous)
-            }
-            let valueAfter = self.windowValue(state)
-            if first || valueBefore != valueAfter {
-                events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: valueAfter, order: order), previous: nil))
-            }
-            return (events, state.registrations)
+            state.caughtUp = true
+            self.show(&state, first: first, cause: nil)
         }
-        guard !events.isEmpty else { return }
-        self.deliver(events, to: registrations)
+        self.database.pruneAcknowledgedWrites()
     }
 
-    /// The window as the view holds it: the whole copy for a query the server evaluates (it
+    /// Whether this view still shows `write` on top of its server copy.
+    func needs(_ write: PendingWrite) -> Bool {
+        self.state.withLock { state in self.shows(write, state) }
+    }
+
+    private func shows(_ write: PendingWrite, _ state: State) -> Bool {
+        guard let logID = write.acknowledged else { return true }
+        return !state.caughtUp && (state.lastLogID ?? "") < logID
+    }
+
+    /// The client's waiting writes changed (one was made or answered): shows the data again
+    /// and raises the events between what was shown and what is now. `cause` is the write
+    /// just made, if any (its silenced observers update their copy without being called).
+    func refresh(cause: PendingWrite?) {
+        self.state.withLock { state in
+            guard state.started, !state.ended else { return }
+            self.show(&state, first: false, cause: cause)
+        }
+    }
+
+    /// Computes what observers see now and delivers the events from what they saw before.
+    /// Runs under the lock, so the events of successive changes are queued in order.
+    private func show(_ state: inout State, first: Bool, cause: PendingWrite?) {
+        let ref = self.query.ref
+        let order = self.query.spec.effectiveOrder
+        let (window, value) = self.visible(state)
+        var events = LocalQuery.events(from: state.shownWindow, to: window, order: order).map { event in
+            Event(
+                kind: event.kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [event.key])), value: event.value, order: order),
+                previous: event.previous)
+        }
+        if first || state.shownValue != value {
+            events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: value, order: order), previous: nil))
+        }
+        state.shownWindow = window
+        state.shownValue = value
+        guard !events.isEmpty else { return }
+        self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [])
+    }
+
+    /// The window and value observers see: the server's data with the client's waiting
+    /// writes on top. Without waiting writes, the server's window as sent (a query the server
+    /// evaluates) or the query applied to the copy (a plain location, or a query evaluated
+    /// here); with them, the query applied to the overlaid data.
+    private func visible(_ state: State) -> (window: [LocalQuery.Entry], value: Value) {
+        let pending = self.database.pendingWrites.touching(self.query.path).filter { self.shows($0, state) }
+        if pending.isEmpty {
+            let window = self.serverWindow(state)
+            return (window, self.query.spec.isDefault ? state.cache : LocalQuery.object(window))
+        }
+        let data = PendingWrites.overlay(state.cache, at: self.query.path, writes: pending)
+        if self.query.spec.isDefault { return (LocalQuery.window(data, QuerySpec()), data) }
+        let window = LocalQuery.window(data, self.query.spec)
+        return (window, LocalQuery.object(window))
+    }
+
+    /// The window of the server's copy: the whole copy for a query the server evaluates (it
     /// sends the window only), the query applied to the copy otherwise.
-    private func currentWindow(_ state: State) -> [LocalQuery.Entry] {
+    private func serverWindow(_ state: State) -> [LocalQuery.Entry] {
         if state.local || self.query.spec.isDefault {
             return LocalQuery.window(state.cache, state.local ? self.query.spec : QuerySpec())
         }
@@ -225,18 +279,11 @@ final class QueryView: Sendable {
         return ChildOrder.sortedKeys(children, self.query.spec.effectiveOrder).map { ($0, children[$0]!) }
     }
 
-    /// What a value event holds: the whole copy for a plain location (a primitive too), the
-    /// window's children for a query.
-    private func windowValue(_ state: State) -> Value {
-        if self.query.spec.isDefault { return state.cache }
-        return LocalQuery.object(self.currentWindow(state))
-    }
-
     /// child_added for each child in order, then value: what a new observer hears first.
     private func initialEvents(_ state: State) -> [Event] {
         let ref = self.query.ref
         let order = self.query.spec.effectiveOrder
-        let window = self.currentWindow(state)
+        let window = state.shownWindow
         var events: [Event] = []
         for (i, entry) in window.enumerated() {
             events.append(
@@ -244,19 +291,23 @@ final class QueryView: Sendable {
                     kind: .childAdded, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [entry.key])), value: entry.value, order: order),
                     previous: i > 0 ? window[i - 1].key : nil))
         }
-        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: self.windowValue(state), order: order), previous: nil))
+        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.shownValue, order: order), previous: nil))
         return events
     }
 
     /// On the callback queue, in order: each event to each matching observer still there.
-    private func deliver(_ events: [Event], to registrations: [Registration]) {
+    private func deliver(_ events: [Event], to registrations: [Registration], silenced: Set<ObjectIdentifier> = []) {
         self.database.deliver { [weak self] in
             guard let self else { return }
             for event in events {
                 for registration in registrations where registration.eventType == event.kind {
                     guard self.isLive(registration.handle) else { continue }
                     if registration.once { self.database.removeObserver(registration.handle) }
-                    registration.block.value(event.snapshot, event.previous)
+                    if let token = registration.token, silenced.contains(token), let silent = registration.silent {
+                        silent.value(event.snapshot, event.previous)
+                    } else {
+                        registration.block.value(event.snapshot, event.previous)
+                    }
                 }
             }
         }

@@ -16,9 +16,15 @@ final class TransactionRun: Sendable {
     private let update: UncheckedSendable<(MutableData) -> TransactionResult>
     private let completion: @Sendable (Outcome) -> Void
     private let attempts = Mutex(0)
+    /// Whether the written value raises local events before the server answers.
+    private let localEvents: Bool
 
-    init(ref: DatabaseReference, update: @escaping (MutableData) -> TransactionResult, completion: @escaping @Sendable (Outcome) -> Void) {
+    init(
+        ref: DatabaseReference, localEvents: Bool = true, update: @escaping (MutableData) -> TransactionResult,
+        completion: @escaping @Sendable (Outcome) -> Void
+    ) {
         self.ref = ref
+        self.localEvents = localEvents
         self.update = UncheckedSendable(update)
         self.completion = completion
     }
@@ -61,7 +67,7 @@ final class TransactionRun: Sendable {
         }
         let newValue = written.root.value
         let foundation = FoundationValue.foundation(newValue)
-        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag) { outcome in
+        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
             switch outcome {
             case .success:
                 self.completion(.success((true, DataSnapshot(ref: self.ref, value: newValue))))

@@ -1,0 +1,61 @@
+// One Realm-style observer (`observe(keyPaths:on:_:)`): turns the value events of a view into
+// `.initial` / `.update` change sets. It keeps the children it last reported and diffs each new
+// window against them (`ChangeSetDiff`); an update that changes nothing it reports (only
+// unobserved fields changed) is not delivered. A write made `withoutNotifying` its token moves
+// the copy forward without a notification. Runs on the database's callback queue (a serial
+// queue), then hands each change set to the observer's own queue when one was chosen.
+
+import Dispatch
+import EddyModel
+import Synchronization
+
+final class ChangeSetObserver: Sendable {
+    typealias Block = @Sendable (DatabaseCollectionChange) -> Void
+
+    private let keyPaths: [Path]?
+    private let queue: DispatchQueue?
+    private let block: Block
+    private let last = Mutex<[ChangeSetDiff.Entry]?>(nil)
+    private let live = Atomic<Bool>(true)
+
+    init(keyPaths: [String]?, queue: DispatchQueue?, block: @escaping Block) {
+        self.keyPaths = keyPaths?.map { DatabaseReference.parsePath($0, method: "observe(keyPaths:)") }
+        self.queue = queue
+        self.block = block
+    }
+
+    func stop() { self.live.store(false, ordering: .relaxed) }
+
+    /// A value event of the view (`silently`: caused by a write made without notifying this
+    /// observer).
+    func received(_ snapshot: DataSnapshot, silently: Bool) {
+        let results = DatabaseResults(snapshot)
+        let entries = results.children.map { (key: $0.key, value: $0.data) }
+        let previous = self.last.withLock { last -> [ChangeSetDiff.Entry]? in
+            defer { last = entries }
+            return last
+        }
+        guard let previous else {
+            self.emit(.initial(results))
+            return
+        }
+        guard !silently else { return }
+        let diff = ChangeSetDiff(from: previous, to: entries, keyPaths: self.keyPaths)
+        guard !diff.isEmpty else { return }
+        self.emit(.update(results, deletions: diff.deletions, insertions: diff.insertions, modifications: diff.modifications))
+    }
+
+    func failed(_ error: any Error) {
+        self.emit(.error(error))
+    }
+
+    private func emit(_ change: DatabaseCollectionChange) {
+        guard let queue = self.queue else {
+            if self.live.load(ordering: .relaxed) { self.block(change) }
+            return
+        }
+        queue.async {
+            if self.live.load(ordering: .relaxed) { self.block(change) }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+// Realm-style notifications on a location or query: `observe(keyPaths:on:_:)` with a
+// `NotificationToken`, the same on an actor, and as an async sequence (`changes(keyPaths:)`).
+// They share the view (and the server subscription) of every other observer of the query.
+
+import Dispatch
+import Foundation
+
+extension DatabaseQuery {
+    /// Calls `block` with `.initial(results)` once the children are known, then with
+    /// `.update(results, deletions:insertions:modifications:)` after each change, or
+    /// `.error` if the server refuses the query. `keyPaths` ("title", "metrics/views") limit
+    /// which child fields count as a modification; insertions and deletions always count.
+    /// `queue` is where `block` runs (the database's callback queue, main by default, when
+    /// nil). Keep the token: releasing it, or `invalidate()`, stops the notifications.
+    public func observe(
+        keyPaths: [String]? = nil, on queue: DispatchQueue? = nil, _ block: @escaping (DatabaseCollectionChange) -> Void
+    ) -> NotificationToken {
+        let box = UncheckedSendable(block)
+        return self.observeChanges(keyPaths: keyPaths, queue: queue) { box.value($0) }
+    }
+
+    /// As `observe(keyPaths:on:_:)`, with `block` isolated to `actor`: change sets arrive in
+    /// order. If the actor falls more than `eventsBufferedMax` change sets behind, the ones
+    /// in between are replaced by one `.initial` with the results at that point.
+    public func observe<A: Actor>(
+        keyPaths: [String]? = nil, on actor: A, _ block: @escaping @Sendable (isolated A, DatabaseCollectionChange) -> Void
+    ) async -> NotificationToken {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: DatabaseCollectionChange.self, bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax))
+        let behind = Synchronized(false)
+        let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
+            var change = change
+            if behind.value, case .update(let results, _, _, _) = change { change = .initial(results) }
+            if case .dropped = continuation.yield(change) { behind.value = true } else { behind.value = false }
+        }
+        let task = Task {
+            for await change in stream { await block(actor, change) }
+        }
+        let previous = UncheckedSendable(token)
+        let inner = NotificationToken()
+        inner.onInvalidate {
+            previous.value.invalidate()
+            continuation.finish()
+            task.cancel()
+        }
+        return inner
+    }
+
+    /// The change sets as an async sequence; ending the loop removes the observer. A consumer
+    /// more than `eventsBufferedMax` change sets behind ends it with an error.
+    public func changes(keyPaths: [String]? = nil) -> AsyncThrowingStream<DatabaseCollectionChange, any Error> {
+        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
+            let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
+                if case .error(let error) = change {
+                    continuation.finish(throwing: error)
+                } else if case .dropped = continuation.yield(change) {
+                    continuation.finish(
+                        throwing: DatabaseError(.unknownError, "the consumer of changes() fell more than \(Self.eventsBufferedMax) change sets behind"))
+                }
+            }
+            continuation.onTermination = { _ in token.invalidate() }
+        }
+    }
+
+    func observeChanges(keyPaths: [String]?, queue: DispatchQueue?, _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void)
+        -> NotificationToken
+    {
+        let token = NotificationToken()
+        let observer = ChangeSetObserver(keyPaths: keyPaths, queue: queue, block: block)
+        let handle = self.database.nextHandle()
+        let registration = QueryView.Registration(
+            handle: handle, eventType: .value, once: false,
+            block: UncheckedSendable({ snapshot, _ in observer.received(snapshot, silently: false) }),
+            cancel: UncheckedSendable({ error in observer.failed(error) }),
+            token: ObjectIdentifier(token),
+            silent: UncheckedSendable({ snapshot, _ in observer.received(snapshot, silently: true) }))
+        let database = self.database
+        token.onInvalidate {
+            observer.stop()
+            database.removeObserver(handle)
+        }
+        database.observe(self, registration)
+        return token
+    }
+}

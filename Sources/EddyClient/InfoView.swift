@@ -1,0 +1,73 @@
+// The client's own locations under `.info`, as Firebase exposes them: `.info/connected` (true
+// while the connection to eddyd is up) and `.info/serverTimeOffset` (0: Eddy's client does not
+// estimate the server's clock). Observers of `.info/connected` hear false or true at once and
+// then every change; observing it makes the client connect, as in Firebase. Only `value`
+// events are raised (Firebase raises child events under `.info` too, which lists never need).
+
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+final class InfoView: Sendable {
+    private struct State {
+        var registrations: [QueryView.Registration] = []
+        var paths: [DatabaseHandle: Path] = [:]
+        var connected = false
+    }
+
+    private let state = Mutex(State())
+
+    static func isInfo(_ path: Path) -> Bool { path.keys.first == ".info" }
+
+    func add(_ registration: QueryView.Registration, at path: Path, ref: DatabaseReference) {
+        let database = ref.database
+        let connected = self.state.withLock { state -> Bool in
+            state.registrations.append(registration)
+            state.paths[registration.handle] = path
+            if registration.eventType == .value {
+                let snapshot = DataSnapshot(ref: ref, value: Self.value(at: path, connected: state.connected))
+                database.deliver { registration.block.value(snapshot, nil) }
+            }
+            return state.connected
+        }
+        if registration.once { self.remove(registration.handle) }
+        if !connected { database.connection.request(.status, .object([:])) { _ in } }
+    }
+
+    func remove(_ handle: DatabaseHandle) {
+        self.state.withLock { state in
+            state.registrations.removeAll { $0.handle == handle }
+            state.paths.removeValue(forKey: handle)
+        }
+    }
+
+    func removeAll(at path: Path) {
+        self.state.withLock { state in
+            let handles = state.paths.filter { $0.value == path }.map(\.key)
+            for handle in handles { state.paths.removeValue(forKey: handle) }
+            state.registrations.removeAll { handles.contains($0.handle) }
+        }
+    }
+
+    func owns(_ handle: DatabaseHandle) -> Bool { self.state.withLock { $0.paths[handle] != nil } }
+
+    /// The connection came up or went down: a value event for each observer whose value changed.
+    func connectionChanged(_ connected: Bool, in database: Database) {
+        self.state.withLock { state in
+            guard state.connected != connected else { return }
+            state.connected = connected
+            for registration in state.registrations where registration.eventType == .value {
+                guard let path = state.paths[registration.handle], path.keys.count == 1 || path.keys[1] == "connected" else { continue }
+                let ref = DatabaseReference(database: database, path: path)
+                let snapshot = DataSnapshot(ref: ref, value: Self.value(at: path, connected: connected))
+                database.deliver { registration.block.value(snapshot, nil) }
+            }
+        }
+    }
+
+    private static func value(at path: Path, connected: Bool) -> Value {
+        let info: Value = .object(["connected": .bool(connected), "serverTimeOffset": .number(0)])
+        return info.child(at: Path(validatedKeys: Array(path.keys.dropFirst())))
+    }
+}

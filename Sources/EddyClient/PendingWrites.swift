@@ -1,0 +1,118 @@
+// The writes this client made that the server has not answered yet, in the order they were
+// made: what every view shows on top of the server's data, so a write raises its events at
+// once (Firebase's latency compensation, "local events first").
+//
+// A write joins the list when it is made. A refused write leaves it when the server answers:
+// the views then raise the events that take it back. An accepted write is marked with its log
+// id and stays shown only by views still catching up (subscribed again after a lost
+// connection, their first batch not in yet, and not past that log id); it leaves the list once
+// no such view needs it. A live view needs no more: eddyd hands a write's events to every
+// listener before it acknowledges the write, so the view's server copy already holds it.
+//
+// Server values (`ServerValue.timestamp()`, `increment`) are resolved here the way Firebase's
+// clients estimate them: the client's clock at the time of the write, and the shown number
+// plus the delta. The server's own values replace them when its events arrive.
+
+import EddyModel
+import Foundation
+import Synchronization
+
+struct PendingWrite: Sendable {
+    let id: UInt64
+    /// Where the write was made (every put is at or below it).
+    let location: Path
+    /// The write as puts at absolute paths, in order: one for a set or remove, one per child
+    /// path for an update.
+    let puts: [Put]
+    /// The client's clock when the write was made, in milliseconds since the Unix epoch.
+    let timeMilliseconds: Double
+    /// Change-set observers that do not hear this write (`write(withoutNotifying:)`).
+    let silenced: Set<ObjectIdentifier>
+    /// The log id the server committed it as; nil while unanswered.
+    var acknowledged: String? = nil
+
+    struct Put: Sendable {
+        let path: Path
+        let value: Value
+    }
+}
+
+final class PendingWrites: Sendable {
+    /// Writes made and not yet answered, oldest first. Bounded by the connection's queue of
+    /// unanswered writes (`ClientConnection.writesWaitingMax`).
+    private let writes = Mutex<[PendingWrite]>([])
+
+    func add(_ write: PendingWrite) {
+        self.writes.withLock { $0.append(write) }
+    }
+
+    func acknowledge(_ id: UInt64, logID: String) {
+        self.writes.withLock { writes in
+            if let i = writes.firstIndex(where: { $0.id == id }) { writes[i].acknowledged = logID }
+        }
+    }
+
+    /// Drops the acknowledged writes `needed` says no view needs any more.
+    func prune(_ needed: (PendingWrite) -> Bool) {
+        let acknowledged = self.writes.withLock { $0.filter { $0.acknowledged != nil } }
+        let unneeded = Set(acknowledged.filter { !needed($0) }.map(\.id))
+        guard !unneeded.isEmpty else { return }
+        self.writes.withLock { $0.removeAll { unneeded.contains($0.id) } }
+    }
+
+    func remove(_ id: UInt64) {
+        self.writes.withLock { writes in
+            if let i = writes.firstIndex(where: { $0.id == id }) { writes.remove(at: i) }
+        }
+    }
+
+    /// The waiting writes that touch `location` (at, above or below it), oldest first.
+    func touching(_ location: Path) -> [PendingWrite] {
+        self.writes.withLock { writes in
+            writes.filter { $0.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.location) }
+        }
+    }
+
+    var isEmpty: Bool { self.writes.withLock { $0.isEmpty } }
+
+    /// `value` (the data at `location`) with `writes` applied in order.
+    static func overlay(_ value: Value, at location: Path, writes: [PendingWrite]) -> Value {
+        var result = value
+        for write in writes {
+            for put in write.puts {
+                if location.isAncestorOrSelf(of: put.path) {
+                    let relative = Path(validatedKeys: Array(put.path.keys.dropFirst(location.depth)))
+                    let resolved = self.resolve(put.value, existing: result.child(at: relative), now: write.timeMilliseconds)
+                    result.set(resolved, at: relative)
+                } else if put.path.isAncestorOrSelf(of: location) {
+                    let relative = Path(validatedKeys: Array(location.keys.dropFirst(put.path.depth)))
+                    let existing = Value.null.setting(result, at: relative)
+                    result = self.resolve(put.value, existing: existing, now: write.timeMilliseconds).child(at: relative)
+                }
+            }
+        }
+        return result
+    }
+
+    /// `value` with its server-value placeholders replaced by the client's estimate.
+    static func resolve(_ value: Value, existing: Value, now: Double) -> Value {
+        guard case .object(let children) = value else { return value }
+        if let marker = children[".sv"], children.count == 1 {
+            switch marker {
+            case .string("timestamp"):
+                return .number(now)
+            case .object(let operation):
+                if case .number(let delta) = operation["increment"] {
+                    if case .number(let current) = existing { return .number(current + delta) }
+                    return .number(delta)
+                }
+                return value
+            default:
+                return value
+            }
+        }
+        var resolved: [String: Value] = [:]
+        for (key, child) in children { resolved[key] = self.resolve(child, existing: existing[key], now: now) }
+        return Value.object(resolved).normalized()
+    }
+}

@@ -1,0 +1,237 @@
+// Local events first (latency compensation and its revert), writes that wait across a lost
+// connection, `.info/connected`, Realm-style change sets with key paths and
+// `write(withoutNotifying:)`, delegates and NotificationCenter posting: each against a real
+// eddyd over its Unix socket.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct LocalEventsAndChangeSetsTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.local-events")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    func database() -> Database {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        return database
+    }
+
+    @Test func aWriteRaisesItsEventsBeforeTheServerAnswers() async throws {
+        let list = self.database().reference().child("local/list")
+        let log = Recorder<String>()
+        list.observe(.childAdded) { log.add("added \($0.key)") }
+        list.observe(.value) { log.add("value \($0.childrenCount)") }
+        _ = try await log.wait(for: 1)
+        list.child("a").setValue(1) { error, _ in log.add("done \(error == nil)") }
+        let got = try await log.wait(for: 4)
+        #expect(got == ["value 0", "added a", "value 1", "done true"], "the local events come first, the server's add nothing: \(got)")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(log.all.count == 4, "no event repeats once the server's own arrives: \(log.all)")
+    }
+
+    @Test func aRefusedWriteIsTakenBackBeforeItsCompletion() async throws {
+        let list = self.database().reference().child("local/refused")
+        try await list.child("kept").setValue(true)
+        let log = Recorder<String>()
+        list.observe(.childAdded) { log.add("added \($0.key)") }
+        list.observe(.childRemoved) { log.add("removed \($0.key)") }
+        _ = try await log.wait(for: 1)
+        // A path and its ancestor in one update: the server refuses the whole update.
+        list.updateChildValues(["x": 1, "x/y": 2]) { error, _ in log.add("done \(error.map { "\(($0 as! DatabaseError).code)" } ?? "nil")") }
+        let got = try await log.wait(for: 4)
+        #expect(got == ["added kept", "added x", "removed x", "done invalidValue"], "\(got)")
+        #expect(try await list.getData().childrenCount == 1)
+    }
+
+    @Test func offlineWritesRaiseEventsAndAreSentWhenBackOnline() async throws {
+        let database = self.database()
+        let ref = database.reference().child("local/offline")
+        let log = Recorder<String>()
+        ref.observe(.value) { log.add("value \(($0.value as? Int).map(String.init) ?? "null")") }
+        _ = try await log.wait(for: 1)
+        database.goOffline()
+        ref.setValue(7) { error, _ in log.add("done \(error == nil)") }
+        _ = try await log.wait(for: 2)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all == ["value null", "value 7"], "offline, the write is shown and waits: \(log.all)")
+        database.goOnline()
+        let got = try await log.wait(for: 3)
+        #expect(got.last == "done true")
+        #expect(try await ref.getData().value as? Int == 7)
+    }
+
+    @Test func writesWaitAcrossADaemonRestartAndArriveInOrder() async throws {
+        let database = self.database()
+        let ref = database.reference().child("local/restart")
+        try await ref.setValue(0)
+        self.daemon.stop(graceful: true)
+        let done = Recorder<Int>()
+        for i in 1...20 { ref.child("n\(i)").setValue(i) { error, _ in if error == nil { done.add(i) } } }
+        ref.child("last").setValue("x") { error, _ in if error == nil { done.add(99) } }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(done.all.isEmpty, "nothing is acknowledged while the daemon is down")
+        try self.daemon.start()
+        let got = try await done.wait(for: 21, seconds: 20)
+        #expect(got == Array(1...20) + [99], "completions come in the order the writes were made")
+        let snapshot = try await ref.getData()
+        #expect(snapshot.childrenCount == 21)
+    }
+
+    @Test func infoConnectedFollowsTheConnection() async throws {
+        let database = Database.database(url: self.daemon.tcpURL)  // an instance not connected yet
+        database.callbackQueue = self.queue
+        let states = Recorder<Bool>()
+        database.reference(withPath: ".info/connected").observe(.value) { states.add($0.value as? Bool ?? false) }
+        _ = try await states.wait(for: 2)
+        #expect(states.all == [false, true])
+        database.goOffline()
+        _ = try await states.wait(for: 3)
+        database.goOnline()
+        try await database.reference().child("local/info").setValue(1)
+        let got = try await states.wait(for: 4)
+        #expect(got == [false, true, false, true])
+    }
+
+    @Test func changeSetsReportRealmIndicesAndKeyPathsFilterModifications() async throws {
+        let scores = self.database().reference().child("local/scores")
+        try await scores.setValue([
+            "a": ["score": 1, "note": "x"], "b": ["score": 2, "note": "x"], "c": ["score": 3, "note": "x"],
+        ])
+        let changes = Recorder<String>()
+        let token = scores.queryOrdered(byChild: "score").observe(keyPaths: ["score"]) { change in
+            switch change {
+            case .initial(let results): changes.add("initial \(results.keys)")
+            case .update(let results, let deletions, let insertions, let modifications):
+                changes.add("update \(results.keys) d\(deletions) i\(insertions) m\(modifications)")
+            case .error(let error): changes.add("error \(error)")
+            }
+        }
+        _ = try await changes.wait(for: 1)
+        try await scores.child("b/note").setValue("y")  // not a key path: no notification
+        try await scores.child("d").setValue(["score": 0, "note": "x"])
+        try await scores.child("c").removeValue()
+        try await scores.child("a/score").setValue(5)  // moves a to the end
+        try await scores.child("b/score").setValue(2.5)  // stays in place, modified
+        let got = try await changes.wait(for: 5)
+        #expect(
+            got == [
+                "initial [\"a\", \"b\", \"c\"]",
+                "update [\"d\", \"a\", \"b\", \"c\"] d[] i[0] m[]",
+                "update [\"d\", \"a\", \"b\"] d[3] i[] m[]",
+                "update [\"d\", \"b\", \"a\"] d[1] i[2] m[]",
+                "update [\"d\", \"b\", \"a\"] d[] i[] m[1]",
+            ], "\(got)")
+        token.invalidate()
+        try await scores.child("e").setValue(["score": 9])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.all.count == 5, "nothing after invalidate()")
+    }
+
+    @Test func writeWithoutNotifyingSilencesOnlyThatToken() async throws {
+        let database = self.database()
+        let todos = database.reference().child("local/todos")
+        let mine = Recorder<String>()
+        let theirs = Recorder<String>()
+        func describe(_ change: DatabaseCollectionChange) -> String {
+            switch change {
+            case .initial(let results): return "initial \(results.count)"
+            case .update(let results, let d, let i, let m): return "update \(results.count) d\(d) i\(i) m\(m)"
+            case .error(let error): return "error \(error)"
+            }
+        }
+        let myToken = todos.observe { mine.add(describe($0)) }
+        let theirToken = todos.observe { theirs.add(describe($0)) }
+        _ = try await mine.wait(for: 1)
+        _ = try await theirs.wait(for: 1)
+        database.write(withoutNotifying: [myToken]) {
+            todos.child("t1").setValue("milk")
+        }
+        _ = try await theirs.wait(for: 2)
+        try await todos.child("t2").setValue("eggs")
+        let gotMine = try await mine.wait(for: 2)
+        let gotTheirs = try await theirs.wait(for: 3)
+        #expect(gotMine == ["initial 0", "update 2 d[] i[1] m[]"], "the silenced write is in the results, not reported: \(gotMine)")
+        #expect(gotTheirs == ["initial 0", "update 1 d[] i[0] m[]", "update 2 d[] i[1] m[]"])
+        withExtendedLifetime((myToken, theirToken)) {}
+    }
+
+    @Test func delegatesAndNotificationsHearEvents() async throws {
+        let ref = self.database().reference().child("local/delegates")
+        final class Listener: DatabaseObserverDelegate, @unchecked Sendable {
+            let log = Recorder<String>()
+            func query(_ query: DatabaseQuery, didReceive eventType: DataEventType, snapshot: DataSnapshot, previousSiblingKey: String?) {
+                self.log.add("\(eventType == .childAdded ? "added" : "other") \(snapshot.key)")
+            }
+        }
+        let first = Listener()
+        var second: Listener? = Listener()
+        let registry = DatabaseDelegateRegistry(query: ref, eventTypes: [.childAdded])
+        registry.add(first)
+        registry.add(second!)
+        let direct = Listener()
+        ref.addDelegate(direct, for: [.childAdded])
+        let center = NotificationCenter()
+        let posted = Recorder<String>()
+        let observer = center.addObserver(forName: .databaseEvent, object: nil, queue: nil) { note in
+            let snapshot = note.userInfo?[DatabaseNotificationKey.snapshot] as? DataSnapshot
+            posted.add(snapshot?.key ?? "?")
+        }
+        ref.postNotifications(for: [.childAdded], to: center)
+        try await ref.child("one").setValue(1)
+        _ = try await first.log.wait(for: 1)
+        _ = try await second!.log.wait(for: 1)
+        second = nil  // held weakly: gone from the registry
+        try await ref.child("two").setValue(2)
+        #expect(try await first.log.wait(for: 2) == ["added one", "added two"])
+        #expect(try await direct.log.wait(for: 2) == ["added one", "added two"])
+        #expect(try await posted.wait(for: 2) == ["one", "two"])
+        #expect(registry.delegates.count == 1)
+        center.removeObserver(observer)
+        registry.invalidate()
+    }
+
+    @Test func changesAsAnAsyncSequence() async throws {
+        let ref = self.database().reference().child("local/sequence")
+        let task = Task { () -> [String] in
+            var seen: [String] = []
+            for try await change in ref.changes() {
+                switch change {
+                case .initial(let results): seen.append("initial \(results.count)")
+                case .update(let results, _, let insertions, _): seen.append("update \(results.count) i\(insertions)")
+                case .error: seen.append("error")
+                }
+                if seen.count == 3 { break }
+            }
+            return seen
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        try await ref.child("a").setValue(1)
+        try await ref.child("b").setValue(2)
+        #expect(try await task.value == ["initial 0", "update 1 i[0]", "update 2 i[1]"])
+    }
+}
+
+@Suite(.serialized) struct LiveResultsTests {
+    @MainActor @Test func liveResultsFollowTheQueryOnTheMainActor() async throws {
+        let daemon = try DaemonProcess()
+        try daemon.start()
+        let database = Database.database(url: daemon.socketURL)  // callbacks on the main queue
+        let ref = database.reference().child("live/items")
+        try await ref.setValue(["b": 2, "a": 1])
+        let live = ref.queryOrderedByValue().liveResults()
+        let deadline = Date().addingTimeInterval(15)
+        while !live.isLoaded && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(live.results.map(\.key) == ["a", "b"])
+        try await ref.child("c").setValue(0)
+        while live.results.count < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(live.results.map(\.key) == ["c", "a", "b"])
+        live.invalidate()
+    }
+}
