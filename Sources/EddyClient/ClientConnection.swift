@@ -25,7 +25,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-final class ClientConnection: Sendable {
+final class ClientConnection: Transport {
     enum Endpoint: Sendable, Equatable, CustomStringConvertible {
         case unix(path: String)
         case tcp(host: String, port: Int)

@@ -3,11 +3,14 @@
 // the root of its tree.
 //
 // URLs: `eddy+unix:///path/to/eddyd.sock` (the native protocol on the daemon's Unix socket),
-// `eddy://host:port` (the native protocol over TCP, eddyd's `--native-listen`). Without a URL:
-// `EDDY_DATABASE_URL`, else the socket of a daemon started with its defaults in the current
-// directory (`./data/eddyd.sock`, what `make run` starts). `useEmulator(withHost:port:)`, as
-// in Firebase, points the instance at host:port before first use; with Eddy that is the
-// daemon's `--native-listen` port.
+// `eddy://host:port` (the native protocol over TCP, eddyd's `--native-listen`), and
+// `http://host:port` (REST and SSE on eddyd's HTTP listener: the fallback transport, slower;
+// `?ns=NAME` names a namespace). Without a URL: `EDDY_DATABASE_URL`, else the socket of a
+// daemon started with its defaults in the current directory (`./data/eddyd.sock`, what
+// `make run` starts). `useEmulator(withHost:port:)`, as in Firebase, points the instance at
+// an HTTP listener (eddyd's `--http`, 127.0.0.1:9000 by default, as the Firebase emulator's)
+// before first use; the namespace comes from the URL (`?ns=`, or the NAME of
+// `https://NAME.firebaseio.com`).
 //
 // Callbacks run on `callbackQueue` (the main queue by default, as in Firebase).
 
@@ -33,14 +36,33 @@ public final class Database: NSObject, Sendable {
     public static func database(url: String) -> Database {
         self.instances.withLock { instances in
             if let existing = instances[url] { return existing }
-            guard let endpoint = Self.endpoint(url) else {
+            guard let transport = Self.transport(url) else {
                 preconditionFailure(
-                    "Database.database(url:) needs eddy+unix:///path/to/eddyd.sock or eddy://host:port, not \(url)")
+                    "Database.database(url:) needs eddy+unix:///path/to/eddyd.sock, eddy://host:port or http://host:port, not \(url)")
             }
-            let database = Database(url: url, endpoint: endpoint)
+            let database = Database(url: url, transport: transport)
             instances[url] = database
             return database
         }
+    }
+
+    static func transport(_ url: String) -> (any Transport)? {
+        if let endpoint = self.endpoint(url) { return ClientConnection(endpoint: endpoint) }
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"), let components = URLComponents(string: url),
+            let scheme = components.scheme, let host = components.host, !host.isEmpty
+        else { return nil }
+        let port = components.port.map { ":\($0)" } ?? ""
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        return HTTPTransport(base: "\(scheme)://\(hostText)\(port)", namespace: self.namespace(url))
+    }
+
+    /// The namespace a URL names: `?ns=NAME`, or NAME in `https://NAME.firebaseio.com` (and
+    /// `.firebasedatabase.app`), as Firebase's emulator takes it.
+    static func namespace(_ url: String) -> String? {
+        guard let components = URLComponents(string: url) else { return nil }
+        if let ns = components.queryItems?.first(where: { $0.name == "ns" })?.value, !ns.isEmpty { return ns }
+        guard let host = components.host, host.hasSuffix(".firebaseio.com") || host.hasSuffix(".firebasedatabase.app") else { return nil }
+        return host.split(separator: ".").first.map(String.init)
     }
 
     static func endpoint(_ url: String) -> ClientConnection.Endpoint? {
@@ -61,7 +83,7 @@ public final class Database: NSObject, Sendable {
     }
 
     private struct State {
-        var connection: ClientConnection
+        var connection: any Transport
         var used = false
         var callbackQueue = DispatchQueue.main
         var pushIDs = PushIDGenerator()
@@ -81,19 +103,19 @@ public final class Database: NSObject, Sendable {
     /// `.info/connected` and its siblings.
     let info = InfoView()
 
-    private init(url: String, endpoint: ClientConnection.Endpoint) {
+    private init(url: String, transport: any Transport) {
         self.url = url
-        self.state = Mutex(State(connection: ClientConnection(endpoint: endpoint)))
+        self.state = Mutex(State(connection: transport))
         super.init()
         self.watch(self.state.withLock { $0.connection })
     }
 
-    private func watch(_ connection: ClientConnection) {
+    private func watch(_ connection: any Transport) {
         connection.onStateChange { [weak self] connected in guard let self else { return }
             self.info.connectionChanged(connected, in: self) }
     }
 
-    var connection: ClientConnection {
+    var connection: any Transport {
         self.state.withLock { state in
             state.used = true
             return state.connection
@@ -126,12 +148,15 @@ public final class Database: NSObject, Sendable {
         return self.reference(withPath: String(databaseUrl.dropFirst(base.count)))
     }
 
-    /// Points this instance at host:port (the daemon's `--native-listen` address). Like
-    /// Firebase, only before the instance is first used.
+    /// Points this instance at the HTTP listener at host:port (eddyd's `--http`, as the
+    /// Firebase emulator's port), over REST and SSE. Like Firebase, only before the instance
+    /// is first used. (`eddy://host:port` URLs reach the faster native protocol instead.)
     public func useEmulator(withHost host: String, port: Int) {
+        let namespace = Self.namespace(self.url)
         self.state.withLock { state in
             precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
-            state.connection = ClientConnection(endpoint: .tcp(host: host, port: port))
+            let hostText = host.contains(":") ? "[\(host)]" : host
+            state.connection = HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
         }
         self.watch(self.state.withLock { $0.connection })
     }
@@ -179,9 +204,16 @@ public final class Database: NSObject, Sendable {
 
     /// The server answered the write. Refused (`logID` nil), it leaves the waiting writes and
     /// the views take it back; accepted, it stays only for views still catching up.
-    func endLocalWrite(_ write: PendingWrite, logID: String?) {
+    func endLocalWrite(_ write: PendingWrite, logID: String?, streamed: Bool = false) {
         if let logID {
-            self.pendingWrites.acknowledge(write.id, logID: logID)
+            self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
+            if streamed {
+                // Taken back from the views at the latest after the grace period.
+                DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
+                    self?.pruneAcknowledgedWrites()
+                    self?.refreshViews(touching: write.location, cause: nil)
+                }
+            }
             self.pruneAcknowledgedWrites()
         } else {
             self.pendingWrites.remove(write.id)

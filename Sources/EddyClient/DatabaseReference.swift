@@ -176,8 +176,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         database.connection.request(.write, .object(payload)) { result in
             if let local {
                 var logID: String?
-                if case .success(let answer) = result, case .string(let id) = answer.payload["logID"] { logID = id }
-                database.endLocalWrite(local, logID: logID)
+                var streamed = false
+                if case .success(let answer) = result {
+                    logID = "" // accepted; a server that names no log id is passed by any batch
+                    if case .string(let id) = answer.payload["logID"] { logID = id }
+                    streamed = answer.payload["streamed"] == .bool(true)
+                }
+                database.endLocalWrite(local, logID: logID, streamed: streamed)
             }
             completion(result.map(\.payload))
         }

@@ -30,6 +30,11 @@ struct PendingWrite: Sendable {
     let silenced: Set<ObjectIdentifier>
     /// The log id the server committed it as; nil while unanswered.
     var acknowledged: String? = nil
+    /// Acknowledged on another connection than the events (HTTP): shown until the view's
+    /// stream passes `acknowledged`, at most `streamedGraceSeconds` after the answer.
+    var streamedSince: Date? = nil
+
+    static let streamedGraceSeconds = 2.0
 
     struct Put: Sendable {
         let path: Path
@@ -46,9 +51,11 @@ final class PendingWrites: Sendable {
         self.writes.withLock { $0.append(write) }
     }
 
-    func acknowledge(_ id: UInt64, logID: String) {
+    func acknowledge(_ id: UInt64, logID: String, streamed: Bool) {
         self.writes.withLock { writes in
-            if let i = writes.firstIndex(where: { $0.id == id }) { writes[i].acknowledged = logID }
+            guard let i = writes.firstIndex(where: { $0.id == id }) else { return }
+            writes[i].acknowledged = logID
+            if streamed { writes[i].streamedSince = Date() }
         }
     }
 

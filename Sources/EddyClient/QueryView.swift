@@ -220,6 +220,9 @@ final class QueryView: Sendable {
 
     private func shows(_ write: PendingWrite, _ state: State) -> Bool {
         guard let logID = write.acknowledged else { return true }
+        if let since = write.streamedSince {
+            return (state.lastLogID ?? "") < logID && Date().timeIntervalSince(since) < PendingWrite.streamedGraceSeconds
+        }
         return !state.caughtUp && (state.lastLogID ?? "") < logID
     }
 

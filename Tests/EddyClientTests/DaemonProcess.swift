@@ -28,6 +28,8 @@ final class DaemonProcess: Sendable {
 
     var socketURL: String { "eddy+unix://" + self.dataDirectory + "/eddyd.sock" }
     var tcpURL: String { "eddy://" + (self.state.withLock { $0.nativeTCP } ?? "?") }
+    /// The HTTP listener, "http://127.0.0.1:PORT".
+    var httpURL: String { self.state.withLock { $0.http } ?? "http://?" }
 
     /// Starts it and waits until it listens (its READY line).
     func start() throws {

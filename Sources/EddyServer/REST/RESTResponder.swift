@@ -54,6 +54,7 @@ public struct RESTResponder: HTTPResponder {
     }
 
     static let etagRequest = HTTPField.Name("X-Firebase-ETag")!
+    static let logIDHeader = HTTPField.Name("X-Eddy-Log-ID")!
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
 
     public func respond(to request: Request, context: Context) async throws -> Response {
@@ -258,11 +259,15 @@ public struct RESTResponder: HTTPResponder {
                 throw RESTError(error)
             }
             let newETag = ifMatch == nil ? nil : ETag.of(committed.value)
+            var response: Response
             switch operation {
-            case .push: return Self.json(.object(["name": .string(committed.pushedKey!)]), rest)
-            case .remove: return Self.json(.null, rest, etag: newETag)
-            case .set, .update: return Self.json(committed.value, rest, etag: newETag)
+            case .push: response = Self.json(.object(["name": .string(committed.pushedKey!)]), rest)
+            case .remove: response = Self.json(.null, rest, etag: newETag)
+            case .set, .update: response = Self.json(committed.value, rest, etag: newETag)
             }
+            // Beyond Firebase: the write's log id, so a client can tell when a stream has passed it.
+            response.headers[Self.logIDHeader] = committed.logID.rawValue
+            return response
         }
     }
 

@@ -1,0 +1,296 @@
+// The fallback transport: REST and SSE over HTTP (`http://host:port`, or Firebase's
+// `useEmulator(withHost:port:)` pointed at eddyd's HTTP listener), for when the native
+// protocol is out of reach. It takes the native protocol's requests and answers in its shapes
+// (see `Transport`):
+// - requests run one at a time, in the order made, on one URLSession (so writes commit in
+//   order): `write` is PUT/PATCH/DELETE/POST with `if-match` for a conditional write, `get`
+//   and `query` are GET (with `X-Firebase-ETag: true` when the ETag is asked for);
+// - a write that cannot reach the server waits at the head of the queue and is tried again with
+//   backoff (100 ms doubling to 5 s); reads fail with `disconnected`;
+// - each subscription is one SSE stream (`SSEStream`), resumed with `Last-Event-ID`.
+// A write's answer and its events come on different connections, so an acknowledged write
+// stays shown until the view's stream passes its log id (eddyd's `X-Eddy-Log-ID` header), at
+// most `PendingWrite.streamedGraceSeconds`.
+//
+// Bounds: as the native connection, at most `ClientConnection.writesWaitingMax` requests wait.
+
+import Dispatch
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+final class HTTPTransport: Transport {
+    private struct Job {
+        let kind: Frame.Kind
+        let payload: Value
+        let answer: ClientConnection.Answer
+    }
+
+    private struct State {
+        var offline = false
+        var nextID: UInt64 = 1
+        var jobs: [Job] = []
+        var running = false
+        var streams: [UInt64: SSEStream] = [:]
+        var connected = false
+        var retryMilliseconds = 100
+        var onState: (@Sendable (Bool) -> Void)?
+    }
+
+    /// scheme://host:port of eddyd's HTTP listener.
+    let base: String
+    /// The namespace (`?ns=`) every request names, if any.
+    let namespace: String?
+    private let session: URLSession
+    private let state = Mutex(State())
+
+    init(base: String, namespace: String?) {
+        self.base = base.hasSuffix("/") ? String(base.dropLast()) : base
+        self.namespace = namespace
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 60
+        self.session = URLSession(configuration: configuration)
+    }
+
+    func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void) {
+        self.state.withLock { $0.onState = handler }
+    }
+
+    // MARK: Requests
+
+    func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping ClientConnection.Answer) {
+        let refusal = self.state.withLock { state -> DatabaseError? in
+            if kind != .write && state.offline {
+                return DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")
+            }
+            if state.jobs.count >= ClientConnection.writesWaitingMax {
+                return DatabaseError(.writeCanceled, "\(ClientConnection.writesWaitingMax) requests already wait for eddyd at \(self.base)")
+            }
+            state.jobs.append(Job(kind: kind, payload: payload, answer: answer))
+            return nil
+        }
+        if let refusal { answer(.failure(refusal)) } else { self.pump() }
+    }
+
+    /// Starts the job at the head of the queue unless one runs.
+    private func pump() {
+        let job = self.state.withLock { state -> Job? in
+            guard !state.running, !state.offline, let job = state.jobs.first else { return nil }
+            state.running = true
+            return job
+        }
+        guard let job else { return }
+        let request: URLRequest
+        do {
+            request = try self.urlRequest(job.kind, job.payload)
+        } catch {
+            self.finish(job, .failure(error))
+            return
+        }
+        self.session.dataTask(with: request) { data, response, error in
+            if let error, (error as? URLError)?.code != .cancelled {
+                self.unreachable(job, DatabaseError(.disconnected, "cannot reach eddyd at \(self.base): \(error.localizedDescription)"))
+                return
+            }
+            guard let http = response as? HTTPURLResponse else {
+                self.unreachable(job, DatabaseError(.disconnected, "eddyd at \(self.base) sent no HTTP answer"))
+                return
+            }
+            self.setConnected(true)
+            self.finish(job, Self.answer(job, http, data ?? Data()))
+        }.resume()
+    }
+
+    private func finish(_ job: Job, _ result: Result<(kind: Frame.Kind, payload: Value), DatabaseError>) {
+        self.state.withLock { state in
+            state.running = false
+            state.retryMilliseconds = 100
+            if !state.jobs.isEmpty { state.jobs.removeFirst() }
+        }
+        job.answer(result)
+        self.pump()
+    }
+
+    /// The server could not be reached: a write stays at the head and is tried again after
+    /// the backoff; anything else fails.
+    private func unreachable(_ job: Job, _ error: DatabaseError) {
+        self.setConnected(false)
+        guard job.kind == .write else {
+            self.finish(job, .failure(error))
+            return
+        }
+        let delay = self.state.withLock { state -> Int in
+            let delay = state.retryMilliseconds
+            state.retryMilliseconds = min(5000, delay * 2)
+            return delay
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
+            self.state.withLock { $0.running = false }
+            self.pump()
+        }
+    }
+
+    private func setConnected(_ connected: Bool) {
+        let handler = self.state.withLock { state -> (@Sendable (Bool) -> Void)? in
+            guard state.connected != connected else { return nil }
+            state.connected = connected
+            return state.onState
+        }
+        handler?(connected)
+    }
+
+    func url(path: String, query: Value?, extra: [URLQueryItem] = []) throws(DatabaseError) -> URL {
+        let keys = (try? Path(path).keys) ?? path.split(separator: "/").map(String.init)
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#%;")
+        let encoded = keys.map { $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0 }.joined(separator: "/")
+        guard var components = URLComponents(string: self.base + "/" + encoded + ".json") else {
+            throw DatabaseError(.invalidQuery, "\(path) does not make a URL under \(self.base)")
+        }
+        var items = extra
+        if let namespace { items.append(URLQueryItem(name: "ns", value: namespace)) }
+        if case .object(let parameters) = query {
+            for (name, value) in parameters.sorted(by: { $0.key < $1.key }) {
+                if case .string(let text) = value { items.append(URLQueryItem(name: name, value: text)) }
+            }
+        }
+        if !items.isEmpty { components.queryItems = items }
+        // '+' in a query value would read as a space.
+        components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        guard let url = components.url else { throw DatabaseError(.invalidQuery, "\(path) does not make a URL under \(self.base)") }
+        return url
+    }
+
+    private func urlRequest(_ kind: Frame.Kind, _ payload: Value) throws(DatabaseError) -> URLRequest {
+        var path = "/"
+        if case .string(let text) = payload["path"] { path = text }
+        switch kind {
+        case .write:
+            var request = URLRequest(url: try self.url(path: path, query: nil, extra: [URLQueryItem(name: "print", value: "silent")]))
+            guard case .string(let op) = payload["op"] else { throw DatabaseError(.invalidValue, "a write without an op") }
+            switch op {
+            case "set": request.httpMethod = "PUT"
+            case "update": request.httpMethod = "PATCH"
+            case "remove": request.httpMethod = "DELETE"
+            case "push": request.httpMethod = "POST"
+            default: throw DatabaseError(.invalidValue, "write op \(op) is not one of set, update, remove, push")
+            }
+            if op != "remove" { request.httpBody = Data(JSONWriter.bytes(payload["value"])) }
+            if case .string(let etag) = payload["ifMatch"] { request.setValue(etag, forHTTPHeaderField: "if-match") }
+            return request
+        case .get, .query:
+            var request = URLRequest(url: try self.url(path: path, query: payload["query"]))
+            if payload["etag"] == .bool(true) { request.setValue("true", forHTTPHeaderField: "X-Firebase-ETag") }
+            return request
+        case .status:
+            guard let url = URL(string: self.base + "/.status.json") else { throw DatabaseError(.invalidQuery, "bad base URL \(self.base)") }
+            return URLRequest(url: url)
+        default:
+            throw DatabaseError(.invalidQuery, "the HTTP transport does not send \(kind) requests")
+        }
+    }
+
+    /// The native answer for an HTTP response.
+    private static func answer(_ job: Job, _ response: HTTPURLResponse, _ body: Data) -> Result<(kind: Frame.Kind, payload: Value), DatabaseError> {
+        let parsed = body.isEmpty ? Value.null : ((try? JSONParser.parse(Array(body))) ?? .null)
+        let etag = response.value(forHTTPHeaderField: "ETag")
+        switch response.statusCode {
+        case 200..<300:
+            switch job.kind {
+            case .write:
+                // The log id (eddyd's X-Eddy-Log-ID) tells the views when their stream has passed the write.
+                var payload: [String: Value] = ["streamed": .bool(true)]
+                if let logID = response.value(forHTTPHeaderField: "X-Eddy-Log-ID") { payload["logID"] = .string(logID) }
+                return .success((.written, .object(payload)))
+            case .status: return .success((.value, parsed))
+            default:
+                var payload: [String: Value] = ["value": parsed]
+                if let etag { payload["etag"] = .string(etag) }
+                return .success((.value, .object(payload)))
+            }
+        case 412:
+            return .failure(DatabaseError(.dataStale, "the write was conditional (ifMatch) and the value changed; it was not applied"))
+        default:
+            return .failure(self.error(status: response.statusCode, body: parsed))
+        }
+    }
+
+    static func error(status: Int, body: Value) -> DatabaseError {
+        var message = "HTTP \(status)"
+        if case .string(let text) = body["error"] { message = text }
+        let code: String
+        switch status {
+        case 400, 404: code = message.hasPrefix("Index not defined") ? "invalidArgument" : "invalidValue"
+        case 401, 403: code = "permissionDenied"
+        case 413: code = "limitExceeded"
+        case 507: code = "insufficientStorage"
+        default: code = "http\(status)"
+        }
+        return DatabaseError(serverCode: code, message: message)
+    }
+
+    // MARK: Subscriptions
+
+    @discardableResult
+    func subscribe(_ payload: Value, _ subscription: ClientConnection.Subscription) -> UInt64 {
+        var path = "/"
+        if case .string(let text) = payload["path"] { path = text }
+        var since: String?
+        if case .string(let text) = payload["since"] { since = text }
+        let url: URL
+        do {
+            url = try self.url(path: path, query: payload["query"])
+        } catch {
+            subscription.onFrame(.error, .object(["code": .string("invalidArgument"), "message": .string(error.message)]))
+            return 0
+        }
+        let (id, stream, offline) = self.state.withLock { state -> (UInt64, SSEStream, Bool) in
+            let id = state.nextID
+            state.nextID += 1
+            let stream = SSEStream(url: url, since: since, subscription: subscription) { [weak self] connected in self?.setConnected(connected) }
+            state.streams[id] = stream
+            return (id, stream, state.offline)
+        }
+        if !offline { stream.start() }
+        return id
+    }
+
+    func unsubscribe(_ id: UInt64) {
+        let stream = self.state.withLock { $0.streams.removeValue(forKey: id) }
+        stream?.cancel(notify: false)
+    }
+
+    func goOffline() {
+        let streams = self.state.withLock { state -> [SSEStream] in
+            state.offline = true
+            defer { state.streams.removeAll() }
+            return Array(state.streams.values)
+        }
+        for stream in streams { stream.cancel(notify: true) }
+        self.setConnected(false)
+    }
+
+    func goOnline() {
+        let streams = self.state.withLock { state -> [SSEStream] in
+            state.offline = false
+            return Array(state.streams.values)
+        }
+        for stream in streams { stream.start() }
+        self.pump()
+    }
+
+    func purgeWaitingWrites() {
+        let canceled = self.state.withLock { state -> [Job] in
+            let skip = state.running ? 1 : 0
+            let canceled = state.jobs.dropFirst(skip).filter { $0.kind == .write }
+            state.jobs = Array(state.jobs.prefix(skip)) + state.jobs.dropFirst(skip).filter { $0.kind != .write }
+            return Array(canceled)
+        }
+        for job in canceled { job.answer(.failure(DatabaseError(.writeCanceled, "the write was canceled by purgeOutstandingWrites()"))) }
+    }
+}

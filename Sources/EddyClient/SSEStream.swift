@@ -1,0 +1,215 @@
+// One subscription of the HTTP transport: a Firebase REST stream (text/event-stream) turned
+// into the native protocol's frames. The answer's headers give `subscribed`; each `put` or
+// `patch` becomes a `value` event with that change and the frame's log id (`id:`), the events
+// parsed from one read arriving as one `events` frame; `cancel` becomes an `error` (or
+// `behind`, when the server says the stream fell behind); the end of the stream `onEnd`.
+// Resumes from a log id with `Last-Event-ID`. At most `bufferBytesMax` bytes of an unfinished
+// event are held; more ends the stream.
+
+import EddyModel
+import EddyProtocol
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
+    static let bufferBytesMax = 512 << 20
+
+    private struct State {
+        var session: URLSession?
+        var buffer: [UInt8] = []
+        var status = 0
+        var errorBody: [UInt8] = []
+        var ended = false
+    }
+
+    private let url: URL
+    private let since: String?
+    private let subscription: ClientConnection.Subscription
+    private let connected: @Sendable (Bool) -> Void
+    private let state = Mutex(State())
+
+    init(url: URL, since: String?, subscription: ClientConnection.Subscription, connected: @escaping @Sendable (Bool) -> Void) {
+        self.url = url
+        self.since = since
+        self.subscription = subscription
+        self.connected = connected
+    }
+
+    func start() {
+        var request = URLRequest(url: self.url)
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        if let since { request.setValue(since, forHTTPHeaderField: "Last-Event-ID") }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 24 * 3600
+        configuration.timeoutIntervalForResource = 365 * 24 * 3600
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        self.state.withLock { $0.session = session }
+        session.dataTask(with: request).resume()
+    }
+
+    /// Stops the stream; `notify` tells the subscription it ended (so it subscribes again).
+    func cancel(notify: Bool) {
+        let (session, first) = self.state.withLock { state -> (URLSession?, Bool) in
+            defer {
+                state.ended = true
+                state.session = nil
+            }
+            return (state.session, !state.ended)
+        }
+        session?.invalidateAndCancel()
+        if notify && first { self.subscription.onEnd(DatabaseError(.disconnected, "the client went offline")) }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        self.state.withLock { $0.status = status }
+        self.connected(true)
+        if status == 200 { self.subscription.onFrame(.subscribed, .object([:])) }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let events = self.state.withLock { state -> [Value]? in
+            guard !state.ended else { return [] }
+            if state.status != 200 {
+                if state.errorBody.count < 1 << 20 { state.errorBody += data }
+                return []
+            }
+            state.buffer += data
+            var events: [Value] = []
+            while let end = Self.eventEnd(state.buffer) {
+                let block = state.buffer[..<end.start]
+                state.buffer.removeFirst(end.next)
+                if let event = Self.parse(block) { events.append(event) }
+            }
+            return state.buffer.count > Self.bufferBytesMax ? nil : events
+        }
+        guard let events else {
+            self.end(DatabaseError(.unknownError, "an SSE event from \(self.url) exceeded \(Self.bufferBytesMax >> 20) MiB"))
+            return
+        }
+        var changes: [Value] = []
+        for event in events {
+            if case .string(let kind) = event["event"], kind == "cancel" {
+                if !changes.isEmpty { self.deliver(changes) }
+                changes = []
+                self.cancelled(event["data"])
+                return
+            }
+            changes.append(event)
+        }
+        if !changes.isEmpty { self.deliver(changes) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (status, body) = self.state.withLock { ($0.status, $0.errorBody) }
+        if status != 0 && status != 200 {
+            let parsed = (try? JSONParser.parse(body)) ?? .null
+            let error = HTTPTransport.error(status: status, body: parsed)
+            let first = self.state.withLock { state -> Bool in
+                defer { state.ended = true }
+                return !state.ended
+            }
+            session.finishTasksAndInvalidate()
+            if first { self.subscription.onFrame(.error, .object(["code": .string(Self.serverCode(status, error)), "message": .string(error.message)])) }
+            return
+        }
+        if status == 0 { self.connected(false) }
+        session.finishTasksAndInvalidate()
+        self.end(DatabaseError(.disconnected, "the stream from \(self.url) ended\(error.map { ": \($0.localizedDescription)" } ?? "")"))
+    }
+
+    private static func serverCode(_ status: Int, _ error: DatabaseError) -> String {
+        switch error.code {
+        case .permissionDenied: return "permissionDenied"
+        case .invalidQuery: return "invalidArgument"
+        case .invalidValue: return "invalidValue"
+        default: return "http\(status)"
+        }
+    }
+
+    private func end(_ error: DatabaseError) {
+        let first = self.state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        if first { self.subscription.onEnd(error) }
+    }
+
+    private func cancelled(_ reason: Value) {
+        let first = self.state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        guard first else { return }
+        self.state.withLock { $0.session }?.invalidateAndCancel()
+        var message = "the server ended the stream"
+        if case .string(let text) = reason { message = text }
+        if message.contains("Last-Event-ID") {
+            self.subscription.onFrame(.behind, .object(["message": .string(message)]))
+        } else {
+            self.subscription.onFrame(.error, .object(["code": .string("permissionDenied"), "message": .string(message)]))
+        }
+    }
+
+    /// One `events` frame of `value` events, one per put/patch.
+    private func deliver(_ events: [Value]) {
+        var list: [String: Value] = [:]
+        for event in events {
+            guard case .string(let kind) = event["event"], kind == "put" || kind == "patch" else { continue }
+            var wire: [String: Value] = [
+                "kind": .string("value"),
+                "changes": .object(["0": .object(["op": .string(kind), "path": event["data"]["path"], "data": event["data"]["data"]])]),
+            ]
+            if case .string(let id) = event["id"] { wire["logID"] = .string(id) }
+            list[String(list.count)] = .object(wire)
+        }
+        guard !list.isEmpty else { return }
+        self.subscription.onFrame(.events, .object(["events": .object(list)]))
+    }
+
+    /// Where the first complete event in `buffer` ends (a blank line), and where the next starts.
+    private static func eventEnd(_ buffer: [UInt8]) -> (start: Int, next: Int)? {
+        var i = 0
+        while i + 1 < buffer.count {
+            if buffer[i] == 0x0A && buffer[i + 1] == 0x0A { return (i, i + 2) }
+            if i + 3 < buffer.count, buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {
+                return (i, i + 4)
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// An event block as {"event", "id", "data" (parsed JSON)}.
+    private static func parse(_ block: ArraySlice<UInt8>) -> Value? {
+        var fields: [String: Value] = [:]
+        var data: [UInt8] = []
+        for line in block.split(separator: 0x0A) {
+            var line = line
+            if line.last == 0x0D { line = line.dropLast() }
+            guard let colon = line.firstIndex(of: 0x3A) else { continue }
+            let name = String(decoding: line[..<colon], as: UTF8.self)
+            var rest = line[(colon + 1)...]
+            if rest.first == 0x20 { rest = rest.dropFirst() }
+            switch name {
+            case "event": fields["event"] = .string(String(decoding: rest, as: UTF8.self))
+            case "id": fields["id"] = .string(String(decoding: rest, as: UTF8.self))
+            case "data":
+                if !data.isEmpty { data.append(0x0A) }
+                data += rest
+            default: break
+            }
+        }
+        guard fields["event"] != nil else { return nil }
+        fields["data"] = (try? JSONParser.parse(data)) ?? .null
+        return .object(fields)
+    }
+}

@@ -1,0 +1,98 @@
+// The fallback transport: the same API over REST and SSE (`http://host:port`, and Firebase's
+// `useEmulator(withHost:port:)` pointed at eddyd's HTTP listener), against a real eddyd.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct HTTPTransportTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.http")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    func database() -> Database {
+        let database = Database.database(url: self.daemon.httpURL)
+        database.callbackQueue = self.queue
+        return database
+    }
+
+    @Test func writesReadsAndQueriesOverHTTP() async throws {
+        let posts = self.database().reference().child("http/posts")
+        let first = posts.childByAutoId()
+        try await first.setValue(["title": "one", "views": 5])
+        try await posts.childByAutoId().setValue(["title": "two", "views": 9])
+        try await posts.child(first.key!).updateChildValues(["views": ServerValue.increment(1)])
+        let all = try await posts.getData()
+        #expect(all.childrenCount == 2)
+        #expect(all.childSnapshot(forPath: "\(first.key!)/views").value as? Int == 6)
+        let top = try await posts.queryOrdered(byChild: "views").queryLimited(toLast: 1).getData()
+        #expect((top.children.allObjects as! [DataSnapshot]).map { $0.childSnapshot(forPath: "title").value as? String } == ["two"])
+        let outcome = Recorder<String>()
+        posts.child("bad.key").setValue(1) { error, _ in outcome.add("\(error.map { "\($0)" } ?? "nil")") }
+        let refused = try await outcome.wait(for: 1)
+        #expect(refused[0].contains("bad.key"), "\(refused)")
+        try await posts.child(first.key!).removeValue()
+        #expect(try await posts.getData().childrenCount == 1)
+    }
+
+    @Test func observersHearChildEventsOverSSE() async throws {
+        let list = self.database().reference().child("http/list")
+        let log = Recorder<String>()
+        list.queryOrderedByKey().observe(.childAdded) { log.add("added \($0.key)") }
+        list.queryOrderedByKey().observe(.childChanged) { log.add("changed \($0.key)") }
+        list.queryOrderedByKey().observe(.childRemoved) { log.add("removed \($0.key)") }
+        // A second client writes; the first hears it through its stream.
+        let other = Database.database(url: self.daemon.socketURL).reference().child("http/list")
+        try await other.child("a").setValue(1)
+        _ = try await log.wait(for: 1)
+        try await other.child("a").setValue(2)
+        try await other.child("b").setValue(3)
+        try await other.child("a").removeValue()
+        #expect(try await log.wait(for: 4) == ["added a", "changed a", "added b", "removed a"])
+    }
+
+    @Test func transactionsRetryOverHTTP() async throws {
+        let counter = self.database().reference().child("http/counter")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<5 {
+                group.addTask {
+                    _ = try await counter.runTransactionBlock { data in
+                        data.value = ((data.value as? Int) ?? 0) + 1
+                        return TransactionResult.success(withValue: data)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await counter.getData().value as? Int == 5)
+    }
+
+    @Test func useEmulatorTakesTheHTTPPortAsInFirebase() async throws {
+        let url = try #require(URL(string: self.daemon.httpURL))
+        let database = Database.database(url: "https://demo-emulated.firebaseio.com")
+        database.useEmulator(withHost: url.host!, port: url.port!)
+        database.callbackQueue = self.queue
+        let ref = database.reference(withPath: "emulated/greeting")
+        try await ref.setValue("hello")
+        #expect(try await ref.getData().value as? String == "hello")
+        // The namespace came from the URL: the default namespace does not hold it.
+        let plain = try await Database.database(url: self.daemon.httpURL).reference(withPath: "emulated/greeting").getData()
+        #expect(!plain.exists())
+    }
+
+    @Test func localEventsComeFirstOverHTTPToo() async throws {
+        let ref = self.database().reference().child("http/local")
+        let log = Recorder<String>()
+        ref.observe(.value) { log.add("value \(($0.value as? Int).map(String.init) ?? "null")") }
+        _ = try await log.wait(for: 1)
+        ref.setValue(1) { error, _ in log.add("done \(error == nil)") }
+        #expect(try await log.wait(for: 3) == ["value null", "value 1", "done true"])
+        try await Task.sleep(for: .milliseconds(2200))
+        #expect(log.all.count == 3, "the server's own event changes nothing: \(log.all)")
+    }
+}
