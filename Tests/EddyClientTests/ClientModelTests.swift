@@ -1,0 +1,219 @@
+// Model-based: random writes through the client, its observers' events compared with
+// EddyTesting's reference model. For queries without a limit, the events each write raises
+// (locally, before the server answers) must be exactly the reference's for that write, and the
+// server's own events must add nothing. For limit windows (where the client cannot see past
+// the window until the server answers), the events must replay to the window the value events
+// show, and end at the reference's window; the Realm change sets must replay likewise. The
+// seed is printed; rerun one with EDDY_CLIENT_MODEL_SEED.
+
+import Dispatch
+import EddyModel
+import EddyTesting
+import Foundation
+import Testing
+
+@testable import EddyClient
+
+@Suite(.serialized) struct ClientModelTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.model")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    /// A query as the client builds it and as the model takes it.
+    struct Case {
+        let name: String
+        let client: DatabaseQuery
+        let model: Query?
+        var limited: Bool { self.model?.limit != nil }
+    }
+
+    /// Events as the model writes them.
+    final class EventLog: @unchecked Sendable {
+        // @unchecked: touched only on the test's callback queue and after draining it.
+        var events: [ListenerEvent] = []
+        /// The window replayed from the child events (limited queries).
+        var replayed: [(key: String, value: Value)] = []
+        var replayErrors: [String] = []
+
+        /// Child events since the last value event.
+        var pending: [ListenerEvent] = []
+
+        func record(_ kind: ListenerEvent.Kind, _ snapshot: DataSnapshot, _ previous: String?) {
+            let isValue = kind == .value
+            let event = ListenerEvent(
+                kind: kind, key: isValue ? nil : snapshot.key, previousKey: kind == .childRemoved || isValue ? nil : previous,
+                value: snapshot.data)
+            self.events.append(event)
+            switch kind {
+            case .childRemoved:
+                self.replayed.removeAll { $0.key == snapshot.key }
+                self.pending.append(event)
+            case .childAdded, .childMoved, .childChanged:
+                self.replayed.removeAll { $0.key == snapshot.key }
+                self.replayed.append((snapshot.key, snapshot.data))
+                self.pending.append(event)
+            case .value:
+                // The child events of one change take the window to what the value shows, and
+                // each previous key is the key before the child in that new window (as
+                // Firebase computes them, so they hold for the final window, not step by step).
+                let shown = snapshot.childSnapshots.map { (key: $0.key, value: $0.data) }
+                let replayed = Dictionary(uniqueKeysWithValues: self.replayed.map { ($0.key, $0.value) })
+                if Set(replayed.keys) != Set(shown.map(\.key)) || shown.contains(where: { replayed[$0.key] != $0.value }) {
+                    self.replayErrors.append("child events replay to \(self.replayed.map(\.key).sorted()), value shows \(shown.map(\.key))")
+                }
+                for event in self.pending where event.kind != .childRemoved {
+                    guard let i = shown.firstIndex(where: { $0.key == event.key }) else {
+                        self.replayErrors.append("\(event) is not in the window \(shown.map(\.key))")
+                        continue
+                    }
+                    if event.previousKey != (i > 0 ? shown[i - 1].key : nil) {
+                        self.replayErrors.append("\(event): previous key is not the one before it in \(shown.map(\.key))")
+                    }
+                }
+                self.pending.removeAll()
+                self.replayed = shown
+            }
+        }
+    }
+
+    /// Change sets replayed onto the previous results.
+    final class ChangeLog: @unchecked Sendable {
+        var results: [(key: String, value: Value)] = []
+        var errors: [String] = []
+        var count = 0
+
+        func record(_ change: DatabaseCollectionChange) {
+            self.count += 1
+            switch change {
+            case .initial(let results):
+                self.results = results.children.map { ($0.key, $0.data) }
+            case .update(let results, let deletions, let insertions, let modifications):
+                let new = results.children.map { (key: $0.key, value: $0.data) }
+                var keys = self.results.map(\.key)
+                for i in deletions.reversed() { keys.remove(at: i) }
+                for i in insertions { keys.insert(new[i].key, at: i) }
+                if keys != new.map(\.key) { self.errors.append("replayed \(keys), results \(new.map(\.key))") }
+                let kept = Set(0..<self.results.count).subtracting(deletions)
+                for i in kept {
+                    let old = self.results[i]
+                    let changed = new.first { $0.key == old.key }?.value != old.value
+                    if changed != modifications.contains(i) { self.errors.append("modification of \(old.key) at old index \(i): \(changed)") }
+                }
+                self.results = new
+            case .error(let error):
+                self.errors.append("\(error)")
+            }
+        }
+    }
+
+    @Test func clientEventsMatchTheReferenceModel() async throws {
+        let seed = ProcessInfo.processInfo.environment["EDDY_CLIENT_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        print("ClientModelTests seed \(seed) (rerun with EDDY_CLIENT_MODEL_SEED=\(seed))")
+        var g = SeededGenerator(seed: seed)
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let location = Path(validatedKeys: ["model", "items"])
+        let list = database.reference().child("model/items")
+        let score = Path(validatedKeys: ["score"])
+        let cases = [
+            Case(name: "plain", client: list, model: nil),
+            Case(
+                name: "score from 3", client: list.queryOrdered(byChild: "score").queryStarting(atValue: 3),
+                model: Query(order: .child(score), start: Query.Bound(value: .number(3), inclusive: true))),
+            Case(
+                name: "keys to k5", client: list.queryOrderedByKey().queryEnding(atValue: "k5"),
+                model: Query(order: .key, end: Query.Bound(value: .string("k5"), inclusive: true))),
+            Case(
+                name: "top 3 scores", client: list.queryOrdered(byChild: "score").queryLimited(toLast: 3),
+                model: Query(order: .child(score), limit: .last(3))),
+            Case(name: "first 2 keys", client: list.queryOrderedByKey().queryLimited(toFirst: 2), model: Query(order: .key, limit: .first(2))),
+        ]
+        let logs = cases.map { _ in EventLog() }
+        for (log, c) in zip(logs, cases) {
+            for kind in [DataEventType.childRemoved, .childAdded, .childMoved, .childChanged, .value] {
+                let modelKind: ListenerEvent.Kind = [.childRemoved: .childRemoved, .childAdded: .childAdded, .childMoved: .childMoved, .childChanged: .childChanged, .value: .value][kind]!
+                c.client.observe(kind, andPreviousSiblingKeyWith: { snapshot, previous in log.record(modelKind, snapshot, previous) })
+            }
+        }
+        let changeLogs = cases.map { _ in ChangeLog() }
+        let tokens = zip(changeLogs, cases).map { log, c in c.client.observe { log.record($0) } }
+        // The initial events: each view's first value.
+        let deadline = Date().addingTimeInterval(15)
+        while await self.drained({ logs.contains { !$0.events.contains { $0.kind == .value } } }), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        var model = ReferenceModel()
+        for (log, c) in zip(logs, cases) {
+            #expect(log.events == ReferenceModel.initialEvents(model.root, at: location, c.model), "\(c.name) initial (seed \(seed))")
+            log.events.removeAll()
+        }
+        let keys = (0..<8).map { "k\($0)" }
+        func randomChild() -> Value {
+            if Int.random(in: 0..<10, using: &g) == 0 { return .number(Double(Int.random(in: 0..<10, using: &g))) }
+            var child: [String: Value] = ["tag": .string(["a", "b", "c"][Int.random(in: 0..<3, using: &g)])]
+            if Int.random(in: 0..<5, using: &g) > 0 { child["score"] = .number(Double(Int.random(in: 0..<10, using: &g))) }
+            return .object(child)
+        }
+        let writes = 300
+        for step in 0..<writes {
+            let before = model.root
+            let key = keys[Int.random(in: 0..<keys.count, using: &g)]
+            let roll = Int.random(in: 0..<20, using: &g)
+            let description: String
+            if roll < 11 {
+                let value = randomChild()
+                model.set(location.appending(key), value)
+                description = "set \(key) \(JSONWriter.string(value))"
+                _ = try await list.child(key).setValue(FoundationValue.foundation(value))
+            } else if roll < 14 {
+                let other = keys[Int.random(in: 0..<keys.count, using: &g)]
+                let (a, b) = (randomChild(), randomChild())
+                let pairs = other == key ? [(key, b)] : [(key, a), (other, b)]
+                model.update(location, pairs.map { (Path(validatedKeys: [$0.0]), $0.1) })
+                description = "update \(pairs.map { "\($0.0)=\(JSONWriter.string($0.1))" })"
+                var values: [AnyHashable: Any] = [:]
+                for (k, v) in pairs { values[k] = FoundationValue.foundation(v) }
+                _ = try await list.updateChildValues(values)
+            } else if roll < 17 {
+                model.remove(location.appending(key))
+                description = "remove \(key)"
+                _ = try await list.child(key).removeValue()
+            } else {
+                let n = Double(Int.random(in: 0..<10, using: &g))
+                model.set(location.appending(key).appending("score"), .number(n))
+                description = "set \(key)/score \(n)"
+                _ = try await list.child(key).child("score").setValue(n)
+            }
+            _ = await self.drained { true }
+            for (log, c) in zip(logs, cases) where !c.limited {
+                let expected = ReferenceModel.events(before: before, after: model.root, at: location, c.model)
+                #expect(log.events == expected, "step \(step) \(description), \(c.name) (seed \(seed))")
+                log.events.removeAll()
+            }
+        }
+        // Every view ends at the model's window; limited ones replay consistently.
+        for (i, c) in cases.enumerated() {
+            let expected = ReferenceModel.listenerResult(model.root, at: location, c.model)
+            let deadline = Date().addingTimeInterval(10)
+            while await self.drained({ logs[i].replayed.map(\.key) != expected.map(\.key) }), Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            _ = await self.drained { true }
+            #expect(logs[i].replayed.map(\.key) == expected.map(\.key), "\(c.name) final window (seed \(seed))")
+            #expect(logs[i].replayed.map(\.value) == expected.map(\.value), "\(c.name) final values (seed \(seed))")
+            #expect(logs[i].replayErrors.isEmpty, "\(c.name): \(logs[i].replayErrors.prefix(3)) (seed \(seed))")
+            #expect(changeLogs[i].errors.isEmpty, "\(c.name) change sets: \(changeLogs[i].errors.prefix(3)) (seed \(seed))")
+            #expect(changeLogs[i].results.map(\.key) == expected.map(\.key), "\(c.name) change-set results (seed \(seed))")
+        }
+        withExtendedLifetime(tokens) {}
+    }
+
+    /// Runs `body` on the callback queue after everything queued before it.
+    private func drained<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in self.queue.async { continuation.resume(returning: body()) } }
+    }
+}
