@@ -114,7 +114,9 @@ let package = Package(
             name: "EddyReplicationTests",
             dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
+        // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
+        .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(

@@ -193,10 +193,18 @@ public final class Database: NSObject, Sendable {
     // MARK: Local events
 
     /// A write is being made: it joins the waiting writes and every view it touches shows it.
+    /// Server values are estimated now, against what the views show (as Firebase resolves them
+    /// when a write is made), so the write shows the same on top of data that already holds it.
     func beginLocalWrite(at location: Path, puts: [PendingWrite.Put]) -> PendingWrite {
+        let now = (Date().timeIntervalSince1970 * 1000).rounded()
+        let views = self.state.withLock { Array($0.views.values) }
+        let resolved = puts.map { put in
+            let existing = views.lazy.compactMap { $0.visibleValue(at: put.path) }.first ?? .null
+            return PendingWrite.Put(path: put.path, value: PendingWrites.resolve(put.value, existing: existing, now: now))
+        }
         let write = PendingWrite(
-            id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: puts,
-            timeMilliseconds: (Date().timeIntervalSince1970 * 1000).rounded(), silenced: Database.silencedTokens)
+            id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: resolved,
+            timeMilliseconds: now, silenced: Database.silencedTokens)
         self.pendingWrites.add(write)
         self.refreshViews(touching: location, cause: write)
         return write

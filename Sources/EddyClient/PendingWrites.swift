@@ -9,9 +9,10 @@
 // no such view needs it. A live view needs no more: eddyd hands a write's events to every
 // listener before it acknowledges the write, so the view's server copy already holds it.
 //
-// Server values (`ServerValue.timestamp()`, `increment`) are resolved here the way Firebase's
-// clients estimate them: the client's clock at the time of the write, and the shown number
-// plus the delta. The server's own values replace them when its events arrive.
+// Server values (`ServerValue.timestamp()`, `increment`) are resolved when the write is made,
+// the way Firebase's clients estimate them: the client's clock, and the number the views show
+// plus the delta. A resolved write is idempotent, so it shows the same on top of server data
+// that already holds it. The server's own values replace the estimates when its events arrive.
 
 import EddyModel
 import Foundation

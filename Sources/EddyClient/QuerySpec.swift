@@ -164,7 +164,10 @@ struct QuerySpec: Sendable, Equatable {
         switch self.order {
         case .key: out["orderBy"] = .string("\"$key\"")
         case .value: out["orderBy"] = .string("\"$value\"")
-        case .priority, nil: out["orderBy"] = .string("\"$priority\"")
+        case .priority, nil:
+            // Eddy stores no priorities: every child's is null, so priority order is key order.
+            // Bounds on priorities stay priority bounds (the server refuses them by name).
+            out["orderBy"] = .string(self.start == nil && self.end == nil ? "\"$key\"" : "\"$priority\"")
         case .child(let path): out["orderBy"] = .string(JSONWriter.string(.string(path.keys.joined(separator: "/"))))
         }
         func text(_ bound: Bound) -> String {

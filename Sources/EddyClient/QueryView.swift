@@ -85,7 +85,9 @@ final class QueryView: Sendable {
         let first = self.state.withLock { state -> Bool in
             state.registrations.append(registration)
             // Queued under the lock, so they come before the events of any later change.
-            if state.started { self.deliver(self.initialEvents(state), to: [registration]) }
+            if state.started || !state.shownWindow.isEmpty {
+                self.deliver(self.initialEvents(state, withValue: state.started), to: [registration])
+            }
             return state.registrations.count == 1 && state.subscription == nil && !state.started
         }
         if first { self.subscribe() }
@@ -213,6 +215,17 @@ final class QueryView: Sendable {
         self.database.pruneAcknowledgedWrites()
     }
 
+    /// What this view shows at `path` (absolute), when it holds the whole location there (a
+    /// plain location, or a query evaluated here) and has the server's data; nil otherwise.
+    func visibleValue(at path: Path) -> Value? {
+        self.state.withLock { state in
+            guard state.started, state.local || self.query.spec.isDefault, self.query.path.isAncestorOrSelf(of: path) else { return nil }
+            let pending = self.database.pendingWrites.touching(self.query.path).filter { self.shows($0, state) }
+            let data = PendingWrites.overlay(state.cache, at: self.query.path, writes: pending)
+            return data.child(at: Path(validatedKeys: Array(path.keys.dropFirst(self.query.path.depth))))
+        }
+    }
+
     /// Whether this view still shows `write` on top of its server copy.
     func needs(_ write: PendingWrite) -> Bool {
         self.state.withLock { state in self.shows(write, state) }
@@ -229,16 +242,19 @@ final class QueryView: Sendable {
     /// The client's waiting writes changed (one was made or answered): shows the data again
     /// and raises the events between what was shown and what is now. `cause` is the write
     /// just made, if any (its silenced observers update their copy without being called).
+    /// Before the server's first batch, the view shows the writes alone and raises their
+    /// child events (Firebase does the same from a partial cache), but no value event: value
+    /// waits for the server's data.
     func refresh(cause: PendingWrite?) {
         self.state.withLock { state in
-            guard state.started, !state.ended else { return }
-            self.show(&state, first: false, cause: cause)
+            guard !state.ended else { return }
+            self.show(&state, first: false, cause: cause, partial: !state.started)
         }
     }
 
     /// Computes what observers see now and delivers the events from what they saw before.
     /// Runs under the lock, so the events of successive changes are queued in order.
-    private func show(_ state: inout State, first: Bool, cause: PendingWrite?) {
+    private func show(_ state: inout State, first: Bool, cause: PendingWrite?, partial: Bool = false) {
         let ref = self.query.ref
         let order = self.query.spec.effectiveOrder
         let (window, value) = self.visible(state)
@@ -247,11 +263,11 @@ final class QueryView: Sendable {
                 kind: event.kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [event.key])), value: event.value, order: order),
                 previous: event.previous)
         }
-        if first || state.shownValue != value {
+        if !partial, first || state.shownValue != value {
             events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: value, order: order), previous: nil))
         }
         state.shownWindow = window
-        state.shownValue = value
+        if !partial { state.shownValue = value }
         guard !events.isEmpty else { return }
         self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [])
     }
@@ -283,7 +299,7 @@ final class QueryView: Sendable {
     }
 
     /// child_added for each child in order, then value: what a new observer hears first.
-    private func initialEvents(_ state: State) -> [Event] {
+    private func initialEvents(_ state: State, withValue: Bool = true) -> [Event] {
         let ref = self.query.ref
         let order = self.query.spec.effectiveOrder
         let window = state.shownWindow
@@ -294,7 +310,9 @@ final class QueryView: Sendable {
                     kind: .childAdded, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [entry.key])), value: entry.value, order: order),
                     previous: i > 0 ? window[i - 1].key : nil))
         }
-        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.shownValue, order: order), previous: nil))
+        if withValue {
+            events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.shownValue, order: order), previous: nil))
+        }
         return events
     }
 

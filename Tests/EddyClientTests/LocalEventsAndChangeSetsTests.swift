@@ -50,6 +50,20 @@ import Testing
         #expect(try await list.getData().childrenCount == 1)
     }
 
+    @Test func serverValuesAreEstimatedLocallyWithoutAFlicker() async throws {
+        let posts = self.database().reference().child("local/estimated")
+        try await posts.setValue(["p1": ["views": 10], "p2": ["views": 20]])
+        let log = Recorder<String>()
+        // Unindexed: evaluated on the client over the whole location.
+        posts.queryOrdered(byChild: "views").observe(.value) { snapshot in
+            log.add((snapshot.children.allObjects as! [DataSnapshot]).map { "\($0.key)=\($0.childSnapshot(forPath: "views").value ?? "")" }.joined(separator: ","))
+        }
+        _ = try await log.wait(for: 1)
+        try await posts.child("p1/views").setValue(ServerValue.increment(100))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.all == ["p1=10,p2=20", "p2=20,p1=110"], "one change, estimated at once: \(log.all)")
+    }
+
     @Test func offlineWritesRaiseEventsAndAreSentWhenBackOnline() async throws {
         let database = self.database()
         let ref = database.reference().child("local/offline")
@@ -235,3 +249,4 @@ import Testing
         live.invalidate()
     }
 }
+
