@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(name: "eddy", path: "../"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         // ordo-one/benchmark, formerly package-benchmark (the old URL and identity still
         // resolve to the same commit but make the plugin print a deprecation warning).
         // MallocInterposer alone: it backs the malloc metrics. The default RuntimeInterposer
@@ -75,6 +76,16 @@ let package = Package(
                 .product(name: "EddyModel", package: "eddy"),
             ],
             path: "Profiling/ReplicationProfile"
+        ),
+        // EddyClient figures (issue 12) against REST with async-http-client in the same run;
+        // scripts/client-bench.sh drives it.
+        .executableTarget(
+            name: "ClientProfile",
+            dependencies: [
+                .product(name: "EddyClient", package: "eddy"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Profiling/ClientProfile"
         ),
     ]
 )

@@ -197,36 +197,48 @@ public final class Database: NSObject, Sendable {
     /// when a write is made), so the write shows the same on top of data that already holds it.
     func beginLocalWrite(at location: Path, puts: [PendingWrite.Put]) -> PendingWrite {
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
-        let views = self.state.withLock { Array($0.views.values) }
+        let views = self.state.withLock { state in
+            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
+        }
+        var estimated = false
         let resolved = puts.map { put in
             let existing = views.lazy.compactMap { $0.visibleValue(at: put.path) }.first ?? .null
-            return PendingWrite.Put(path: put.path, value: PendingWrites.resolve(put.value, existing: existing, now: now))
+            let value = PendingWrites.resolve(put.value, existing: existing, now: now)
+            if value != put.value { estimated = true }
+            return PendingWrite.Put(path: put.path, value: value)
         }
-        let write = PendingWrite(
+        var write = PendingWrite(
             id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: resolved,
             timeMilliseconds: now, silenced: Database.silencedTokens)
+        write.estimated = estimated
+        // No view shows the location: nothing to raise (a view made later gets the server's data).
+        guard !views.isEmpty else { return write }
         self.pendingWrites.add(write)
-        self.refreshViews(touching: location, cause: write)
+        for view in views { view.refresh(cause: write) }
         return write
     }
 
     /// The server answered the write. Refused (`logID` nil), it leaves the waiting writes and
-    /// the views take it back; accepted, it stays only for views still catching up.
+    /// the views take it back. Accepted, the views' server copies already hold it (eddyd sends a
+    /// write's events before its answer), so they show no change, unless a server value was
+    /// estimated; it stays only for views still catching up, and the list is pruned now and then.
     func endLocalWrite(_ write: PendingWrite, logID: String?, streamed: Bool = false) {
-        if let logID {
-            self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
-            if streamed {
-                // Taken back from the views at the latest after the grace period.
-                DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
-                    self?.pruneAcknowledgedWrites()
-                    self?.refreshViews(touching: write.location, cause: nil)
-                }
-            }
-            self.pruneAcknowledgedWrites()
-        } else {
+        guard let logID else {
             self.pendingWrites.remove(write.id)
+            self.refreshViews(touching: write.location, cause: nil)
+            return
         }
-        self.refreshViews(touching: write.location, cause: nil)
+        let acknowledged = self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
+        if streamed {
+            // Taken back from the views at the latest after the grace period.
+            DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
+                self?.pruneAcknowledgedWrites()
+                self?.refreshViews(touching: write.location, cause: nil)
+            }
+            return
+        }
+        if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
+        if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
     }
 
     /// Drops the acknowledged writes that no view catching up needs.

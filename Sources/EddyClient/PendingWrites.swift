@@ -29,6 +29,9 @@ struct PendingWrite: Sendable {
     let timeMilliseconds: Double
     /// Change-set observers that do not hear this write (`write(withoutNotifying:)`).
     let silenced: Set<ObjectIdentifier>
+    /// Whether a server value was estimated (the server's own value then differs from what was
+    /// shown, so the views look again when the write is answered).
+    var estimated = false
     /// The log id the server committed it as; nil while unanswered.
     var acknowledged: String? = nil
     /// Acknowledged on another connection than the events (HTTP): shown until the view's
@@ -44,44 +47,77 @@ struct PendingWrite: Sendable {
 }
 
 final class PendingWrites: Sendable {
-    /// Writes made and not yet answered, oldest first. Bounded by the connection's queue of
-    /// unanswered writes (`ClientConnection.writesWaitingMax`).
-    private let writes = Mutex<[PendingWrite]>([])
-
-    func add(_ write: PendingWrite) {
-        self.writes.withLock { $0.append(write) }
+    private struct State {
+        /// Writes made and not yet answered (or still needed by a view), by id.
+        var byID: [UInt64: PendingWrite] = [:]
+        /// Their ids in the order made; ids of removed writes are skipped and compacted away.
+        var order: [UInt64] = []
+        var acknowledged = 0
     }
 
-    func acknowledge(_ id: UInt64, logID: String, streamed: Bool) {
-        self.writes.withLock { writes in
-            guard let i = writes.firstIndex(where: { $0.id == id }) else { return }
-            writes[i].acknowledged = logID
-            if streamed { writes[i].streamedSince = Date() }
+    /// Bounded by the connection's queue of unanswered writes (`ClientConnection.writesWaitingMax`)
+    /// plus the acknowledged writes a catching-up view still needs.
+    private let state = Mutex(State())
+
+    func add(_ write: PendingWrite) {
+        self.state.withLock { state in
+            state.byID[write.id] = write
+            state.order.append(write.id)
+        }
+    }
+
+    /// Marks a write accepted; returns how many acknowledged writes the list holds.
+    @discardableResult
+    func acknowledge(_ id: UInt64, logID: String, streamed: Bool) -> Int {
+        self.state.withLock { state in
+            guard state.byID[id] != nil else { return state.acknowledged }
+            state.byID[id]!.acknowledged = logID
+            if streamed { state.byID[id]!.streamedSince = Date() }
+            state.acknowledged += 1
+            return state.acknowledged
         }
     }
 
     /// Drops the acknowledged writes `needed` says no view needs any more.
     func prune(_ needed: (PendingWrite) -> Bool) {
-        let acknowledged = self.writes.withLock { $0.filter { $0.acknowledged != nil } }
-        let unneeded = Set(acknowledged.filter { !needed($0) }.map(\.id))
+        let acknowledged = self.state.withLock { $0.byID.values.filter { $0.acknowledged != nil } }
+        let unneeded = acknowledged.filter { !needed($0) }.map(\.id)
         guard !unneeded.isEmpty else { return }
-        self.writes.withLock { $0.removeAll { unneeded.contains($0.id) } }
+        self.state.withLock { state in
+            for id in unneeded where state.byID.removeValue(forKey: id) != nil { state.acknowledged -= 1 }
+            Self.compact(&state)
+        }
     }
 
     func remove(_ id: UInt64) {
-        self.writes.withLock { writes in
-            if let i = writes.firstIndex(where: { $0.id == id }) { writes.remove(at: i) }
+        self.state.withLock { state in
+            guard let write = state.byID.removeValue(forKey: id) else { return }
+            if write.acknowledged != nil { state.acknowledged -= 1 }
+            Self.compact(&state)
+        }
+    }
+
+    /// Drops removed ids from `order` once they are half of it (amortized O(1) per removal).
+    private static func compact(_ state: inout State) {
+        if state.byID.isEmpty {
+            state.order.removeAll(keepingCapacity: true)
+        } else if state.order.count > 64 && state.order.count > 2 * state.byID.count {
+            state.order.removeAll { state.byID[$0] == nil }
         }
     }
 
     /// The waiting writes that touch `location` (at, above or below it), oldest first.
     func touching(_ location: Path) -> [PendingWrite] {
-        self.writes.withLock { writes in
-            writes.filter { $0.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.location) }
+        self.state.withLock { state in
+            guard !state.byID.isEmpty else { return [] }
+            return state.order.compactMap { id in
+                guard let write = state.byID[id] else { return nil }
+                return write.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: write.location) ? write : nil
+            }
         }
     }
 
-    var isEmpty: Bool { self.writes.withLock { $0.isEmpty } }
+    var isEmpty: Bool { self.state.withLock { $0.byID.isEmpty } }
 
     /// `value` (the data at `location`) with `writes` applied in order.
     static func overlay(_ value: Value, at location: Path, writes: [PendingWrite]) -> Value {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# EddyClient figures (issue 12) against REST with async-http-client, in one run:
+#   rtt     set round trip from one client, sequential (p50/p99)
+#   push    durable pushes/s from one client (pipelined native; REST with 64 requests in flight)
+#   event   another client's write to this client's observer callback (p50/p99)
+#   memory  client bytes per active observer (10,000 observers, each its own subscription)
+# over the native Unix socket (unix), native TCP loopback (tcp) and REST/SSE (rest). One eddyd
+# (release, durability sync) serves the whole script; each round runs every figure on every
+# transport, alternating the order of the transports. At the end: medians over the rounds and
+# the ratios of each native transport to REST.
+#
+# Usage (from anywhere):  Benchmarks/scripts/client-bench.sh [ROUNDS]   (default 3)
+set -euo pipefail
+
+rounds=${1:-3}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+driver=Benchmarks/.build/release/ClientProfile
+eddyd=.build/release/eddyd
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-client-bench.XXXXXX")
+eddyd_pid=""
+cleanup() {
+    if [ -n "$eddyd_pid" ]; then kill -TERM "$eddyd_pid" 2>/dev/null || true; wait "$eddyd_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+build() {
+    if ! "$@" > "$work/build.log" 2>&1; then
+        tail -30 "$work/build.log" >&2
+        return 1
+    fi
+    tail -1 "$work/build.log"
+}
+echo "== build (release)"
+build swift build -c release --product eddyd
+rm -f Benchmarks/.build/workspace-state.json
+build swift build -c release --package-path Benchmarks --product ClientProfile
+
+"$eddyd" serve --data "$work/data" --http 127.0.0.1:0 --native-listen 127.0.0.1:0 > "$work/eddyd.out" 2> "$work/eddyd.err" &
+eddyd_pid=$!
+for _ in $(seq 1 300); do grep -q "listening on" "$work/eddyd.out" 2>/dev/null && break; sleep 0.1; done
+http=$(sed -n 's/^eddyd: listening on \(http:[^ ]*\).*/\1/p' "$work/eddyd.out")
+tcp=$(sed -n 's|^eddyd: native protocol on tcp://\([^ ]*\).*|\1|p' "$work/eddyd.out")
+socket="$work/data/eddyd.sock"
+echo "== eddyd: $http, native tcp $tcp, socket $socket; $(nproc) cores; rounds $rounds"
+
+results="$work/results.jsonl"
+for round in $(seq 1 "$rounds"); do
+    if [ $((round % 2)) = 1 ]; then order="unix tcp rest"; else order="rest tcp unix"; fi
+    for figure in rtt push event; do
+        for transport in $order; do
+            line=$("$driver" "$figure" "$transport" --socket "$socket" --tcp "$tcp" --http "$http")
+            echo "round $round: $line"
+            echo "$line" >> "$results"
+        done
+    done
+    line=$("$driver" memory unix --socket "$socket" --tcp "$tcp" --http "$http")
+    echo "round $round: $line"
+    echo "$line" >> "$results"
+done
+
+python3 - "$results" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def med(fig, transport, key):
+    values = [r[key] for r in rows if r["figure"] == fig and r["transport"] == transport]
+    return statistics.median(values) if values else None
+print("\n== medians over rounds (ratios: native / REST; for latencies REST / native, so > 1 is faster)")
+for fig, keys in (("rtt", ("p50_us", "p99_us")), ("push", ("pushes_per_s",)), ("event", ("p50_us", "p99_us"))):
+    for key in keys:
+        rest = med(fig, "rest", key)
+        cells = []
+        for t in ("unix", "tcp", "rest"):
+            v = med(fig, t, key)
+            cells.append(f"{t} {v:,.0f}")
+        ratios = []
+        for t in ("unix", "tcp"):
+            v = med(fig, t, key)
+            ratio = (v / rest) if key == "pushes_per_s" else (rest / v)
+            ratios.append(f"{t} {ratio:.2f}x")
+        print(f"{fig:6} {key:13} " + " | ".join(cells) + "   ratio " + ", ".join(ratios))
+print(f"memory bytes per observer (unix): {med('memory', 'unix', 'bytes_per_observer'):,.0f}")
+PY
