@@ -200,17 +200,36 @@ final class QueryView: Sendable {
         self.state.withLock { state in
             guard !state.ended else { return }
             let first = !state.started
+            // The children the batch touched, when it names them (nil: look at everything).
+            var touched: Set<String>? = []
             for event in wireEvents where event["kind"] == .string("value") {
                 if case .string(let id) = event["logID"] { state.lastLogID = id }
                 if case .object(let changes) = event["changes"] {
-                    for change in QueryView.list(.object(changes)) { QueryView.change(change)?.apply(to: &state.cache) }
+                    for wire in QueryView.list(.object(changes)) {
+                        guard let change = QueryView.change(wire) else { continue }
+                        change.apply(to: &state.cache)
+                        if let key = change.path.keys.first {
+                            touched?.insert(key)
+                        } else if case .patch(_, let children) = change {
+                            touched?.formUnion(children.keys)
+                        } else {
+                            touched = nil
+                        }
+                    }
                 } else {
                     state.cache = event["value"]
+                    touched = nil
                 }
             }
             state.started = true
             state.caughtUp = true
-            self.show(&state, first: first, cause: nil)
+            if !first, let touched, self.query.spec.isDefault, !state.local, case .object = state.cache,
+                self.database.pendingWrites.touching(self.query.path).isEmpty
+            {
+                self.showTouched(&state, touched)
+            } else {
+                self.show(&state, first: first, cause: nil)
+            }
         }
         self.database.pruneAcknowledgedWrites()
     }
@@ -270,6 +289,60 @@ final class QueryView: Sendable {
         if !partial { state.shownValue = value }
         guard !events.isEmpty else { return }
         self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [])
+    }
+
+    /// `show` for a plain location whose batch touched only `keys`: the events come from those
+    /// children alone (found in the shown window by binary search), so a change costs
+    /// O(touched × log children) rather than a walk of every child. Same events as `show`.
+    private func showTouched(_ state: inout State, _ keys: Set<String>) {
+        guard case .object(let children) = state.cache else { return }
+        func index(of key: String) -> (found: Bool, at: Int) {
+            var low = 0
+            var high = state.shownWindow.count
+            while low < high {
+                let mid = (low + high) / 2
+                let c = Key.compare(state.shownWindow[mid].key, key)
+                if c == 0 { return (true, mid) }
+                if c < 0 { low = mid + 1 } else { high = mid }
+            }
+            return (false, low)
+        }
+        let ordered = keys.sorted { Key.compare($0, $1) < 0 }
+        var removed: [(key: String, value: Value)] = []
+        var added: [String] = []
+        var changed: [String] = []
+        for key in ordered {
+            let new = children[key]
+            let (found, at) = index(of: key)
+            switch (found, new) {
+            case (true, nil):
+                removed.append(state.shownWindow.remove(at: at))
+            case (false, let value?):
+                state.shownWindow.insert((key, value), at: at)
+                added.append(key)
+            case (true, let value?) where state.shownWindow[at].value != value:
+                state.shownWindow[at].value = value
+                changed.append(key)
+            default:
+                break
+            }
+        }
+        guard !removed.isEmpty || !added.isEmpty || !changed.isEmpty else { return }
+        let ref = self.query.ref
+        func event(_ kind: DataEventType, _ key: String) -> Event {
+            let (_, at) = index(of: key)
+            return Event(
+                kind: kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [key])), value: state.shownWindow[at].value, order: .key),
+                previous: at > 0 ? state.shownWindow[at - 1].key : nil)
+        }
+        var events = removed.map { entry in
+            Event(kind: .childRemoved, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [entry.key])), value: entry.value, order: .key), previous: nil)
+        }
+        events += added.map { event(.childAdded, $0) }
+        events += changed.map { event(.childChanged, $0) }
+        state.shownValue = state.cache
+        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.cache, order: .key), previous: nil))
+        self.deliver(events, to: state.registrations)
     }
 
     /// The window and value observers see: the server's data with the client's waiting
