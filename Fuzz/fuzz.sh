@@ -26,7 +26,7 @@ flags=(-O -sanitize=fuzzer -parse-as-library -enable-testing)
 if [ ! -f "$out/libEddyModel.a" ] || [ -n "$(find Sources/EddyModel -newer "$out/libEddyModel.a" -name '*.swift' | head -1)" ]; then
     echo "fuzz: building EddyModel"
     swiftc "${flags[@]}" -module-name EddyModel -emit-library -static -emit-module \
-        -emit-module-path "$out/EddyModel.swiftmodule" Sources/EddyModel/*.swift -o "$out/libEddyModel.a"
+        -emit-module-path "$out/EddyModel.swiftmodule" $(find Sources/EddyModel -name '*.swift' | sort) -o "$out/libEddyModel.a"
     rm -f "$out/libEddyProtocol.a"
 fi
 if [ ! -f "$out/libEddyProtocol.a" ] || [ -n "$(find Sources/EddyProtocol -newer "$out/libEddyProtocol.a" -name '*.swift' | head -1)" ]; then

@@ -31,6 +31,16 @@ extension Engine {
     /// Refused on a follower (`notLeader`): its rules come from the leader.
     public func setRules(_ document: Value) async throws(EddyError) -> Rules {
         try self.checkLeader()
+        // Every .read/.write/.validate expression must compile (Firebase refuses the document,
+        // and the old rules stay). Checked here, not in `Rules.parse`, so a document stored by an
+        // older version still loads.
+        if case .object(let top) = document, let rules = top["rules"] {
+            do {
+                _ = try SecurityRules.compile(rules)
+            } catch {
+                throw EddyError(.invalidValue, error.description)
+            }
+        }
         return try await self.storeRules(document)
     }
 

@@ -1,0 +1,274 @@
+// Evaluates a rule expression as Firebase does. A rule holds only when its expression yields
+// `true`; any error while evaluating (a member of null, an operator on the wrong types, a
+// non-boolean result) makes the rule fail, never the request crash. Types are strict: `==` and
+// `===` compare type and value, `&&`/`||`/`!`/`?:` need booleans, `+` adds numbers or joins
+// strings, comparisons take two numbers or two strings.
+
+public struct RuleContext: Sendable {
+    /// `auth`: `.null` when unauthenticated, else a map (`uid`, `token`, ...).
+    public var auth: RuleValue
+    /// `now`: the server's time in milliseconds since the Unix epoch.
+    public var now: Double
+    /// The tree before the operation (`root`, `data`).
+    public var tree: Value
+    /// The tree after a write (`newData`); the same as `tree` for reads.
+    public var newTree: Value
+    /// `query`: the read's query parameters (a map), `.null` for writes.
+    public var query: RuleValue
+    /// The rule's location and its `$wildcard` captures.
+    public var location: Path = Path(validatedKeys: [])
+    public var wildcards: [String: String] = [:]
+
+    public init(auth: RuleValue, now: Double, tree: Value, newTree: Value, query: RuleValue = .null) {
+        self.auth = auth
+        self.now = now
+        self.tree = tree
+        self.newTree = newTree
+        self.query = query
+    }
+}
+
+public struct RuleEvaluationError: Error, Sendable {
+    public var message: String
+}
+
+public enum RuleEvaluator {
+    /// Whether `expression` holds in `context` (errors count as false).
+    public static func holds(_ expression: RuleExpression, _ context: RuleContext) -> Bool {
+        (try? self.evaluate(expression, context)) == .bool(true)
+    }
+
+    public static func evaluate(_ expression: RuleExpression, _ context: RuleContext) throws(RuleEvaluationError) -> RuleValue {
+        switch expression {
+        case .literal(let value):
+            return value
+        case .regex:
+            throw RuleEvaluationError(message: "a regular expression is only an argument of matches()")
+        case .array(let elements):
+            var values: [RuleValue] = []
+            for element in elements { values.append(try self.evaluate(element, context)) }
+            return .list(values)
+        case .variable(let name):
+            switch name {
+            case "auth": return context.auth
+            case "now": return .number(context.now)
+            case "root": return .snapshot(RuleSnapshot(tree: context.tree, path: Path(validatedKeys: [])))
+            case "data": return .snapshot(RuleSnapshot(tree: context.tree, path: context.location))
+            case "newData": return .snapshot(RuleSnapshot(tree: context.newTree, path: context.location))
+            case "query": return context.query
+            default:
+                guard let key = context.wildcards[name] else { throw RuleEvaluationError(message: "unknown variable \(name)") }
+                return .string(key)
+            }
+        case .member(let base, let name):
+            let value = try self.evaluate(base, context)
+            switch value {
+            case .map(let members): return members[name] ?? .null
+            case .string(let s) where name == "length": return .number(Double(s.count))
+            default: throw RuleEvaluationError(message: "\(value.typeName) has no member \(name)")
+            }
+        case .index(let base, let index):
+            let value = try self.evaluate(base, context)
+            guard case .map(let members) = value, case .string(let key) = try self.evaluate(index, context) else {
+                throw RuleEvaluationError(message: "only a map takes [\"name\"]")
+            }
+            return members[key] ?? .null
+        case .call(let base, let name, let arguments):
+            return try self.call(try self.evaluate(base, context), name, arguments, context)
+        case .unary(let op, let operand):
+            let value = try self.evaluate(operand, context)
+            switch (op, value) {
+            case ("!", .bool(let b)): return .bool(!b)
+            case ("-", .number(let n)): return .number(-n)
+            default: throw RuleEvaluationError(message: "\(op) does not apply to \(value.typeName)")
+            }
+        case .binary(let op, let left, let right):
+            return try self.binary(op, left, right, context)
+        case .conditional(let condition, let yes, let no):
+            guard case .bool(let b) = try self.evaluate(condition, context) else {
+                throw RuleEvaluationError(message: "the condition of ?: must be a boolean")
+            }
+            return try self.evaluate(b ? yes : no, context)
+        }
+    }
+
+    private static func binary(_ op: String, _ left: RuleExpression, _ right: RuleExpression, _ context: RuleContext) throws(RuleEvaluationError)
+        -> RuleValue
+    {
+        if op == "&&" || op == "||" {
+            guard case .bool(let a) = try self.evaluate(left, context) else { throw RuleEvaluationError(message: "\(op) needs booleans") }
+            if op == "&&" && !a { return .bool(false) }
+            if op == "||" && a { return .bool(true) }
+            guard case .bool(let b) = try self.evaluate(right, context) else { throw RuleEvaluationError(message: "\(op) needs booleans") }
+            return .bool(b)
+        }
+        let a = try self.evaluate(left, context)
+        let b = try self.evaluate(right, context)
+        switch op {
+        case "==", "===": return .bool(try self.equal(a, b))
+        case "!=", "!==": return .bool(!(try self.equal(a, b)))
+        case "<", "<=", ">", ">=":
+            let c: Int
+            switch (a, b) {
+            case (.number(let x), .number(let y)): c = x < y ? -1 : (x > y ? 1 : 0)
+            case (.string(let x), .string(let y)): c = x < y ? -1 : (x > y ? 1 : 0)
+            default: throw RuleEvaluationError(message: "\(op) compares two numbers or two strings, not \(a.typeName) and \(b.typeName)")
+            }
+            switch op {
+            case "<": return .bool(c < 0)
+            case "<=": return .bool(c <= 0)
+            case ">": return .bool(c > 0)
+            default: return .bool(c >= 0)
+            }
+        case "+":
+            switch (a, b) {
+            case (.number(let x), .number(let y)): return .number(x + y)
+            case (.string(let x), .string(let y)): return .string(x + y)
+            case (.string(let x), .number), (.string(let x), .bool): return .string(x + self.text(b))
+            case (.number, .string(let y)), (.bool, .string(let y)): return .string(self.text(a) + y)
+            default: throw RuleEvaluationError(message: "+ adds numbers or joins strings, not \(a.typeName) and \(b.typeName)")
+            }
+        case "-", "*", "/", "%":
+            guard case .number(let x) = a, case .number(let y) = b else {
+                throw RuleEvaluationError(message: "\(op) needs two numbers, not \(a.typeName) and \(b.typeName)")
+            }
+            switch op {
+            case "-": return .number(x - y)
+            case "*": return .number(x * y)
+            case "/": return .number(x / y)
+            default: return .number(x.truncatingRemainder(dividingBy: y))
+            }
+        default:
+            throw RuleEvaluationError(message: "unknown operator \(op)")
+        }
+    }
+
+    /// Strict equality: same type and value (snapshots and lists cannot be compared).
+    private static func equal(_ a: RuleValue, _ b: RuleValue) throws(RuleEvaluationError) -> Bool {
+        switch (a, b) {
+        case (.snapshot, _), (_, .snapshot), (.list, _), (_, .list):
+            throw RuleEvaluationError(message: "a \(a.typeName) cannot be compared with a \(b.typeName); use val()")
+        default:
+            return a == b
+        }
+    }
+
+    private static func text(_ value: RuleValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .number(let n):
+            var out: [UInt8] = []
+            JSONWriter.writeNumber(n, into: &out)
+            return String(decoding: out, as: UTF8.self)
+        case .bool(let b): return b ? "true" : "false"
+        default: return value.typeName
+        }
+    }
+
+    // MARK: Methods
+
+    private static func call(_ base: RuleValue, _ name: String, _ arguments: [RuleExpression], _ context: RuleContext) throws(RuleEvaluationError)
+        -> RuleValue
+    {
+        var values: [RuleValue] = []
+        for argument in arguments {
+            if case .regex(let pattern, let flags) = argument, name == "matches" {
+                values.append(.map(["pattern": .string(pattern), "flags": .string(flags)]))
+            } else {
+                values.append(try self.evaluate(argument, context))
+            }
+        }
+        func string(_ i: Int) throws(RuleEvaluationError) -> String {
+            guard i < values.count, case .string(let s) = values[i] else {
+                throw RuleEvaluationError(message: "\(name)() takes a string as argument \(i + 1)")
+            }
+            return s
+        }
+        func count(_ n: Int) throws(RuleEvaluationError) {
+            guard values.count == n else { throw RuleEvaluationError(message: "\(name)() takes \(n) argument(s), not \(values.count)") }
+        }
+        switch base {
+        case .snapshot(let snapshot):
+            switch name {
+            case "val":
+                try count(0)
+                return RuleValue(snapshot.value)
+            case "child":
+                try count(1)
+                return .snapshot(RuleSnapshot(tree: snapshot.tree, path: snapshot.path.appending(try self.path(try string(0)))))
+            case "parent":
+                try count(0)
+                guard let parent = snapshot.path.parent else { throw RuleEvaluationError(message: "the root has no parent()") }
+                return .snapshot(RuleSnapshot(tree: snapshot.tree, path: parent))
+            case "hasChild":
+                try count(1)
+                return .bool(!snapshot.value.child(at: try self.path(try string(0))).isNull)
+            case "hasChildren":
+                guard case .object(let children) = snapshot.value else { return .bool(false) }
+                if values.isEmpty { return .bool(!children.isEmpty) }
+                guard values.count == 1, case .list(let names) = values[0] else {
+                    throw RuleEvaluationError(message: "hasChildren() takes nothing or a list of child names")
+                }
+                for name in names {
+                    guard case .string(let key) = name else { throw RuleEvaluationError(message: "hasChildren() names children with strings") }
+                    if snapshot.value.child(at: try self.path(key)).isNull { return .bool(false) }
+                }
+                return .bool(true)
+            case "exists":
+                try count(0)
+                return .bool(!snapshot.value.isNull)
+            case "getPriority":
+                try count(0)
+                return .null  // Eddy stores no priorities
+            case "isNumber", "isString", "isBoolean":
+                try count(0)
+                switch (name, snapshot.value) {
+                case ("isNumber", .number), ("isString", .string), ("isBoolean", .bool): return .bool(true)
+                default: return .bool(false)
+                }
+            default:
+                throw RuleEvaluationError(message: "a snapshot has no method \(name)()")
+            }
+        case .string(let s):
+            switch name {
+            case "contains":
+                try count(1)
+                let needle = try string(0)
+                return .bool(needle.isEmpty || s.contains(needle))
+            case "beginsWith":
+                try count(1)
+                return .bool(s.hasPrefix(try string(0)))
+            case "endsWith":
+                try count(1)
+                return .bool(s.hasSuffix(try string(0)))
+            case "replace":
+                try count(2)
+                let target = try string(0)
+                return .string(target.isEmpty ? s : s.replacing(target, with: try string(1)))
+            case "toLowerCase":
+                try count(0)
+                return .string(s.lowercased())
+            case "toUpperCase":
+                try count(0)
+                return .string(s.uppercased())
+            case "matches":
+                try count(1)
+                guard case .map(let regex) = values[0], case .string(let pattern)? = regex["pattern"], case .string(let flags)? = regex["flags"]
+                else { throw RuleEvaluationError(message: "matches() takes a regular expression literal, /.../") }
+                guard var compiled = try? Regex(pattern) else { throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/") }
+                if flags.contains("i") { compiled = compiled.ignoresCase() }
+                return .bool(s.contains(compiled))
+            default:
+                throw RuleEvaluationError(message: "a string has no method \(name)()")
+            }
+        default:
+            throw RuleEvaluationError(message: "\(base.typeName) has no method \(name)()")
+        }
+    }
+
+    private static func path(_ text: String) throws(RuleEvaluationError) -> Path {
+        let keys = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard !keys.isEmpty else { throw RuleEvaluationError(message: "child() needs a path, not \"\(text)\"") }
+        return Path(validatedKeys: keys)
+    }
+}

@@ -1,0 +1,323 @@
+// The expression language of Firebase Realtime Database security rules (`.read`, `.write`,
+// `.validate` strings): a JavaScript-like subset, parsed once when the rules are set.
+//
+//   expr    = cond
+//   cond    = or ("?" expr ":" expr)?
+//   or      = and ("||" and)*          and = equal ("&&" equal)*
+//   equal   = rel (("==" | "===" | "!=" | "!==") rel)*
+//   rel     = add (("<" | "<=" | ">" | ">=") add)*
+//   add     = mul (("+" | "-") mul)*    mul = unary (("*" | "/" | "%") unary)*
+//   unary   = ("!" | "-") unary | postfix
+//   postfix = primary ("." name | "[" expr "]" | "(" args ")")*
+//   primary = number | 'string' | "string" | /regex/flags | true | false | null | name
+//           | "(" expr ")" | "[" (expr ("," expr)*)? "]"
+//
+// Names are the rule variables (`auth`, `now`, `root`, `data`, `newData`, `query`, `$wildcard`);
+// any other name is refused when parsed, as Firebase refuses unknown variables. Errors carry the
+// column (1-based) in the expression.
+
+public indirect enum RuleExpression: Sendable, Equatable {
+    case literal(RuleValue)
+    case variable(String)
+    case member(RuleExpression, String)
+    case index(RuleExpression, RuleExpression)
+    case call(RuleExpression, String, [RuleExpression])
+    case unary(String, RuleExpression)
+    case binary(String, RuleExpression, RuleExpression)
+    case conditional(RuleExpression, RuleExpression, RuleExpression)
+    case regex(pattern: String, flags: String)
+    case array([RuleExpression])
+
+    /// The variables an expression may name besides `$wildcards`.
+    public static let variables: Set<String> = ["auth", "now", "root", "data", "newData", "query"]
+
+    /// Parses `text`; `wildcards` are the `$names` in scope at the rule's location.
+    public static func parse(_ text: String, wildcards: Set<String>) throws(RuleSyntaxError) -> RuleExpression {
+        var parser = RuleParser(text: text, wildcards: wildcards)
+        return try parser.parseAll()
+    }
+}
+
+/// A rule expression that does not parse: what is wrong and where (1-based column).
+public struct RuleSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public var column: Int
+
+    public var description: String { "\(self.message) (column \(self.column))" }
+}
+
+struct RuleParser {
+    enum Token: Equatable {
+        case number(Double)
+        case string(String)
+        case regex(String, String)
+        case name(String)
+        case symbol(String)
+        case end
+    }
+
+    private let chars: [Character]
+    private let wildcards: Set<String>
+    private var position = 0
+    private var token: Token = .end
+    private var tokenStart = 0
+    /// After a value a `/` divides; elsewhere it starts a regex literal.
+    private var afterValue = false
+
+    init(text: String, wildcards: Set<String>) {
+        self.chars = Array(text)
+        self.wildcards = wildcards
+    }
+
+    mutating func parseAll() throws(RuleSyntaxError) -> RuleExpression {
+        try self.advance()
+        let expression = try self.conditional()
+        guard self.token == .end else { throw self.error("unexpected \(self.describe(self.token))") }
+        return expression
+    }
+
+    // MARK: Grammar
+
+    private mutating func conditional() throws(RuleSyntaxError) -> RuleExpression {
+        let condition = try self.binary(level: 0)
+        guard self.token == .symbol("?") else { return condition }
+        try self.advance()
+        let yes = try self.conditional()
+        try self.expect(":")
+        let no = try self.conditional()
+        return .conditional(condition, yes, no)
+    }
+
+    private static let levels: [[String]] = [["||"], ["&&"], ["==", "===", "!=", "!=="], ["<", "<=", ">", ">="], ["+", "-"], ["*", "/", "%"]]
+
+    private mutating func binary(level: Int) throws(RuleSyntaxError) -> RuleExpression {
+        guard level < Self.levels.count else { return try self.unary() }
+        var left = try self.binary(level: level + 1)
+        while case .symbol(let op) = self.token, Self.levels[level].contains(op) {
+            try self.advance()
+            let right = try self.binary(level: level + 1)
+            left = .binary(op, left, right)
+        }
+        return left
+    }
+
+    private mutating func unary() throws(RuleSyntaxError) -> RuleExpression {
+        if case .symbol(let op) = self.token, op == "!" || op == "-" {
+            try self.advance()
+            return .unary(op, try self.unary())
+        }
+        return try self.postfix()
+    }
+
+    private mutating func postfix() throws(RuleSyntaxError) -> RuleExpression {
+        var expression = try self.primary()
+        while true {
+            switch self.token {
+            case .symbol("."):
+                try self.advance()
+                guard case .name(let name) = self.token else { throw self.error("expected a name after \".\"") }
+                try self.advance()
+                if self.token == .symbol("(") {
+                    try self.advance()
+                    var arguments: [RuleExpression] = []
+                    if self.token != .symbol(")") {
+                        arguments.append(try self.conditional())
+                        while self.token == .symbol(",") {
+                            try self.advance()
+                            arguments.append(try self.conditional())
+                        }
+                    }
+                    try self.expect(")")
+                    expression = .call(expression, name, arguments)
+                } else {
+                    expression = .member(expression, name)
+                }
+            case .symbol("["):
+                try self.advance()
+                let index = try self.conditional()
+                try self.expect("]")
+                expression = .index(expression, index)
+            default:
+                return expression
+            }
+        }
+    }
+
+    private mutating func primary() throws(RuleSyntaxError) -> RuleExpression {
+        let token = self.token
+        switch token {
+        case .number(let n):
+            try self.advance()
+            return .literal(.number(n))
+        case .string(let s):
+            try self.advance()
+            return .literal(.string(s))
+        case .regex(let pattern, let flags):
+            guard (try? Regex(pattern)) != nil else { throw self.error("invalid regular expression /\(pattern)/") }
+            guard flags.allSatisfy({ $0 == "i" }) else { throw self.error("unsupported regular expression flags \(flags) (only i)") }
+            try self.advance()
+            return .regex(pattern: pattern, flags: flags)
+        case .name("true"):
+            try self.advance()
+            return .literal(.bool(true))
+        case .name("false"):
+            try self.advance()
+            return .literal(.bool(false))
+        case .name("null"):
+            try self.advance()
+            return .literal(.null)
+        case .name(let name):
+            if name.hasPrefix("$") {
+                guard self.wildcards.contains(name) else { throw self.error("unknown variable \(name): no such wildcard above this rule") }
+            } else if !RuleExpression.variables.contains(name) {
+                throw self.error("unknown variable \(name)")
+            }
+            try self.advance()
+            return .variable(name)
+        case .symbol("("):
+            try self.advance()
+            let inner = try self.conditional()
+            try self.expect(")")
+            return inner
+        case .symbol("["):
+            try self.advance()
+            var elements: [RuleExpression] = []
+            if self.token != .symbol("]") {
+                elements.append(try self.conditional())
+                while self.token == .symbol(",") {
+                    try self.advance()
+                    elements.append(try self.conditional())
+                }
+            }
+            try self.expect("]")
+            return .array(elements)
+        default:
+            throw self.error("expected a value, found \(self.describe(token))")
+        }
+    }
+
+    private mutating func expect(_ symbol: String) throws(RuleSyntaxError) {
+        guard self.token == .symbol(symbol) else { throw self.error("expected \"\(symbol)\", found \(self.describe(self.token))") }
+        try self.advance()
+    }
+
+    private func describe(_ token: Token) -> String {
+        switch token {
+        case .number(let n): return "number \(n)"
+        case .string: return "a string"
+        case .regex: return "a regular expression"
+        case .name(let n): return "\"\(n)\""
+        case .symbol(let s): return "\"\(s)\""
+        case .end: return "the end of the expression"
+        }
+    }
+
+    private func error(_ message: String) -> RuleSyntaxError {
+        RuleSyntaxError(message: message, column: self.tokenStart + 1)
+    }
+
+    // MARK: Tokens
+
+    private static let symbols = ["===", "!==", "==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "+", "-", "*", "/", "%", "?", ":", ".", ",", "(", ")", "[", "]"]
+
+    private mutating func advance() throws(RuleSyntaxError) {
+        while self.position < self.chars.count, self.chars[self.position].isWhitespace { self.position += 1 }
+        self.tokenStart = self.position
+        guard self.position < self.chars.count else {
+            self.token = .end
+            return
+        }
+        let c = self.chars[self.position]
+        if c.isNumber || (c == "." && self.position + 1 < self.chars.count && self.chars[self.position + 1].isNumber) {
+            var end = self.position
+            while end < self.chars.count, self.chars[end].isNumber || self.chars[end] == "." || self.chars[end] == "e" || self.chars[end] == "E"
+                || ((self.chars[end] == "+" || self.chars[end] == "-") && end > 0 && (self.chars[end - 1] == "e" || self.chars[end - 1] == "E"))
+            {
+                end += 1
+            }
+            guard let n = Double(String(self.chars[self.position..<end])) else {
+                throw RuleSyntaxError(message: "malformed number", column: self.position + 1)
+            }
+            self.position = end
+            self.token = .number(n)
+            self.afterValue = true
+            return
+        }
+        if c == "'" || c == "\"" {
+            var out = ""
+            var i = self.position + 1
+            while true {
+                guard i < self.chars.count else { throw RuleSyntaxError(message: "unterminated string", column: self.position + 1) }
+                let d = self.chars[i]
+                if d == c { break }
+                if d == "\\", i + 1 < self.chars.count {
+                    let e = self.chars[i + 1]
+                    switch e {
+                    case "n": out.append("\n")
+                    case "t": out.append("\t")
+                    default: out.append(e)
+                    }
+                    i += 2
+                    continue
+                }
+                out.append(d)
+                i += 1
+            }
+            self.position = i + 1
+            self.token = .string(out)
+            self.afterValue = true
+            return
+        }
+        if c == "/" && !self.afterValue {
+            var pattern = ""
+            var i = self.position + 1
+            var inClass = false
+            while true {
+                guard i < self.chars.count else { throw RuleSyntaxError(message: "unterminated regular expression", column: self.position + 1) }
+                let d = self.chars[i]
+                if d == "\\", i + 1 < self.chars.count {
+                    pattern.append(d)
+                    pattern.append(self.chars[i + 1])
+                    i += 2
+                    continue
+                }
+                if d == "[" { inClass = true }
+                if d == "]" { inClass = false }
+                if d == "/" && !inClass { break }
+                pattern.append(d)
+                i += 1
+            }
+            i += 1
+            var flags = ""
+            while i < self.chars.count, self.chars[i].isLetter {
+                flags.append(self.chars[i])
+                i += 1
+            }
+            self.position = i
+            self.token = .regex(pattern, flags)
+            self.afterValue = true
+            return
+        }
+        if c.isLetter || c == "_" || c == "$" {
+            var end = self.position + 1
+            while end < self.chars.count, self.chars[end].isLetter || self.chars[end].isNumber || self.chars[end] == "_" || self.chars[end] == "$" {
+                end += 1
+            }
+            let name = String(self.chars[self.position..<end])
+            self.position = end
+            self.token = .name(name)
+            self.afterValue = true
+            return
+        }
+        for symbol in Self.symbols {
+            let s = Array(symbol)
+            if self.position + s.count <= self.chars.count, Array(self.chars[self.position..<(self.position + s.count)]) == s {
+                self.position += s.count
+                self.token = .symbol(symbol)
+                self.afterValue = symbol == ")" || symbol == "]"
+                return
+            }
+        }
+        throw RuleSyntaxError(message: "unexpected character \"\(c)\"", column: self.position + 1)
+    }
+}

@@ -1,0 +1,50 @@
+// The values rule expressions compute with: JSON primitives, maps (`auth`, `auth.token`,
+// `query`), lists (`hasChildren([...])` arguments) and snapshots (`root`, `data`, `newData`
+// and what `child()`/`parent()` return: a location in one version of the tree).
+
+public enum RuleValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case map([String: RuleValue])
+    case list([RuleValue])
+    case snapshot(RuleSnapshot)
+
+    /// A JSON value as a rule value (objects become maps).
+    public init(_ value: Value) {
+        switch value {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .number(let n): self = .number(n)
+        case .string(let s): self = .string(s)
+        case .object(let children): self = .map(children.mapValues { RuleValue($0) })
+        }
+    }
+
+    var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "boolean"
+        case .number: return "number"
+        case .string: return "string"
+        case .map: return "map"
+        case .list: return "list"
+        case .snapshot: return "snapshot"
+        }
+    }
+}
+
+/// A location in one version of the tree (`root` and `data` in the current one, `newData` in the
+/// one a write would make).
+public struct RuleSnapshot: Sendable, Equatable {
+    public var tree: Value
+    public var path: Path
+
+    public init(tree: Value, path: Path) {
+        self.tree = tree
+        self.path = path
+    }
+
+    public var value: Value { self.tree.child(at: self.path) }
+}

@@ -1,0 +1,152 @@
+// The `.read`, `.write` and `.validate` rules of a rules document, compiled, and Firebase's
+// access decisions over them:
+// - a read of P is allowed when a `.read` rule at P or at any location above it holds (rules
+//   cascade: a grant above cannot be taken back below; no grant anywhere denies);
+// - a write at P is allowed when a `.write` at P or above holds, and every `.validate` rule on
+//   the written data holds: at P, above it, and at every location below it that the write
+//   leaves with data (`.validate` does not cascade and is skipped where the new data is null);
+// - a literal key's rules take precedence over a `$wildcard` sibling, which captures the key.
+// A multi-path update is allowed only if each of its paths is (checked by the caller against
+// the tree the whole update makes).
+
+public struct SecurityRules: Sendable {
+    final class Node: Sendable {
+        let read: RuleExpression?
+        let write: RuleExpression?
+        let validate: RuleExpression?
+        let children: [String: Node]
+        let wildcard: (name: String, node: Node)?
+
+        init(read: RuleExpression?, write: RuleExpression?, validate: RuleExpression?, children: [String: Node], wildcard: (String, Node)?) {
+            self.read = read
+            self.write = write
+            self.validate = validate
+            self.children = children
+            self.wildcard = wildcard
+        }
+
+        /// The rules for child `key`, and the wildcard it binds (if any).
+        func child(_ key: String) -> (Node, String?)? {
+            if let node = self.children[key] { return (node, nil) }
+            if let wildcard = self.wildcard { return (wildcard.node, wildcard.name) }
+            return nil
+        }
+    }
+
+    /// A rule that does not compile: where (the rules path and the rule) and why.
+    public struct CompileError: Error, Sendable, CustomStringConvertible {
+        /// The location of the rule in the rules tree, e.g. "/users/$uid".
+        public var location: String
+        /// `.read`, `.write` or `.validate`.
+        public var rule: String
+        /// The expression text.
+        public var expression: String
+        public var error: RuleSyntaxError
+
+        public var description: String {
+            "rules at \(self.location): \(self.rule) \"\(self.expression)\": \(self.error.message) at column \(self.error.column)"
+        }
+    }
+
+    let root: Node
+
+    /// Rules that allow everything (`.read` and `.write` true at the root).
+    public static let open = SecurityRules(root: Node(read: .literal(.bool(true)), write: .literal(.bool(true)), validate: nil, children: [:], wildcard: nil))
+    /// Rules that allow nothing.
+    public static let locked = SecurityRules(root: Node(read: nil, write: nil, validate: nil, children: [:], wildcard: nil))
+
+    init(root: Node) {
+        self.root = root
+    }
+
+    /// Compiles the rules object of a document already checked by `Rules.parse` (the value of
+    /// its "rules" member).
+    public static func compile(_ rules: Value) throws(CompileError) -> SecurityRules {
+        SecurityRules(root: try self.node(rules, location: "", wildcards: []))
+    }
+
+    private static func node(_ value: Value, location: String, wildcards: Set<String>) throws(CompileError) -> Node {
+        guard case .object(let members) = value else { return Node(read: nil, write: nil, validate: nil, children: [:], wildcard: nil) }
+        func rule(_ name: String) throws(CompileError) -> RuleExpression? {
+            switch members[name] {
+            case .bool(let b)?: return .literal(.bool(b))
+            case .string(let text)?:
+                do {
+                    return try RuleExpression.parse(text, wildcards: wildcards)
+                } catch {
+                    throw CompileError(location: location.isEmpty ? "/" : location, rule: name, expression: text, error: error)
+                }
+            default: return nil
+            }
+        }
+        var children: [String: Node] = [:]
+        var wildcard: (String, Node)?
+        for (key, child) in members where !key.hasPrefix(".") {
+            let node = try self.node(child, location: location + "/" + key, wildcards: key.hasPrefix("$") ? wildcards.union([key]) : wildcards)
+            if key.hasPrefix("$") { wildcard = (key, node) } else { children[key] = node }
+        }
+        return Node(read: try rule(".read"), write: try rule(".write"), validate: try rule(".validate"), children: children, wildcard: wildcard)
+    }
+
+    /// The rule nodes from the root down to `path` (as far as rules go), each with its location
+    /// and the wildcards bound so far.
+    private func walk(_ path: Path) -> [(node: Node, location: Path, wildcards: [String: String])] {
+        var steps = [(node: self.root, location: Path(validatedKeys: []), wildcards: [String: String]())]
+        var node = self.root
+        var wildcards: [String: String] = [:]
+        for (depth, key) in path.keys.enumerated() {
+            guard let (child, bound) = node.child(key) else { break }
+            if let bound { wildcards[bound] = key }
+            node = child
+            steps.append((child, Path(validatedKeys: Array(path.keys.prefix(depth + 1))), wildcards))
+        }
+        return steps
+    }
+
+    private func holds(_ expression: RuleExpression, at location: Path, _ wildcards: [String: String], _ context: RuleContext) -> Bool {
+        var context = context
+        context.location = location
+        context.wildcards = wildcards
+        return RuleEvaluator.holds(expression, context)
+    }
+
+    /// Whether the whole location at `path` may be read (`context.query` holds its query).
+    public func canRead(_ path: Path, _ context: RuleContext) -> Bool {
+        for step in self.walk(path) {
+            if let read = step.node.read, self.holds(read, at: step.location, step.wildcards, context) { return true }
+        }
+        return false
+    }
+
+    /// Whether a write at `path` that turns `context.tree` into `context.newTree` is allowed.
+    public func canWrite(_ path: Path, _ context: RuleContext) -> Bool {
+        let steps = self.walk(path)
+        guard steps.contains(where: { step in step.node.write.map { self.holds($0, at: step.location, step.wildcards, context) } ?? false }) else {
+            return false
+        }
+        return self.validates(path, steps, context)
+    }
+
+    /// Every `.validate` on the written data holds: at `path` and above, then below it.
+    private func validates(_ path: Path, _ steps: [(node: Node, location: Path, wildcards: [String: String])], _ context: RuleContext) -> Bool {
+        for step in steps {
+            guard let validate = step.node.validate, !context.newTree.child(at: step.location).isNull else { continue }
+            if !self.holds(validate, at: step.location, step.wildcards, context) { return false }
+        }
+        // Below `path`: only when the rules reach it.
+        guard let last = steps.last, last.location == path else { return true }
+        var stack: [(Node, Path, [String: String])] = [(last.node, last.location, last.wildcards)]
+        while let (node, location, wildcards) = stack.popLast() {
+            guard case .object(let children) = context.newTree.child(at: location) else { continue }
+            for key in children.keys {
+                guard let (child, bound) = node.child(key) else { continue }
+                var bindings = wildcards
+                if let bound { bindings[bound] = key }
+                let childLocation = location.appending(key)
+                if let validate = child.validate, !self.holds(validate, at: childLocation, bindings, context) { return false }
+                stack.append((child, childLocation, bindings))
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,215 @@
+// The security-rules language against the examples of Firebase's documentation (each test names
+// its page), and the cascade semantics against a small reference evaluator with random rule
+// trees (the seed is printed).
+
+import EddyModel
+import EddyTesting
+import Testing
+
+@Suite struct SecurityRulesTests {
+    func rules(_ json: String) throws -> SecurityRules {
+        guard case .object(let top) = try JSONParser.parse(Array(json.utf8)), let rules = top["rules"] else {
+            throw TestFailure("no rules member")
+        }
+        return try SecurityRules.compile(rules)
+    }
+
+    func context(auth: RuleValue = .null, tree: String = "null", newTree: String? = nil, query: RuleValue = .null) throws -> RuleContext {
+        let before = try JSONParser.parse(Array(tree.utf8)).normalized()
+        let after = try newTree.map { try JSONParser.parse(Array($0.utf8)).normalized() } ?? before
+        return RuleContext(auth: auth, now: 1_700_000_000_000, tree: before, newTree: after, query: query)
+    }
+
+    func user(_ uid: String, token: [String: RuleValue] = [:]) -> RuleValue {
+        .map(["uid": .string(uid), "provider": .string("password"), "token": .map(token)])
+    }
+
+    func path(_ text: String) throws -> Path { try Path(text) }
+
+    // "Understand Firebase Realtime Database Security Rules": user-based rules with $uid.
+    @Test func usersWriteOnlyTheirOwnLocation() throws {
+        let rules = try self.rules(#"{"rules": {"users": {"$uid": {".write": "$uid === auth.uid"}}}}"#)
+        let write = try self.context(auth: self.user("alice"), newTree: #"{"users": {"alice": {"name": "A"}}}"#)
+        #expect(rules.canWrite(try self.path("/users/alice"), write))
+        #expect(!rules.canWrite(try self.path("/users/bob"), write))
+        #expect(!rules.canWrite(try self.path("/users/alice"), try self.context(newTree: #"{"users": {"alice": 1}}"#)), "unauthenticated: auth.uid errs, the rule fails")
+        #expect(!rules.canRead(try self.path("/users/alice"), write), "no .read anywhere denies")
+    }
+
+    // "Understand rules": read and write rules cascade; a grant above cannot be revoked below.
+    @Test func grantsCascadeAndCannotBeRevokedBelow() throws {
+        let rules = try self.rules(#"{"rules": {"foo": {".read": true, "bar": {".read": false}}, "baz": {"qux": {".read": true}}}}"#)
+        let context = try self.context()
+        #expect(rules.canRead(try self.path("/foo/bar"), context))
+        #expect(rules.canRead(try self.path("/foo/bar/deeper"), context))
+        #expect(!rules.canRead(try self.path("/baz"), context), "a read of /baz is not allowed by a grant on /baz/qux: no filtering")
+        #expect(rules.canRead(try self.path("/baz/qux"), context))
+        #expect(!rules.canRead(try self.path("/"), context))
+    }
+
+    // "Validate data": .validate on new data, not cascading, skipped on delete.
+    @Test func validateChecksNewDataAndIsSkippedForDeletes() throws {
+        let rules = try self.rules(
+            #"{"rules": {".write": true, "foo": {".validate": "newData.isString() && newData.val().length < 100"}}}"#)
+        #expect(rules.canWrite(try self.path("/foo"), try self.context(newTree: #"{"foo": "short"}"#)))
+        #expect(!rules.canWrite(try self.path("/foo"), try self.context(newTree: #"{"foo": 42}"#)))
+        #expect(!rules.canWrite(try self.path("/foo"), try self.context(newTree: "{\"foo\": \"\(String(repeating: "x", count: 120))\"}")))
+        #expect(rules.canWrite(try self.path("/foo"), try self.context(tree: #"{"foo": "x"}"#, newTree: "null")), "deleting skips .validate")
+        #expect(!rules.canWrite(try self.path("/"), try self.context(newTree: #"{"foo": 1}"#)), "a write above still validates below")
+    }
+
+    // "Validate data": the widget example, with $other forbidding unknown children and root lookups.
+    @Test func theWidgetExample() throws {
+        let rules = try self.rules(
+            #"""
+            {"rules": {".write": true, "widget": {
+                ".validate": "newData.hasChildren(['color', 'size'])",
+                "size": {".validate": "newData.isNumber() && newData.val() >= 0 && newData.val() <= 99"},
+                "color": {".validate": "newData.isString() && root.child('valid_colors/' + newData.val()).exists()"},
+                "$other": {".validate": false}}}}
+            """#)
+        let colors = #""valid_colors": {"red": true, "blue": true}"#
+        func write(_ widget: String) throws -> Bool {
+            rules.canWrite(try self.path("/widget"), try self.context(tree: "{\(colors)}", newTree: "{\(colors), \"widget\": \(widget)}"))
+        }
+        #expect(try write(#"{"color": "red", "size": 10}"#))
+        #expect(!(try write(#"{"color": "green", "size": 10}"#)), "root.child() sees the current data: no green")
+        #expect(!(try write(#"{"color": "red", "size": 100}"#)))
+        #expect(!(try write(#"{"color": "red"}"#)), "hasChildren")
+        #expect(!(try write(#"{"color": "red", "size": 1, "extra": true}"#)), "$other")
+    }
+
+    // "Rules conditions": data and newData (create or delete, never update), now.
+    @Test func existingAndNewDataAndNow() throws {
+        let rules = try self.rules(
+            #"{"rules": {"items": {"$id": {".write": "!data.exists() || !newData.exists()", ".validate": "newData.child('at').val() <= now"}}}}"#)
+        let create = try self.context(newTree: #"{"items": {"a": {"at": 1}}}"#)
+        #expect(rules.canWrite(try self.path("/items/a"), create))
+        let update = try self.context(tree: #"{"items": {"a": {"at": 1}}}"#, newTree: #"{"items": {"a": {"at": 2}}}"#)
+        #expect(!rules.canWrite(try self.path("/items/a"), update))
+        let delete = try self.context(tree: #"{"items": {"a": {"at": 1}}}"#, newTree: "null")
+        #expect(rules.canWrite(try self.path("/items/a"), delete))
+        let future = try self.context(newTree: #"{"items": {"b": {"at": 1800000000000}}}"#)
+        #expect(!rules.canWrite(try self.path("/items/b"), future))
+    }
+
+    // "Rules conditions": auth.token claims and matches(); "Securely query data": query rules.
+    @Test func tokenClaimsRegexAndQueryRules() throws {
+        let rules = try self.rules(
+            #"""
+            {"rules": {
+              "admin": {".read": "auth.token.email_verified == true && auth.token.email.matches(/.*@example.com$/)"},
+              "baskets": {".read": "auth.uid != null && query.orderByChild == 'owner' && query.equalTo == auth.uid"},
+              "flags": {".read": "auth.token.admin === true"}}}
+            """#)
+        let verified = self.user("u1", token: ["email": .string("ada@example.com"), "email_verified": .bool(true)])
+        let unverified = self.user("u1", token: ["email": .string("ada@example.com"), "email_verified": .bool(false)])
+        let elsewhere = self.user("u1", token: ["email": .string("ada@example.org"), "email_verified": .bool(true)])
+        #expect(rules.canRead(try self.path("/admin"), try self.context(auth: verified)))
+        #expect(!rules.canRead(try self.path("/admin"), try self.context(auth: unverified)))
+        #expect(!rules.canRead(try self.path("/admin"), try self.context(auth: elsewhere)))
+        let own: RuleValue = .map(["orderByChild": .string("owner"), "equalTo": .string("u1")])
+        let other: RuleValue = .map(["orderByChild": .string("owner"), "equalTo": .string("u2")])
+        #expect(rules.canRead(try self.path("/baskets"), try self.context(auth: verified, query: own)))
+        #expect(!rules.canRead(try self.path("/baskets"), try self.context(auth: verified, query: other)))
+        #expect(!rules.canRead(try self.path("/baskets"), try self.context(auth: verified)), "no query: query.orderByChild errs")
+        #expect(!rules.canRead(try self.path("/flags"), try self.context(auth: verified)), "a missing claim is null, not true")
+        #expect(rules.canRead(try self.path("/flags"), try self.context(auth: self.user("x", token: ["admin": .bool(true)]))))
+    }
+
+    @Test func stringMethodsAndOperators() throws {
+        func holds(_ expression: String, _ value: String = #""Hello World""#) throws -> Bool {
+            let rules = try self.rules("{\"rules\": {\".write\": true, \"v\": {\".validate\": \"\(expression)\"}}}")
+            return rules.canWrite(try self.path("/v"), try self.context(newTree: "{\"v\": \(value)}"))
+        }
+        #expect(try holds("newData.val().toLowerCase() == 'hello world'"))
+        #expect(try holds("newData.val().toUpperCase().beginsWith('HELLO')"))
+        #expect(try holds("newData.val().endsWith('World') && newData.val().contains('o W')"))
+        #expect(try holds("newData.val().replace('o', '0') == 'Hell0 W0rld'"))
+        #expect(try holds("newData.val().matches(/^hello/i)"))
+        #expect(!(try holds("newData.val().matches(/^hello/)")))
+        #expect(try holds("newData.val().length === 11 ? true : false"))
+        #expect(try holds("newData.val() * 2 + 1 === 7 && newData.val() % 2 == 1 && -newData.val() < 0", "3"))
+        #expect(!(try holds("newData.val() == '3'", "3")), "== is strict: a number is not a string")
+        #expect(!(try holds("newData.val() > 'a'", "3")), "comparing a number with a string errs")
+        #expect(!(try holds("newData.val()", "3")), "a non-boolean result fails")
+        #expect(try holds("'id-' + newData.val() == 'id-3'", "3"))
+        #expect(try holds("newData.parent().child('v').isNumber() && !newData.isBoolean() && data.getPriority() == null", "3"))
+    }
+
+    @Test func syntaxErrorsNameTheRuleAndColumn() throws {
+        func refusal(_ rules: String) -> String {
+            do {
+                _ = try self.rules(rules)
+                return "accepted"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal(#"{"rules": {"a": {".read": "auth.uid =="}}}"#).contains("rules at /a: .read \"auth.uid ==\": expected a value"))
+        #expect(refusal(#"{"rules": {".read": "foo == 1"}}"#).contains("unknown variable foo"))
+        #expect(refusal(#"{"rules": {"a": {".read": "$uid == auth.uid"}}}"#).contains("no such wildcard"))
+        #expect(refusal(#"{"rules": {"$uid": {"b": {".read": "$uid == auth.uid"}}}}"#) == "accepted")
+        #expect(refusal(#"{"rules": {".read": "auth != null &&"}}"#).contains("column 16"))
+        #expect(refusal(#"{"rules": {".read": "'unterminated"}}"#).contains("unterminated string"))
+    }
+
+    /// Random trees of literal `.read` grants against the reference: a read of P is allowed
+    /// exactly when some location on the way to P grants it.
+    @Test func cascadeMatchesAReferenceOnRandomTrees() throws {
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        print("SecurityRulesTests cascade seed \(seed)")
+        var g = SeededGenerator(seed: seed)
+        let keys = ["a", "b", "c"]
+        for round in 0..<200 {
+            // A tree of depth 3 over keys a, b, c, sometimes a $w wildcard; random .read true/false/absent.
+            var grants: [String: Bool] = [:]  // rules location ("/a/$w") -> literal
+            func build(_ location: [String], depth: Int) -> Value {
+                var members: [String: Value] = [:]
+                let roll = Int.random(in: 0..<3, using: &g)
+                if roll < 2 {
+                    let grant = roll == 0
+                    members[".read"] = .bool(grant)
+                    grants["/" + location.joined(separator: "/")] = grant
+                }
+                if depth < 3 {
+                    for key in keys + ["$w"] where Int.random(in: 0..<2, using: &g) == 0 {
+                        members[key] = build(location + [key], depth: depth + 1)
+                    }
+                }
+                return .object(members)
+            }
+            let tree = build([], depth: 0)
+            let rules = try SecurityRules.compile(tree)
+            for _ in 0..<20 {
+                let depth = Int.random(in: 0...3, using: &g)
+                let path = (0..<depth).map { _ in keys[Int.random(in: 0..<keys.count, using: &g)] }
+                // Reference: walk literal keys first, else the wildcard; any true grant allows.
+                var allowed = grants["/"] == true
+                var location: [String] = []
+                var members = tree.objectMembers
+                for key in path {
+                    let step = members[key] != nil ? key : (members["$w"] != nil ? "$w" : nil)
+                    guard let step else { break }
+                    location.append(step)
+                    if grants["/" + location.joined(separator: "/")] == true { allowed = true }
+                    members = members[step]!.objectMembers
+                }
+                let got = rules.canRead(Path(validatedKeys: path), try self.context())
+                #expect(got == allowed, "round \(round), /\(path.joined(separator: "/")) (seed \(seed))")
+            }
+        }
+    }
+}
+
+extension Value {
+    fileprivate var objectMembers: [String: Value] {
+        if case .object(let members) = self { return members }
+        return [:]
+    }
+}
+
+struct TestFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
