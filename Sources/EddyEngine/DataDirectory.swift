@@ -31,12 +31,13 @@ public final class DataDirectory: Sendable {
         self.options = options
         self.logger = logger
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw EddyError(.io, "cannot create data directory \(path): \(error.localizedDescription)")
         }
         let lockPath = path + "/eddyd.lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw EddyError(.io, "cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }

@@ -25,6 +25,17 @@ public enum EddyServer {
         onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
     ) async throws {
         try configuration.validate()
+        // Files the daemon makes are its own: 0600 files and 0700 directories (the sockets are
+        // set to 0660 where they are bound).
+        umask(0o077)
+        if configuration.insecureNoAuth {
+            for (option, host) in configuration.tcpListeners where !ServeConfiguration.isLoopback(host) {
+                logger.critical(
+                    "listening beyond loopback WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who reaches this port reads and writes everything",
+                    metadata: ["eddy.option": "\(option)", "eddy.host": "\(host)"])
+            }
+        }
+        DataDirectoryPermissions.warnIfOpen(configuration.dataDirectory, logger: logger)
         var engineOptions = EngineOptions(durability: configuration.durability)
         engineOptions.readerThreads = 2
         engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk

@@ -84,6 +84,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var syncFollowersTimeoutMilliseconds = 5000
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
+    /// Listen beyond loopback although no authentication is configured (Eddy has none yet):
+    /// anyone who reaches a port reads and writes everything. Off: such a start is refused.
+    public var insecureNoAuth = false
 
     public init() {}
 
@@ -166,9 +169,35 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
         if let listen = self.nativeListen { _ = try Self.parseHostPort(listen) }
+        if !self.insecureNoAuth {
+            for (option, host) in self.tcpListeners where !Self.isLoopback(host) {
+                throw EddyError(
+                    .invalidArgument,
+                    "--\(option) \(host) listens beyond this machine, and no authentication is configured (Eddy has no admin secret or token keys yet): anyone who reaches the port could read and write everything. Listen on 127.0.0.1 (or a Unix socket), or pass --insecure-no-auth (TOML insecure-no-auth = true) to insist"
+                )
+            }
+        }
         if self.leader != nil, self.syncFollowers > 0 {
             throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
         }
+    }
+
+    /// Every TCP listener: (option name, host).
+    public var tcpListeners: [(String, String)] {
+        var listeners = [("http", self.httpHost)]
+        if let listen = self.nativeListen, let (host, _) = try? Self.parseHostPort(listen) { listeners.append(("native-listen", host)) }
+        if let listen = self.replicationListen, let (host, _) = try? Self.parseHostPort(listen) {
+            listeners.append(("replication-listen", host))
+        }
+        return listeners
+    }
+
+    /// 127.0.0.0/8, ::1 and localhost: reachable from this machine only.
+    public static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" || bare == "::1" || bare == "0:0:0:0:0:0:0:1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// The log retention policy these options describe.
@@ -203,6 +232,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("replication-socket", .string(let s)): self.replicationSocketPath = s
             case ("replication-listen", .string(let s)): self.replicationListen = s
             case ("native-listen", .string(let s)): self.nativeListen = s
+            case ("insecure-no-auth", .bool(let b)): self.insecureNoAuth = b
             case ("durability", .string(let s)):
                 guard let d = Durability(rawValue: s) else {
                     throw EddyError(.invalidArgument, "\(path): durability \"\(s)\" is not one of sync, batched, none")

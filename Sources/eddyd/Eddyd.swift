@@ -117,6 +117,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
+    @Flag(
+        name: .customLong("insecure-no-auth"),
+        help: "Allow --http, --native-listen or --replication-listen on a non-loopback address although Eddy has no authentication yet (anyone who reaches the port reads and writes everything). Default: refused")
+    var insecureNoAuth = false
+
     func run() async throws {
         let configuration: ServeConfiguration
         do {
@@ -166,6 +171,7 @@ struct Serve: AsyncParsableCommand {
         if let replicationSocket { configuration.replicationSocketPath = replicationSocket }
         if let replicationListen { configuration.replicationListen = replicationListen }
         if let nativeListen { configuration.nativeListen = nativeListen }
+        if insecureNoAuth { configuration.insecureNoAuth = true }
         if let durability {
             guard let d = Durability(rawValue: durability) else {
                 throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")
