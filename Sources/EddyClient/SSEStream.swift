@@ -21,6 +21,9 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
     private struct State {
         var session: URLSession?
         var buffer: [UInt8] = []
+        /// How far `buffer` was searched for the end of an event (so a large event that arrives
+        /// in many reads is scanned once, not once per read).
+        var scanned = 0
         var status = 0
         var errorBody: [UInt8] = []
         var ended = false
@@ -84,11 +87,13 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
             }
             state.buffer += data
             var events: [Value] = []
-            while let end = Self.eventEnd(state.buffer) {
-                let block = state.buffer[..<end.start]
-                state.buffer.removeFirst(end.next)
-                if let event = Self.parse(block) { events.append(event) }
+            var start = 0
+            while let end = Self.eventEnd(state.buffer, from: max(start, state.scanned - 3)) {
+                if let event = Self.parse(state.buffer[start..<end.start]) { events.append(event) }
+                start = end.next
             }
+            state.buffer.removeFirst(start)  // once per read, not once per event
+            state.scanned = state.buffer.count
             return state.buffer.count > Self.bufferBytesMax ? nil : events
         }
         guard let events else {
@@ -175,9 +180,10 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         self.subscription.onFrame(.events, .object(["events": .object(list)]))
     }
 
-    /// Where the first complete event in `buffer` ends (a blank line), and where the next starts.
-    private static func eventEnd(_ buffer: [UInt8]) -> (start: Int, next: Int)? {
-        var i = 0
+    /// Where the first event that ends (a blank line) at or after `from` in `buffer` ends, and
+    /// where the next starts.
+    private static func eventEnd(_ buffer: [UInt8], from: Int) -> (start: Int, next: Int)? {
+        var i = max(0, from)
         while i + 1 < buffer.count {
             if buffer[i] == 0x0A && buffer[i + 1] == 0x0A { return (i, i + 2) }
             if i + 3 < buffer.count, buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {

@@ -56,6 +56,18 @@ import Testing
         #expect(try await log.wait(for: 4) == ["added a", "changed a", "added b", "removed a"])
     }
 
+    @Test func aLargeEventArrivingInManyReadsIsWhole() async throws {
+        let ref = self.database().reference().child("http/large")
+        let log = Recorder<Int>()
+        ref.observe(.value) { snapshot in log.add((snapshot.value as? String)?.count ?? 0) }
+        _ = try await log.wait(for: 1)
+        let big = String(repeating: "x", count: 4 << 20)
+        // Another client writes it, so the observer hears it only through its stream.
+        try await Database.database(url: self.daemon.socketURL).reference().child("http/large").setValue(big)
+        let sizes = try await log.wait(for: 2, seconds: 30)
+        #expect(sizes == [0, 4 << 20])
+    }
+
     @Test func transactionsRetryOverHTTP() async throws {
         let counter = self.database().reference().child("http/counter")
         try await withThrowingTaskGroup(of: Void.self) { group in
