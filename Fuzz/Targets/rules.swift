@@ -12,7 +12,7 @@ public func fuzzRules(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let probe = Path(validatedKeys: ["users", "u1", "posts"])
     let tree: Value = .object(["users": .object(["u1": .object(["posts": .object(["p": .string("x")])])])])
     let context = RuleContext(
-        auth: .map(["uid": .string("u1"), "token": .map(["admin": .bool(true)])]), now: 1_700_000_000_000, tree: tree, newTree: .null,
+        auth: .map(["uid": .string("u1"), "token": .map(["admin": .bool(true)])]), now: 1_700_000_000_000, tree: RuleTree(tree), newTree: RuleTree(.null),
         query: .map(["orderByChild": .string("owner"), "limitToFirst": .number(10)]))
     if let expression = try? RuleExpression.parse(String(decoding: bytes, as: UTF8.self), wildcards: ["$uid"]) {
         var scoped = context

@@ -17,7 +17,7 @@ import Testing
     func context(auth: RuleValue = .null, tree: String = "null", newTree: String? = nil, query: RuleValue = .null) throws -> RuleContext {
         let before = try JSONParser.parse(Array(tree.utf8)).normalized()
         let after = try newTree.map { try JSONParser.parse(Array($0.utf8)).normalized() } ?? before
-        return RuleContext(auth: auth, now: 1_700_000_000_000, tree: before, newTree: after, query: query)
+        return RuleContext(auth: auth, now: 1_700_000_000_000, tree: RuleTree(before), newTree: RuleTree(after), query: query)
     }
 
     func user(_ uid: String, token: [String: RuleValue] = [:]) -> RuleValue {
@@ -212,4 +212,40 @@ extension Value {
 struct TestFailure: Error {
     let message: String
     init(_ message: String) { self.message = message }
+}
+
+@Suite struct RuleTreeTests {
+    // newData of a multi-path update: the base tree with each change set at its path, read
+    // only where asked (a reader counts what storage reads it makes).
+    @Test func anOverlayReadsOnlyTheLocationsAsked() throws {
+        let base: Value = try JSONParser.parse(Array(#"{"a": {"x": 1, "y": 2}, "b": {"big": "z"}}"#.utf8))
+        let reads = ReadCounter()
+        let stored = RuleTree(reading: { path in
+            reads.add(path)
+            return base.child(at: path)
+        })
+        let after = RuleTree(base: stored, writing: [(try Path("/a/x"), .number(5)), (try Path("/c"), .string("new"))])
+        #expect(try after.value(at: try Path("/a/x")) == .number(5))
+        #expect(try after.value(at: try Path("/a/x/deeper")) == .null)
+        #expect(try after.value(at: try Path("/a")) == .object(["x": .number(5), "y": .number(2)]))
+        #expect(try after.value(at: try Path("/c")) == .string("new"))
+        #expect(reads.paths == [try Path("/a")], "below a write reads nothing; above it reads the base once")
+        #expect(try after.value(at: try Path("/a")) == .object(["x": .number(5), "y": .number(2)]))
+        #expect(reads.paths.count == 1, "the base caches what it read")
+        let removed = RuleTree(base: RuleTree(base), writing: [(try Path("/b/big"), .null)])
+        #expect(try removed.value(at: try Path("/b")) == .null, "removing the last child prunes the parent")
+    }
+
+    @Test func aFailingReadFailsTheRuleNotTheRequest() throws {
+        struct Broken: Error {}
+        let tree = RuleTree(reading: { _ in throw Broken() })
+        let rules = try SecurityRules.compile(try JSONParser.parse(Array(#"{".read": "data.child('x').exists() || true"}"#.utf8)))
+        let context = RuleContext(auth: .null, now: 0, tree: tree, newTree: tree)
+        #expect(!rules.canRead(try Path("/"), context), "the error makes the whole expression fail")
+    }
+}
+
+private final class ReadCounter: @unchecked Sendable {
+    var paths: [Path] = []
+    func add(_ path: Path) { self.paths.append(path) }
 }

@@ -10,16 +10,16 @@ public struct RuleContext: Sendable {
     /// `now`: the server's time in milliseconds since the Unix epoch.
     public var now: Double
     /// The tree before the operation (`root`, `data`).
-    public var tree: Value
+    public var tree: RuleTree
     /// The tree after a write (`newData`); the same as `tree` for reads.
-    public var newTree: Value
+    public var newTree: RuleTree
     /// `query`: the read's query parameters (a map), `.null` for writes.
     public var query: RuleValue
     /// The rule's location and its `$wildcard` captures.
     public var location: Path = Path(validatedKeys: [])
     public var wildcards: [String: String] = [:]
 
-    public init(auth: RuleValue, now: Double, tree: Value, newTree: Value, query: RuleValue = .null) {
+    public init(auth: RuleValue, now: Double, tree: RuleTree, newTree: RuleTree, query: RuleValue = .null) {
         self.auth = auth
         self.now = now
         self.tree = tree
@@ -192,7 +192,7 @@ public enum RuleEvaluator {
             switch name {
             case "val":
                 try count(0)
-                return RuleValue(snapshot.value)
+                return RuleValue(try snapshot.value())
             case "child":
                 try count(1)
                 return .snapshot(RuleSnapshot(tree: snapshot.tree, path: snapshot.path.appending(try self.path(try string(0)))))
@@ -202,27 +202,28 @@ public enum RuleEvaluator {
                 return .snapshot(RuleSnapshot(tree: snapshot.tree, path: parent))
             case "hasChild":
                 try count(1)
-                return .bool(!snapshot.value.child(at: try self.path(try string(0))).isNull)
+                return .bool(!(try snapshot.tree.value(at: snapshot.path.appending(try self.path(try string(0))))).isNull)
             case "hasChildren":
-                guard case .object(let children) = snapshot.value else { return .bool(false) }
+                let value = try snapshot.value()
+                guard case .object(let children) = value else { return .bool(false) }
                 if values.isEmpty { return .bool(!children.isEmpty) }
                 guard values.count == 1, case .list(let names) = values[0] else {
                     throw RuleEvaluationError(message: "hasChildren() takes nothing or a list of child names")
                 }
                 for name in names {
                     guard case .string(let key) = name else { throw RuleEvaluationError(message: "hasChildren() names children with strings") }
-                    if snapshot.value.child(at: try self.path(key)).isNull { return .bool(false) }
+                    if value.child(at: try self.path(key)).isNull { return .bool(false) }
                 }
                 return .bool(true)
             case "exists":
                 try count(0)
-                return .bool(!snapshot.value.isNull)
+                return .bool(!(try snapshot.value()).isNull)
             case "getPriority":
                 try count(0)
                 return .null  // Eddy stores no priorities
             case "isNumber", "isString", "isBoolean":
                 try count(0)
-                switch (name, snapshot.value) {
+                switch (name, try snapshot.value()) {
                 case ("isNumber", .number), ("isString", .string), ("isBoolean", .bool): return .bool(true)
                 default: return .bool(false)
                 }

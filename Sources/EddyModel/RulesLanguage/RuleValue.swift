@@ -36,15 +36,18 @@ public enum RuleValue: Sendable, Equatable {
 }
 
 /// A location in one version of the tree (`root` and `data` in the current one, `newData` in the
-/// one a write would make).
+/// one a write would make). Two snapshots are equal when they are the same location of the
+/// same version (rules cannot compare snapshots; this serves tests).
 public struct RuleSnapshot: Sendable, Equatable {
-    public var tree: Value
+    public var tree: RuleTree
     public var path: Path
 
-    public init(tree: Value, path: Path) {
+    public init(tree: RuleTree, path: Path) {
         self.tree = tree
         self.path = path
     }
 
-    public var value: Value { self.tree.child(at: self.path) }
+    public func value() throws(RuleEvaluationError) -> Value { try self.tree.value(at: self.path) }
+
+    public static func == (a: RuleSnapshot, b: RuleSnapshot) -> Bool { a.tree === b.tree && a.path == b.path }
 }

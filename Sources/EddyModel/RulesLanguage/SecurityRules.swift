@@ -130,14 +130,14 @@ public struct SecurityRules: Sendable {
     /// Every `.validate` on the written data holds: at `path` and above, then below it.
     private func validates(_ path: Path, _ steps: [(node: Node, location: Path, wildcards: [String: String])], _ context: RuleContext) -> Bool {
         for step in steps {
-            guard let validate = step.node.validate, !context.newTree.child(at: step.location).isNull else { continue }
+            guard let validate = step.node.validate, !((try? context.newTree.value(at: step.location)) ?? .null).isNull else { continue }
             if !self.holds(validate, at: step.location, step.wildcards, context) { return false }
         }
         // Below `path`: only when the rules reach it.
         guard let last = steps.last, last.location == path else { return true }
         var stack: [(Node, Path, [String: String])] = [(last.node, last.location, last.wildcards)]
         while let (node, location, wildcards) = stack.popLast() {
-            guard case .object(let children) = context.newTree.child(at: location) else { continue }
+            guard case .object(let children)? = try? context.newTree.value(at: location) else { continue }
             for key in children.keys {
                 guard let (child, bound) = node.child(key) else { continue }
                 var bindings = wildcards
