@@ -10,6 +10,8 @@ import Foundation
 struct PendingWrite: Sendable {
     var operation: WriteOperation
     var ifMatch: String?
+    /// Whom the write acts for: the committer checks the rules unless it is the admin.
+    var access: Access = .admin
     /// Rough bytes of the write (`WriteValidator`), computed by the caller, off the committer.
     var approximateBytes: Int
     /// Listeners that must not hear this write ("write without notifying").

@@ -11,13 +11,20 @@ extension Committer {
         case .setRules(let rules, let continuation):
             let result = self.applyRules(rules)
             if case .success = result, !self.events.isEmpty {
-                let cancels = self.events.cancelListenersWithoutIndex()
+                var cancels = self.events.cancelListenersWithoutIndex()
+                cancels += self.events.cancelListenersNoLongerReadable { location, query, access in
+                    self.canRead(location, query: query, access)
+                }
                 if !cancels.isEmpty { self.deliver(cancels) }
             }
             continuation.resume(returning: result)
         case .listen(let spec, let continuation):
             if let failed = self.failed {
                 continuation.resume(returning: .failure(failed))
+                return
+            }
+            if !spec.access.isAdmin, !self.canRead(spec.location, query: spec.query, spec.access) {
+                continuation.resume(returning: .failure(Engine.permissionDenied))
                 return
             }
             let added: (id: ListenerID, first: [Delivery])

@@ -57,6 +57,10 @@ final class Committer: @unchecked Sendable {
     var definitions: [IndexDefinition]
     var nextIndexID: UInt32
     let catalog: IndexCatalog
+    /// The security rules writes are checked against (`Committer+Access.swift`); replaced by a
+    /// rules change, between groups, and published to `securityHolder` for readers.
+    var security: SecurityRules
+    let securityHolder: SecurityRulesHolder
     /// When the next index build step may run (`indexBuildPauseMilliseconds` after the last).
     private var nextBuildStep: ContinuousClock.Instant? = nil
     /// When a running build next logs its progress (every 10 s).
@@ -64,7 +68,7 @@ final class Committer: @unchecked Sendable {
 
     init(
         database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
-        spaceReserve: DiskSpaceReserve, catalog: IndexCatalog, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
+        spaceReserve: DiskSpaceReserve, catalog: IndexCatalog, security: SecurityRulesHolder, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
     ) {
         self.database = database
         self.tree = database.columnFamily(ColumnFamilies.tree)
@@ -74,6 +78,8 @@ final class Committer: @unchecked Sendable {
         self.events = EventRouter(database: database, batch: self.batch, treeWriter: self.treeWriter)
         self.lastAssignedLogID = lastLogID
         self.catalog = catalog
+        self.securityHolder = security
+        self.security = security.rules
         self.definitions = catalog.definitions
         self.nextIndexID = nextIndexID
         self.treeWriter.indexes.definitions = self.definitions
@@ -291,13 +297,15 @@ final class Committer: @unchecked Sendable {
         if let entry = write.replicated { return try self.applyReplicated(entry, stored: write.replicatedBytes) }
         let writer = self.treeWriter
         let operation = write.operation
+        let now = self.clock.nowMilliseconds()
+        let id = self.ids.next(nowMilliseconds: now)
+        // Rules first: a 412 answers the current value, which a denied caller must not see.
+        if !write.access.isAdmin { try self.authorize(operation, write.access, nowMilliseconds: now, pushedKey: id.rawValue) }
         if let ifMatch = write.ifMatch {
             let current = try writer.currentValue(at: operation.location)
             let etag = ETag.of(current)
             if etag != ifMatch { return (.preconditionFailed(current: current, etag: etag), nil) }
         }
-        let now = self.clock.nowMilliseconds()
-        let id = self.ids.next(nowMilliseconds: now)
         let listening = !self.events.isEmpty
         var before: [LogEntry.BeforeImage] = []
         let kind: LogEntry.Kind

@@ -75,7 +75,9 @@ public final class DataDirectory: Sendable {
 
     /// The engine of namespace `name`, opened on first use. A follower's data directory holds
     /// only the replica of the leader's default namespace.
-    public func engine(namespace name: String) throws(EddyError) -> Engine {
+    /// `create: false`: a namespace that is neither open nor on disk is `notFound` (only the
+    /// admin creates namespaces once authentication is configured).
+    public func engine(namespace name: String, create: Bool = true) throws(EddyError) -> Engine {
         try Self.validateNamespace(name)
         if let leader = self.options.leader, name != Self.defaultNamespace {
             throw EddyError(
@@ -86,6 +88,9 @@ public final class DataDirectory: Sendable {
                 throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
             }
             if let engine = state.engines[name] { return engine }
+            if !create, name != Self.defaultNamespace, !FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT") {
+                throw EddyError(.notFound, "namespace \(name) does not exist; only the admin creates namespaces")
+            }
             guard state.engines.count < Limits.namespacesOpenMax else {
                 throw EddyError(
                     .limitExceeded, "cannot open namespace \(name): namespacesOpenMax (\(Limits.namespacesOpenMax)) are open")

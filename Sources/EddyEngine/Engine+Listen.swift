@@ -40,6 +40,8 @@ struct ListenerSpec: Sendable {
     /// With `since`: false when the caller reads the entries after `since` up to `liveAfter`
     /// from the log itself; the listener then gets neither a replay nor an attach batch.
     var replaysSince = true
+    /// Whom the listener acts for: checked at attach and after every rules change.
+    var access: Access = .admin
 }
 
 extension Engine {
@@ -62,23 +64,28 @@ extension Engine {
     /// `liveAfter`; the caller replays those after `since` up to `liveAfter` itself, page by page
     /// (`logEntries(after:limit:)`, `LogEntry.valueChanges(at:)`), so a long replay never sits
     /// in memory or in the listener's buffer at once. `since` is still checked.
+    ///
+    /// `access`: whom the listener acts for. Unless it is the admin, the rules must allow reading
+    /// the whole location (with the query's parameters) at attach (else `permissionDenied`), and
+    /// again after every rules change (else the sink gets a `cancel` event, "Permission denied").
     public func listen(
         _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, replaySince: Bool = true,
-        selection: EventSelection = .firebase, sink: @escaping ChildEventSink
+        selection: EventSelection = .firebase, access: Access = .admin, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
         try await self.attach(
             ListenerSpec(
                 location: location, query: query, keyPaths: keyPaths, output: .events(sink), selection: selection, since: since,
-                replaysSince: replaySince))
+                replaysSince: replaySince, access: access))
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,
     /// then an `update` per log entry that changed it.
     public func listenForChanges(
-        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, sink: @escaping ResultChangeSink
+        _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, access: Access = .admin,
+        sink: @escaping ResultChangeSink
     ) async throws(EddyError) -> ListenerAttachment {
         try await self.attach(
-            ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink), since: since))
+            ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink), since: since, access: access))
     }
 
     private func attach(_ spec: ListenerSpec) async throws(EddyError) -> ListenerAttachment {

@@ -8,19 +8,24 @@ import EddyModel
 import EddyStorage
 
 extension Engine {
-    /// The stored rules, or `Rules.default` when none were set.
+    /// The stored rules, or `options.defaultRules` when none were set.
     public func rules() throws(EddyError) -> Rules {
+        try Self.storedRules(self.database) ?? self.options.defaultRules
+    }
+
+    /// The rules document stored in `database`, nil when none was ever set.
+    static func storedRules(_ database: Database) throws(EddyError) -> Rules? {
         let stored: [UInt8]?
         do {
-            stored = try self.database.get(self.database.columnFamily(ColumnFamilies.meta), MetaKeys.rules)
+            stored = try database.get(database.columnFamily(ColumnFamilies.meta), MetaKeys.rules)
         } catch {
             throw EngineErrors.storage(error, while: "reading the rules")
         }
-        guard let stored else { return .default }
+        guard let stored else { return nil }
         do {
             return try Rules.parse(try JSONParser.parse(stored))
         } catch {
-            throw EddyError(.corruption, "stored rules of \(self.directory) are unreadable: \(error.message)")
+            throw EddyError(.corruption, "stored rules of \(database.path) are unreadable: \(error.message)")
         }
     }
 
@@ -38,7 +43,7 @@ extension Engine {
             do {
                 _ = try SecurityRules.compile(rules)
             } catch {
-                throw EddyError(.invalidValue, error.description)
+                throw EddyError(.invalidValue, error.description, underlying: error)
             }
         }
         return try await self.storeRules(document)

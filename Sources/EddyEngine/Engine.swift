@@ -27,6 +27,8 @@ public final class Engine: Sendable {
     private let readsInFlight = Mutex(0)
     /// The index catalog as last published by the committer.
     let indexCatalog: IndexCatalog
+    /// The compiled security rules in force (the committer publishes each change).
+    let securityRulesHolder: SecurityRulesHolder
     let logger: Logger
     private let commitObservers = CommitObservers()
     /// The database id stored in `meta` (random, fixed at creation).
@@ -96,12 +98,13 @@ public final class Engine: Sendable {
         let lastLogID = try Self.lastLogID(database)
         let (definitions, nextIndexID) = try IndexCatalog.load(database)
         self.indexCatalog = IndexCatalog(definitions)
+        self.securityRulesHolder = SecurityRulesHolder(SecurityRulesHolder.compile(try Self.storedRules(database) ?? options.defaultRules))
         self.queue = CommitQueue(capacity: options.commitQueueCountMax)
         let observers = self.commitObservers
         self.committer = Committer(
             database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options,
             spaceReserve: DiskSpaceReserve(path: directory, reserveBytes: options.diskReserveBytes),
-            catalog: self.indexCatalog, nextIndexID: nextIndexID, logger: logger,
+            catalog: self.indexCatalog, security: self.securityRulesHolder, nextIndexID: nextIndexID, logger: logger,
             onCommit: { entries in observers.notify(entries) })
         self.readers = NIOThreadPool(numberOfThreads: max(1, options.readerThreads))
         self.readers.start()
@@ -170,14 +173,18 @@ public final class Engine: Sendable {
     /// location (set and remove). Throws validation errors before anything is queued.
     /// `silencing`: listeners that must not hear this write (their results still follow it),
     /// e.g. the connection that made it.
+    /// `access`: whom the write acts for; the committer checks the security rules unless it is
+    /// the admin (a denial is `permissionDenied`, and nothing is applied).
     public func write(
-        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = []
+        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = [], access: Access = .admin
     ) async throws(EddyError) -> WriteOutcome {
         try self.checkLeader()
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
-            self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing) { continuation.resume(returning: $0) }
+            self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access) {
+                continuation.resume(returning: $0)
+            }
         }
         return try result.get()
     }
@@ -188,13 +195,14 @@ public final class Engine: Sendable {
     /// errors are thrown before anything is queued; a full or stopping queue reaches
     /// `completion` as a failure. Lets a caller pipeline writes without awaiting each one.
     public func submit(
-        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = [],
+        _ operation: WriteOperation, ifMatch: String? = nil, silencing: Set<ListenerID> = [], access: Access = .admin,
         completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
     ) throws(EddyError) {
         try self.checkLeader()
         var approximateBytes = 0
         let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
-        self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, completion: completion)
+        self.enqueue(
+            validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access, completion: completion)
     }
 
     /// Refuses writes on a follower, naming its leader.
@@ -269,11 +277,12 @@ public final class Engine: Sendable {
     }
 
     private func enqueue(
-        _ validated: WriteOperation, ifMatch: String?, approximateBytes: Int, silencing: Set<ListenerID>,
+        _ validated: WriteOperation, ifMatch: String?, approximateBytes: Int, silencing: Set<ListenerID>, access: Access,
         completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
     ) {
         let pending = PendingWrite(
-            operation: validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silenced: silencing, completion: completion)
+            operation: validated, ifMatch: ifMatch, access: access, approximateBytes: approximateBytes, silenced: silencing,
+            completion: completion)
         if let refused = self.queue.enqueue(pending) { completion(.failure(refused)) }
     }
 

@@ -39,6 +39,9 @@ public struct EngineOptions: Sendable {
     public var leader: String? = nil
     /// Local writes are refused with `insufficientStorage` while the data volume has less than
     /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
+    /// The rules of a database that has none stored (`Rules.default`, open, unless the server
+    /// configures authentication: then `Rules.locked`).
+    public var defaultRules: Rules = .default
     public var diskReserveBytes: UInt64 = 64 << 20
 
     public init(durability: Durability = .sync) {

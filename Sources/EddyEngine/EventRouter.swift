@@ -19,6 +19,9 @@ final class EventRouter {
     private var windows: [ListenerWindow.ID: ListenerWindow] = [:]
     /// Each listener's window.
     private var listeners: [ListenerID: ListenerWindow.ID] = [:]
+    /// Listeners that are not the admin's, with whom they act for: a rules change checks them
+    /// again (`cancelListenersNoLongerReadable`).
+    private var clientAccess: [ListenerID: Access] = [:]
     /// Windows by location, to find one to share.
     private var windowsAt: [Path: [ListenerWindow.ID]] = [:]
     private let trie = ListenerTrie()
@@ -66,6 +69,7 @@ final class EventRouter {
             self.nextListenerID += 1
             shared.addMember(id, spec.output)
             self.listeners[id] = shared.id
+            if !spec.access.isAdmin { self.clientAccess[id] = spec.access }
             return (id, [shared.initialDelivery(to: spec.output, current: current)])
         }
         let window = try self.load(spec)
@@ -84,6 +88,7 @@ final class EventRouter {
         self.nextWindowID += 1
         window.addMember(id, spec.output)
         self.listeners[id] = window.id
+        if !spec.access.isAdmin { self.clientAccess[id] = spec.access }
         self.windows[window.id] = window
         self.windowsAt[spec.location, default: []].append(window.id)
         self.trie.add(window.id, at: spec.location)
@@ -178,6 +183,7 @@ final class EventRouter {
     }
 
     func remove(_ id: ListenerID) -> Bool {
+        self.clientAccess.removeValue(forKey: id)
         guard let windowID = self.listeners.removeValue(forKey: id), let window = self.windows[windowID] else { return false }
         _ = window.removeMember(id)
         if window.members.isEmpty { self.drop(window) }
@@ -186,7 +192,10 @@ final class EventRouter {
 
     /// Forgets a window and its members.
     private func drop(_ window: ListenerWindow) {
-        for member in window.members { self.listeners.removeValue(forKey: member.id) }
+        for member in window.members {
+            self.listeners.removeValue(forKey: member.id)
+            self.clientAccess.removeValue(forKey: member.id)
+        }
         self.windows.removeValue(forKey: window.id)
         self.windowsAt[window.location]?.removeAll { $0 == window.id }
         if self.windowsAt[window.location]?.isEmpty == true { self.windowsAt.removeValue(forKey: window.location) }
@@ -206,6 +215,22 @@ final class EventRouter {
                     "the index \".indexOn\": \"\(window.query.indexOnName ?? "")\" for path \"\(window.location)\" was removed from the rules; this listen ended"
                 ))
             self.drop(window)
+        }
+        return deliveries
+    }
+
+    /// After a rules change: the listeners of clients that may no longer read what they listen to
+    /// are removed and told "Permission denied" (Firebase cancels such a listen). Returns their
+    /// cancel deliveries.
+    func cancelListenersNoLongerReadable(_ canRead: (Path, Query, Access) -> Bool) -> [Delivery] {
+        var deliveries: [Delivery] = []
+        for (id, access) in self.clientAccess {
+            guard let windowID = self.listeners[id], let window = self.windows[windowID] else { continue }
+            guard !canRead(window.location, window.query, access) else { continue }
+            if let member = window.members.first(where: { $0.id == id }) {
+                deliveries.append(ListenerWindow.cancelDelivery("Permission denied", to: [member.output]))
+            }
+            _ = self.remove(id)
         }
         return deliveries
     }

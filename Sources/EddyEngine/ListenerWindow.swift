@@ -231,9 +231,12 @@ final class ListenerWindow {
 
     /// Tells every member its listen ended.
     func cancelDelivery(_ reason: String) -> Delivery {
+        Self.cancelDelivery(reason, to: self.members.map(\.output))
+    }
+
+    static func cancelDelivery(_ reason: String, to outputs: [ListenerOutput]) -> Delivery {
         let event = ChildEvent(kind: .cancel, key: nil, previousKey: nil, value: .string(reason), logID: nil)
         let change = ResultChange(kind: .cancelled, results: [], deletions: [], insertions: [], modifications: [], logID: nil)
-        let outputs = self.members.map(\.output)
         return {
             for output in outputs {
                 switch output {

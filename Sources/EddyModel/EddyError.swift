@@ -9,7 +9,7 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
             case invalidKey, invalidPath, invalidValue, invalidJSON, invalidArgument
             case limitExceeded, notFound, methodNotAllowed, preconditionFailed, readOnly
             case unsupported, inUse, busy, unavailable, shuttingDown, corruption, io, `internal`, notLeader
-            case insufficientStorage
+            case insufficientStorage, permissionDenied, unauthenticated
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -27,6 +27,11 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
         /// A size or count limit was exceeded; the message names the limit.
         public static let limitExceeded = Code(.limitExceeded)
         public static let notFound = Code(.notFound)
+        /// The security rules do not allow the operation (Firebase's "Permission denied").
+        public static let permissionDenied = Code(.permissionDenied)
+        /// The credential is invalid: a token that is expired, for another project, badly
+        /// signed or unreadable (the message says which).
+        public static let unauthenticated = Code(.unauthenticated)
         public static let methodNotAllowed = Code(.methodNotAllowed)
         /// A conditional write (`if-match`) found a different current value.
         public static let preconditionFailed = Code(.preconditionFailed)

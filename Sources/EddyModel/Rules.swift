@@ -3,7 +3,7 @@
 //
 // Accepted shape: a top-level object with exactly one member, "rules", an object. Inside it a
 // key is a child key (Firebase key rules), a `$wildcard`, or one of `.read`, `.write`,
-// `.validate` (stored and returned unchanged; not enforced yet) and `.indexOn` (a string or an
+// `.validate` (compiled by `SecurityRules` and enforced by the engine) and `.indexOn` (a string or an
 // array of strings, each ".value" or a child path such as "metrics/views"). Anything else is
 // refused with the offending rules path. Walks with an explicit stack.
 
@@ -48,9 +48,13 @@ public struct Rules: Sendable, Equatable {
         }
     }
 
-    /// What a database has before any rules are set: everything readable and writable (Eddy
-    /// enforces no rules yet) and no indexes.
+    /// Open rules: everything readable and writable, no indexes. What a new database has in the
+    /// loopback emulator mode (as the Firebase emulator without a rules file) and in the engine
+    /// when nothing else is configured.
     public static let `default` = Rules(json: .object(["rules": .object([".read": .bool(true), ".write": .bool(true)])]), indexes: [])
+    /// Locked rules: nothing readable or writable but by the admin. What a new database has
+    /// once authentication is configured (as a new Firebase database in locked mode).
+    public static let locked = Rules(json: .object(["rules": .object([".read": .bool(false), ".write": .bool(false)])]), indexes: [])
 
     /// The rules document exactly as stored and returned.
     public var json: Value

@@ -1,0 +1,47 @@
+// Who an operation acts for, as the engine's security-rules checks see it, and the compiled rules
+// those checks use.
+//
+// - `Access.admin` bypasses the rules (the admin secret, or `Bearer owner` in emulator mode).
+// - `Access.client(auth:)` is checked against the rules with `auth` (`.null` when the caller sent
+//   no credential; a map of the verified token's claims otherwise).
+// `SecurityRulesHolder` publishes the rules the committer installed; the committer reads its own
+// copy, so a write is checked against exactly the rules in force at its place in the log.
+
+import EddyModel
+import Synchronization
+
+public struct Access: Sendable {
+    /// True for the admin: no rule applies.
+    public let isAdmin: Bool
+    /// Rules' `auth`: `.null` (unauthenticated) or a map with `uid`, `provider`, `token`.
+    public let auth: RuleValue
+
+    public static let admin = Access(isAdmin: true, auth: .null)
+    public static let unauthenticated = Access(isAdmin: false, auth: .null)
+
+    public static func client(auth: RuleValue) -> Access { Access(isAdmin: false, auth: auth) }
+}
+
+/// The compiled rules currently in force (read by readers and listeners; set by the committer).
+final class SecurityRulesHolder: Sendable {
+    private let current: Mutex<SecurityRules>
+
+    init(_ rules: SecurityRules) {
+        self.current = Mutex(rules)
+    }
+
+    var rules: SecurityRules { self.current.withLock { $0 } }
+
+    func publish(_ rules: SecurityRules) {
+        self.current.withLock { $0 = rules }
+    }
+
+    /// The compiled form of a rules document. A document that no longer compiles (stored by an
+    /// older version, or replicated from one) locks the database rather than opening it.
+    static func compile(_ rules: Rules) -> SecurityRules {
+        guard case .object(let top) = rules.json, let body = top["rules"], let compiled = try? SecurityRules.compile(body) else {
+            return .locked
+        }
+        return compiled
+    }
+}

@@ -1,0 +1,57 @@
+// Write authorization, in the committer: a write is checked against the rules in force at its
+// place in the log and the tree exactly as the writes before it left it, so the check and the
+// write are atomic (no other write can slip between them).
+//
+// `data`/`root` read the tree through the group's batch (earlier writes of the group included);
+// `newData` is that tree with this write's changes on top, server values resolved as they will
+// be stored. Both are read lazily: rules over `auth` alone read nothing.
+// A multi-path update is allowed only if every one of its paths is, each checked against the
+// tree the whole update makes (Firebase's semantics). Nothing of a denied write is applied.
+
+import EddyModel
+import EddyStorage
+
+extension Committer {
+    func authorize(_ operation: WriteOperation, _ access: Access, nowMilliseconds now: UInt64, pushedKey: String) throws(EddyError) {
+        let writer = self.treeWriter
+        let before = RuleTree(reading: { path in try writer.currentValue(at: path) })
+        func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
+            guard TreeWriter.containsServerValue(value) else { return value }
+            return try TreeWriter.resolve(value, old: try writer.currentValue(at: path), now: now, path: path)
+        }
+        var changes: [(path: Path, value: Value)] = []
+        switch operation {
+        case .set(let path, let value): changes = [(path, try resolved(value, at: path))]
+        case .remove(let path): changes = [(path, .null)]
+        case .push(let path, let value):
+            let child = path.appending(pushedKey)
+            changes = [(child, try resolved(value, at: child))]
+        case .update(let path, let list):
+            for change in list {
+                let location = path.appending(change.path)
+                changes.append((location, try resolved(change.value, at: location)))
+            }
+        }
+        let after = RuleTree(base: before, writing: changes)
+        let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)
+        for change in changes where !self.security.canWrite(change.path, context) {
+            throw Engine.permissionDenied
+        }
+    }
+
+    /// Whether `access` may read the whole location (between groups: the committed tree).
+    func canRead(_ location: Path, query: Query?, _ access: Access) -> Bool {
+        if access.isAdmin { return true }
+        let database = self.database
+        let family = database.columnFamily(ColumnFamilies.tree)
+        let tree = RuleTree(reading: { path in
+            try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value
+        })
+        // A plain listen's window orders by key with no bounds: the rules see no query.
+        let plain = query.map { $0.order == .key && $0.start == nil && $0.end == nil && $0.limit == nil } ?? true
+        let parameters = Engine.ruleQuery(plain ? nil : query)
+        let context = RuleContext(
+            auth: access.auth, now: Double(self.clock.nowMilliseconds()), tree: tree, newTree: tree, query: parameters)
+        return self.security.canRead(location, context)
+    }
+}

@@ -1,0 +1,96 @@
+// Reads checked against the security rules: each check runs on the reader thread that then
+// reads, right before the read, and reads only the locations its rules name (`RuleTree`).
+// Firebase's semantics: a location is readable when a `.read` at it or above it holds; a read of
+// a location that is not wholly readable is denied, never filtered. A query's parameters are the
+// rules' `query` variable. Writes are checked by the committer (`Committer+Access.swift`).
+
+import EddyModel
+
+extension Engine {
+    /// The rules in force now.
+    public var securityRules: SecurityRules { self.securityRulesHolder.rules }
+
+    /// `get` for `access`: throws `permissionDenied` when the rules do not allow the read.
+    public func get(_ path: Path, access: Access) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: nil, access)
+            return try self.readValue(path)
+        }
+    }
+
+    /// `getShallow` for `access`.
+    public func getShallow(_ path: Path, access: Access) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: nil, access)
+            return try self.readShallow(path)
+        }
+    }
+
+    /// `query` for `access`.
+    public func query(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
+        if !access.isAdmin { try await self.onReader { () throws(EddyError) in try self.checkRead(path, query: query, access) } }
+        return try await self.query(path, query)
+    }
+
+    /// `queryJSON` for `access`.
+    public func queryJSON(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> [UInt8] {
+        if !access.isAdmin { try await self.onReader { () throws(EddyError) in try self.checkRead(path, query: query, access) } }
+        return try await self.queryJSON(path, query)
+    }
+
+    /// Runs a blocking call (such as `canRead`) on the reader pool.
+    public func onReaderPublic<T: Sendable>(_ body: @escaping @Sendable () throws(EddyError) -> T) async throws(EddyError) -> T {
+        try await self.onReader(body)
+    }
+
+    /// Whether `access` may read the whole location at `path` (with `query`'s parameters), now.
+    /// Blocking: it may read the tree.
+    public func canRead(_ path: Path, query: Query?, _ access: Access) -> Bool {
+        if access.isAdmin { return true }
+        let tree = RuleTree(reading: { [self] location in try self.readValue(location) })
+        let context = RuleContext(
+            auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: tree, newTree: tree,
+            query: Self.ruleQuery(query))
+        return self.securityRules.canRead(path, context)
+    }
+
+    /// Throws Firebase's "Permission denied" unless `canRead`.
+    public func checkRead(_ path: Path, query: Query?, _ access: Access) throws(EddyError) {
+        guard self.canRead(path, query: query, access) else { throw Self.permissionDenied }
+    }
+
+    static let permissionDenied = EddyError(.permissionDenied, "Permission denied")
+
+    /// Rules' `query` variable: Firebase's names, null (or false) where the query does not set
+    /// them; a plain read has every one null or false.
+    static func ruleQuery(_ query: Query?) -> RuleValue {
+        guard let query else { return self.ruleQuery(Query(order: .key)).settingOrderByKey(false) }
+        var map: [String: RuleValue] = [
+            "orderByKey": .bool(query.order == .key), "orderByValue": .bool(query.order == .value),
+            "orderByPriority": .bool(query.order == .priority),
+            "orderByChild": query.childPath.map { .string($0.keys.joined(separator: "/")) } ?? .null,
+            "startAt": .null, "startAfter": .null, "endAt": .null, "endBefore": .null, "equalTo": .null,
+            "limitToFirst": .null, "limitToLast": .null,
+        ]
+        if let start = query.start, let end = query.end, start.inclusive, end.inclusive, start.value == end.value, start.key == end.key {
+            map["equalTo"] = RuleValue(start.value)
+        } else {
+            if let start = query.start { map[start.inclusive ? "startAt" : "startAfter"] = RuleValue(start.value) }
+            if let end = query.end { map[end.inclusive ? "endAt" : "endBefore"] = RuleValue(end.value) }
+        }
+        switch query.limit {
+        case .first(let n)?: map["limitToFirst"] = .number(Double(n))
+        case .last(let n)?: map["limitToLast"] = .number(Double(n))
+        case nil: break
+        }
+        return .map(map)
+    }
+}
+
+private extension RuleValue {
+    func settingOrderByKey(_ value: Bool) -> RuleValue {
+        guard case .map(var members) = self else { return self }
+        members["orderByKey"] = .bool(value)
+        return .map(members)
+    }
+}
