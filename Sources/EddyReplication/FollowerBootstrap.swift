@@ -33,11 +33,11 @@ public enum FollowerBootstrap {
         var error: EddyError
     }
 
-    public static func prepare(dataDirectory: String, leader: String, name: String, logger: Logger) throws(EddyError) {
+    public static func prepare(dataDirectory: String, leader: String, name: String, secret: String? = nil, logger: Logger) throws(EddyError) {
         var delay = Self.retryDelayFirst
         while true {
             do {
-                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, logger: logger)
+                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, secret: secret, logger: logger)
                 return
             } catch let failure as TransferFailure {
                 logger.error(
@@ -91,7 +91,7 @@ public enum FollowerBootstrap {
         close(fd)
     }
 
-    private static func run(dataDirectory: String, leader: String, name: String, logger: Logger) throws {
+    private static func run(dataDirectory: String, leader: String, name: String, secret: String?, logger: Logger) throws {
         let namespace = DataDirectory.defaultNamespace
         let directory = dataDirectory + "/" + namespace
         let incoming = directory + ".incoming"
@@ -117,11 +117,12 @@ public enum FollowerBootstrap {
         }
         do {
             defer { client.shutdown() }
-            let hello: Value = .object([
+            var hello: Value = .object([
                 "protocol": .number(1), "ns": .string(namespace), "follower": .string(name),
                 "databaseID": replicaOf.map { .string($0) } ?? .null, "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
                 "snapshot": .bool(true),
             ])
+            if let secret { hello.set(.string(secret), at: Path(validatedKeys: ["secret"])) }
             try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
             guard let welcome = try client.receive() else { return }
             guard welcome.kind == .welcome else {

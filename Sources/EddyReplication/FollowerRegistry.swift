@@ -53,9 +53,17 @@ public final class FollowerRegistry: Sendable {
         }
     }
 
-    func applied(_ id: UInt64, _ last: LogID) {
-        self.followers.withLock { $0[id]?.applied = last }
-        self.releaseWaiters()
+    /// Records what a follower applied; false (nothing recorded) when that is beyond what was
+    /// sent to it: a forged acknowledgement.
+    func applied(_ id: UInt64, _ last: LogID) -> Bool {
+        let accepted = self.followers.withLock { followers -> Bool in
+            guard let follower = followers[id] else { return true }
+            guard let sent = follower.sent, !(sent < last) else { return false }
+            followers[id]?.applied = last
+            return true
+        }
+        if accepted { self.releaseWaiters() }
+        return accepted
     }
 
     /// How many connected followers of `namespace` applied `id` (or later).

@@ -38,7 +38,11 @@ public final class FollowerService: Service, Sendable {
     let logger: Logger
     private let state = Mutex<(status: Status, client: NativeClient?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
 
-    public init(leader: String, name: String, data: DataDirectory, logger: Logger) {
+    /// The replication secret sent in the hello (nil: none).
+    let secret: String?
+
+    public init(leader: String, name: String, data: DataDirectory, secret: String? = nil, logger: Logger) {
+        self.secret = secret
         self.leader = leader
         self.name = name
         self.data = data
@@ -126,11 +130,12 @@ public final class FollowerService: Service, Sendable {
         if stopping { return .stopped }
         do {
             let lastApplied = try engine.lastLogID()
-            let hello: Value = .object([
+            var hello: Value = .object([
                 "protocol": .number(1), "ns": .string(DataDirectory.defaultNamespace), "follower": .string(self.name),
                 "databaseID": try engine.replicaOf().map { .string($0) } ?? .null,
                 "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
             ])
+            if let secret = self.secret { hello.set(.string(secret), at: Path(validatedKeys: ["secret"])) }
             try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
             guard let first = try client.receive() else {
                 self.fail("the leader closed the connection before its welcome")

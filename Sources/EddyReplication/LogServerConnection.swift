@@ -11,7 +11,10 @@
 // refused with reason `snapshotNeeded` otherwise.
 //
 // Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
-// database, a follower whose last applied entry this leader never had (another history).
+// database, a follower whose last applied entry this leader never had (another history), a
+// hello without the replication secret when one is configured (nothing else is sent), and an
+// `applied` id beyond what was sent to this follower (a forged acknowledgement must never
+// release a `--sync-followers` write).
 
 import EddyEngine
 import EddyModel
@@ -30,11 +33,14 @@ final class LogServerConnection: Sendable {
     let registry: FollowerRegistry
     let doorbells: CommitDoorbells
     let logger: Logger
+    /// The replication secret a follower's hello must carry (nil: none required).
+    let secret: String?
     private let registration = Mutex<(follower: UInt64, bell: UInt64)?>(nil)
     private let started = Mutex(false)
     private let doorbell: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
 
-    init(channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger) {
+    init(channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil, logger: Logger) {
+        self.secret = secret
         self.channel = channel
         self.data = data
         self.registry = registry
@@ -57,7 +63,9 @@ final class LogServerConnection: Sendable {
             guard let id = self.registration.withLock({ $0?.follower }),
                 case .string(let text)? = try? JSONParser.parse(frame.payload)["applied"], let applied = LogID(text)
             else { return self.refuse("applied frame without a hello before it, or without an \"applied\" log id") }
-            self.registry.applied(id, applied)
+            guard self.registry.applied(id, applied) else {
+                return self.refuse("applied \(applied) is beyond the entries sent to this follower; it was disconnected")
+            }
         default:
             self.refuse("frame kind \(frame.kind) is not part of the replication protocol from a follower")
         }
@@ -114,6 +122,12 @@ final class LogServerConnection: Sendable {
             hello = try JSONParser.parse(payload)
         } catch {
             return self.refuse("hello is not JSON: \(error.message)")
+        }
+        if let secret = self.secret {
+            guard case .string(let offered) = hello["secret"], Self.constantTimeEqual(offered, secret) else {
+                self.logger.warning("replication peer refused: wrong or missing replication secret")
+                return self.refuse("authentication failed: this leader requires its replication secret (--replication-secret-file)", reason: "unauthenticated")
+            }
         }
         guard hello["protocol"] == .number(1) else {
             return self.refuse("replication protocol \(JSONWriter.string(hello["protocol"])) is not supported; this leader speaks 1")
@@ -211,5 +225,15 @@ final class LogServerConnection: Sendable {
             self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
             self.channel.close(promise: nil)
         }
+    }
+}
+
+extension LogServerConnection {
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return difference == 0
     }
 }

@@ -26,11 +26,14 @@ public struct LogServerService: Service {
     let logger: Logger
     /// Told when the bind finished (nil: nobody waits).
     let bound: ListenersBound?
+    /// The replication secret followers must present (nil: none).
+    let secret: String?
 
     public init(
-        address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, logger: Logger,
-        bound: ListenersBound? = nil
+        address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
+        logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.secret = secret
         self.bound = bound
         self.address = address
         self.data = data
@@ -44,11 +47,13 @@ public struct LogServerService: Service {
         let registry = self.registry
         let logger = self.logger
         let doorbells = self.doorbells
+        let secret = self.secret
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
-                let connection = LogServerConnection(channel: channel, data: data, registry: registry, doorbells: doorbells, logger: logger)
+                let connection = LogServerConnection(
+                    channel: channel, data: data, registry: registry, doorbells: doorbells, secret: secret, logger: logger)
                 channels.withLock { $0[ObjectIdentifier(channel)] = channel }
                 channel.closeFuture.whenComplete { _ in
                     _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
