@@ -47,6 +47,12 @@ public struct Frame: Sendable, Equatable {
         /// `{"since": "<log id>"|null, "path": "/a"|null}`: the change log after `since` (from the
         /// oldest entry kept when null), then live (answer: `tailing`, then `changes` frames)
         case tail = 7
+        /// `{"token": "<credential>"|null, "authVariableOverride": <json>?}`: who the connection's
+        /// later requests act for (answer: `value` with `{"uid": ..., "admin": bool,
+        /// "expires": <ms>|null}`, or `error` with code `unauthenticated`). The credential is
+        /// what HTTP takes in `Authorization: Bearer`: the admin secret, an ID token, or `owner`
+        /// in emulator mode. Added without a version change: an older server refuses the kind.
+        case auth = 8
         // server -> client
         /// `{"value": ..., "etag": "..."?}`
         case value = 20

@@ -8,9 +8,11 @@ import Logging
 
 enum DataDirectoryPermissions {
     static func warnIfOpen(_ path: String, logger: Logger) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }  // made by DataDirectory, 0700
-        let mode = info.st_mode & 0o777
+        // Made by DataDirectory, 0700.
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let permissions = (attributes[.posixPermissions] as? NSNumber)?.uint16Value
+        else { return }
+        let mode = permissions & 0o777
         guard mode & 0o077 != 0 else { return }
         logger.warning(
             "the data directory is open to other users of this machine (they can read the database and its log); run chmod 700 on it",

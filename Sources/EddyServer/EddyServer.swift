@@ -19,6 +19,34 @@ import Glibc
 #endif
 
 public enum EddyServer {
+    /// The credentials the configuration names, read from their files.
+    static func authenticator(_ configuration: ServeConfiguration) async throws(EddyError) -> Authenticator {
+        var auth = Authenticator.Configuration()
+        auth.adminSecret = try configuration.adminTokenFile.map { file throws(EddyError) in try self.secret(file, option: "admin-token-file") }
+        auth.hmacSecret = try configuration.jwtSecretFile.map { file throws(EddyError) in try self.secret(file, option: "jwt-secret-file") }
+        auth.rsaKeysJSON = try configuration.jwtKeysFile.map { file throws(EddyError) in try self.secret(file, option: "jwt-keys-file") }
+        auth.projectID = configuration.projectID
+        auth.emulatorConventions = configuration.emulatorConventions
+        return try await Authenticator.make(auth)
+    }
+
+    /// A secret file's contents, trimmed; refused when unreadable or empty.
+    static func secret(_ path: String, option: String) throws(EddyError) -> String {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw EddyError(.invalidArgument, "--\(option) \(path) cannot be read: \(error.localizedDescription)")
+        }
+        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // HS256 keys shorter than the hash (32 bytes) are weak (and jwt-kit refuses them).
+        let minimum = option == "jwt-keys-file" ? 1 : (option == "jwt-secret-file" ? 32 : 16)
+        guard secret.utf8.count >= minimum else {
+            throw EddyError(.invalidArgument, "--\(option) \(path) holds \(secret.utf8.count) bytes; it needs at least \(minimum)")
+        }
+        return secret
+    }
+
     /// Runs until SIGTERM/SIGINT. `onListening` receives the bound HTTP address.
     public static func serve(
         _ configuration: ServeConfiguration, logger: Logger,
@@ -36,7 +64,11 @@ public enum EddyServer {
             }
         }
         DataDirectoryPermissions.warnIfOpen(configuration.dataDirectory, logger: logger)
+        let authenticator = try await Self.authenticator(configuration)
+        let replicationSecret = try configuration.replicationSecretFile.map { file throws(EddyError) in try Self.secret(file, option: "replication-secret-file") }
         var engineOptions = EngineOptions(durability: configuration.durability)
+        // Firebase: a new database is locked unless it is the emulator's.
+        engineOptions.defaultRules = configuration.authConfigured ? .locked : .default
         engineOptions.readerThreads = 2
         engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk
         engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
@@ -50,7 +82,8 @@ public enum EddyServer {
         // a follower first replaces its replica with a snapshot when the leader says it must.
         do {
             if let leader = configuration.leader {
-                try FollowerBootstrap.prepare(dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, logger: logger)
+                try FollowerBootstrap.prepare(
+                    dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, secret: replicationSecret, logger: logger)
             }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
         } catch {
@@ -80,7 +113,7 @@ public enum EddyServer {
         let nativeTCPAddress = BoundAddress()
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
-            let follower = FollowerService(leader: leader, name: followerName, data: data, logger: logger)
+            let follower = FollowerService(leader: leader, name: followerName, data: data, secret: replicationSecret, logger: logger)
             replication = .follower(follower)
             replicationServices.append(follower)
             registry = nil
@@ -92,13 +125,13 @@ public enum EddyServer {
             replicationServices.append(
                 LogServerService(
                     address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
-                    logger: logger, bound: bound))
+                    secret: replicationSecret, logger: logger, bound: bound))
             if let listen = configuration.replicationListen {
                 let (host, port) = try ServeConfiguration.parseHostPort(listen)
                 replicationServices.append(
                     LogServerService(
-                        address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, logger: logger,
-                        bound: bound))
+                        address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, secret: replicationSecret,
+                        logger: logger, bound: bound))
             }
             registry = followers
         }
@@ -109,7 +142,8 @@ public enum EddyServer {
                 NativeServerService(
                     address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
                     outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
-                    budget: streamBudget, replication: replication, doorbells: doorbells, logger: logger, bound: bound))
+                    budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger,
+                    bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -122,7 +156,8 @@ public enum EddyServer {
                 data: data, requestBytesMax: configuration.requestBytesMax,
                 bodyBudget: MemoryBudget(bytesMax: configuration.requestBodiesBytesTotal), keepAliveSeconds: configuration.sseKeepAliveSeconds,
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
-                streamBudget: streamBudget, replication: replication, logger: logger),
+                streamBudget: streamBudget, replication: replication, authenticator: authenticator,
+                origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), logger: logger),
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
                     // An autoclosure: new handlers for every connection.
@@ -150,7 +185,8 @@ public enum EddyServer {
                     .init(
                         service: NativeServerService(
                             address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
-                            outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells, logger: logger, bound: bound)),
+                            outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger,
+                    bound: bound)),
                 ] + nativeTCP.map { .init(service: $0) } + replicationServices.map { .init(service: $0) } + [
                     .init(service: retention),
                     .init(service: app),

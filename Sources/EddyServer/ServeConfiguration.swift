@@ -2,6 +2,7 @@
 // Every option: meaning, unit, default (also in `eddyd serve --help` and README).
 
 import EddyEngine
+import Foundation
 import EddyModel
 
 public struct ServeConfiguration: Sendable, Equatable {
@@ -84,9 +85,34 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var syncFollowersTimeoutMilliseconds = 5000
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
-    /// Listen beyond loopback although no authentication is configured (Eddy has none yet):
-    /// anyone who reaches a port reads and writes everything. Off: such a start is refused.
+    /// Listen beyond loopback although no authentication is configured: anyone who reaches a
+    /// port reads and writes everything. Off: such a start is refused.
     public var insecureNoAuth = false
+    /// A file holding the admin secret (`Authorization: Bearer <secret>` bypasses the rules).
+    public var adminTokenFile: String? = nil
+    /// A file holding the HS256 secret of operator-issued ID tokens (`eddy token`).
+    public var jwtSecretFile: String? = nil
+    /// A file with RS256 public keys: Firebase's x509 map `{kid: PEM}` or a JWKS.
+    public var jwtKeysFile: String? = nil
+    /// The project id tokens must name (`aud`; `iss` is https://securetoken.google.com/<it>).
+    /// Default "eddy".
+    public var projectID = "eddy"
+    /// Host names accepted in HTTP `Host` besides IP literals and localhost.
+    public var allowedHosts: [String] = []
+    /// Browser origins answered with CORS headers (`*`: any).
+    public var corsOrigins: [String] = []
+    /// A file holding the secret followers must present to the log server; nil: the log server
+    /// takes followers on its Unix socket only by file mode, and refuses TCP followers.
+    public var replicationSecretFile: String? = nil
+
+    /// True when an admin secret or token keys are configured.
+    public var authConfigured: Bool { self.adminTokenFile != nil || self.jwtSecretFile != nil || self.jwtKeysFile != nil }
+
+    /// Firebase emulator conventions (`Bearer owner` is the admin, `auth_variable_override`,
+    /// open default rules): no admin secret, and every listener on loopback (or insisted).
+    public var emulatorConventions: Bool {
+        self.adminTokenFile == nil && (self.insecureNoAuth || self.tcpListeners.allSatisfy { Self.isLoopback($0.1) })
+    }
 
     public init() {}
 
@@ -169,13 +195,20 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
         if let listen = self.nativeListen { _ = try Self.parseHostPort(listen) }
-        if !self.insecureNoAuth {
+        if !self.insecureNoAuth, !self.authConfigured {
             for (option, host) in self.tcpListeners where !Self.isLoopback(host) {
                 throw EddyError(
                     .invalidArgument,
-                    "--\(option) \(host) listens beyond this machine, and no authentication is configured (Eddy has no admin secret or token keys yet): anyone who reaches the port could read and write everything. Listen on 127.0.0.1 (or a Unix socket), or pass --insecure-no-auth (TOML insecure-no-auth = true) to insist"
+                    "--\(option) \(host) listens beyond this machine, and no authentication is configured: anyone who reaches the port could read and write everything. Configure --admin-token-file and/or --jwt-secret-file / --jwt-keys-file, listen on 127.0.0.1 (or a Unix socket), or pass --insecure-no-auth (TOML insecure-no-auth = true) to insist"
                 )
             }
+        }
+        if let listen = self.replicationListen, let (host, _) = try? Self.parseHostPort(listen), !Self.isLoopback(host),
+            self.replicationSecretFile == nil, !self.insecureNoAuth
+        {
+            throw EddyError(
+                .invalidArgument,
+                "--replication-listen \(listen) hands the whole database to any peer: configure --replication-secret-file (on the leader and its followers), or pass --insecure-no-auth to insist")
         }
         if self.leader != nil, self.syncFollowers > 0 {
             throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
@@ -209,6 +242,11 @@ public struct ServeConfiguration: Sendable, Equatable {
         return retention
     }
 
+    /// A comma-separated list, trimmed, without empty items.
+    public static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
     /// Parses `HOST:PORT` (IPv6 as `[::1]:9000`).
     public static func parseHostPort(_ text: String) throws(EddyError) -> (String, Int) {
         guard let colon = text.lastIndex(of: ":") else {
@@ -232,7 +270,14 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("replication-socket", .string(let s)): self.replicationSocketPath = s
             case ("replication-listen", .string(let s)): self.replicationListen = s
             case ("native-listen", .string(let s)): self.nativeListen = s
-            case ("insecure-no-auth", .bool(let b)): self.insecureNoAuth = b
+            case ("insecure-no-auth", .bool(let b)), ("insecure_no_auth", .bool(let b)): self.insecureNoAuth = b
+            case ("admin-token-file", .string(let s)), ("admin_token_file", .string(let s)): self.adminTokenFile = s
+            case ("jwt-secret-file", .string(let s)), ("jwt_secret_file", .string(let s)): self.jwtSecretFile = s
+            case ("jwt-keys-file", .string(let s)), ("jwt_keys_file", .string(let s)): self.jwtKeysFile = s
+            case ("project-id", .string(let s)), ("project_id", .string(let s)): self.projectID = s
+            case ("replication-secret-file", .string(let s)), ("replication_secret_file", .string(let s)): self.replicationSecretFile = s
+            case ("allowed-host", .string(let s)), ("allowed_host", .string(let s)): self.allowedHosts = Self.list(s)
+            case ("cors-origin", .string(let s)), ("cors_origin", .string(let s)): self.corsOrigins = Self.list(s)
             case ("durability", .string(let s)):
                 guard let d = Durability(rawValue: s) else {
                     throw EddyError(.invalidArgument, "\(path): durability \"\(s)\" is not one of sync, batched, none")

@@ -119,8 +119,29 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(
         name: .customLong("insecure-no-auth"),
-        help: "Allow --http, --native-listen or --replication-listen on a non-loopback address although Eddy has no authentication yet (anyone who reaches the port reads and writes everything). Default: refused")
+        help: "Allow --http, --native-listen or --replication-listen on a non-loopback address with no authentication configured (anyone who reaches the port reads and writes everything). Default: refused")
     var insecureNoAuth = false
+
+    @Option(name: .customLong("admin-token-file"), help: "File holding the admin secret: Authorization: Bearer <secret> bypasses the rules. Default: none (loopback emulator mode: Bearer owner)")
+    var adminTokenFile: String?
+
+    @Option(name: .customLong("jwt-secret-file"), help: "File holding the HS256 secret of ID tokens an operator mints (eddy token). Default: none")
+    var jwtSecretFile: String?
+
+    @Option(name: .customLong("jwt-keys-file"), help: "File with RS256 keys for Firebase ID tokens: the x509 map {kid: PEM} or a JWKS. Default: none")
+    var jwtKeysFile: String?
+
+    @Option(name: .customLong("project-id"), help: "Project id ID tokens must carry (aud; iss https://securetoken.google.com/<id>). Default: eddy")
+    var projectID: String?
+
+    @Option(name: .customLong("allowed-host"), help: "Comma-separated host names accepted in HTTP Host besides IP addresses and localhost. Default: none")
+    var allowedHost: String?
+
+    @Option(name: .customLong("cors-origin"), help: "Comma-separated browser origins answered with CORS headers (* for any). Default: none")
+    var corsOrigin: String?
+
+    @Option(name: .customLong("replication-secret-file"), help: "File holding the secret followers present to the leader's log server (same file on both). Default: none")
+    var replicationSecretFile: String?
 
     func run() async throws {
         let configuration: ServeConfiguration
@@ -172,6 +193,13 @@ struct Serve: AsyncParsableCommand {
         if let replicationListen { configuration.replicationListen = replicationListen }
         if let nativeListen { configuration.nativeListen = nativeListen }
         if insecureNoAuth { configuration.insecureNoAuth = true }
+        if let adminTokenFile { configuration.adminTokenFile = adminTokenFile }
+        if let jwtSecretFile { configuration.jwtSecretFile = jwtSecretFile }
+        if let jwtKeysFile { configuration.jwtKeysFile = jwtKeysFile }
+        if let projectID { configuration.projectID = projectID }
+        if let allowedHost { configuration.allowedHosts = ServeConfiguration.list(allowedHost) }
+        if let corsOrigin { configuration.corsOrigins = ServeConfiguration.list(corsOrigin) }
+        if let replicationSecretFile { configuration.replicationSecretFile = replicationSecretFile }
         if let durability {
             guard let d = Durability(rawValue: durability) else {
                 throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")

@@ -251,10 +251,21 @@ def settings_url(daemon, name, ns=None):
     return daemon.base_url + f"/.settings/{name}.json" + (f"?ns={ns}" if ns else "")
 
 
+def open_access(document):
+    """`document` with `".read": true, ".write": true` at the root unless it sets either there: the
+    tests that declare indexes keep the database open to their unauthenticated requests (rules are
+    enforced; a document of `.indexOn` alone denies every non-admin read, as in Firebase)."""
+    rules = document.get("rules") if isinstance(document, dict) else None
+    if not isinstance(rules, dict) or ".read" in rules or ".write" in rules:
+        return document
+    return {**document, "rules": {".read": True, ".write": True, **rules}}
+
+
 def put_rules(daemon, document, ns=None, session=None):
-    """PUT /.settings/rules.json; asserts the 200 `{"status":"ok"}`."""
+    """PUT /.settings/rules.json (with `open_access`); asserts the 200 `{"status":"ok"}`."""
     import requests
 
+    document = open_access(document)
     r = (session or requests).put(settings_url(daemon, "rules", ns), data=json.dumps(document), timeout=60)
     assert r.status_code == 200, (r.status_code, r.text)
     assert r.json() == {"status": "ok"}, r.text

@@ -916,7 +916,7 @@ def test_duplicate_declarations(d, http):
     ns = new_ns("ixdup")
     assert http.put(d.url("items", ns=ns), data=json.dumps({"a": {"s": 2}, "b": {"s": 1}})).status_code == 200
     r = http.put(d.base_url + f"/.settings/rules.json?ns={ns}",
-                 data=json.dumps({"rules": {"items": {".indexOn": ["s", "s", ".value", ".value"]}}}))
+                 data=json.dumps({"rules": {".read": True, ".write": True, "items": {".indexOn": ["s", "s", ".value", ".value"]}}}))
     if r.status_code == 400:
         assert isinstance(r.json().get("error"), str)
         assert index_status(d, ns, http) == []

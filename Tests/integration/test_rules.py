@@ -59,9 +59,11 @@ def test_rules_methods_and_declared_index_queries(daemon):
     assert requests.post(rules_url(daemon), data="{}").status_code == 405
     requests.put(daemon.url("/users"), data=json.dumps({"b": {"age": 2}, "a": {"age": 3}, "c": {"age": 1}}))
     requests.put(rules_url(daemon), data=json.dumps({"rules": {"users": {".indexOn": "age"}}}))
-    r = requests.get(daemon.url("/users") + '?orderBy="age"&limitToFirst=2')
+    # The rules grant no .read: the admin reads (an unauthenticated read is denied, as in Firebase).
+    r = requests.get(daemon.url("/users") + '?orderBy="age"&limitToFirst=2', headers=OWNER)
     assert r.status_code == 200 and r.json() == {"c": {"age": 1}, "b": {"age": 2}}
-    r = requests.get(daemon.url("/users") + '?orderBy="name"')
+    assert requests.get(daemon.url("/users") + '?orderBy="age"').status_code == 401
+    r = requests.get(daemon.url("/users") + '?orderBy="name"', headers=OWNER)
     assert r.status_code == 400 and 'Index not defined, add ".indexOn": "name", for path "/users"' in r.json()["error"]
 
 

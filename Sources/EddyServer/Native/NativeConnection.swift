@@ -23,6 +23,8 @@
 
 import EddyEngine
 import EddyModel
+import Foundation
+import EddyModel
 import EddyProtocol
 import EddyReplication
 import Logging
@@ -56,6 +58,8 @@ final class NativeConnection: Sendable {
         var writeWaiters: [(threshold: Int, continuation: CheckedContinuation<Void, Never>)] = []
         /// Running `tail` streams: their commit bells, finished when the connection closes.
         var tails: [UInt64: (token: UInt64, bell: AsyncStream<Void>.Continuation)] = [:]
+        /// Whom the requests act for: unauthenticated until an `auth` request says otherwise.
+        var identity = Authenticator.Identity(access: .unauthenticated, expires: nil)
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -71,13 +75,16 @@ final class NativeConnection: Sendable {
     let payloads: EventsPayloadCache
     let replication: ReplicationRole
     let doorbells: CommitDoorbells
+    let authenticator: Authenticator
     let logger: Logger
     let state = Mutex(State())
 
     init(
         channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
-        payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger
+        payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator,
+        logger: Logger
     ) {
+        self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
         self.budget = budget
         self.replication = replication
@@ -226,23 +233,36 @@ final class NativeConnection: Sendable {
             } catch {
                 throw EddyError(.invalidJSON, "frame \(frame.requestID): payload is not JSON: \(error.message)")
             }
-            let engine = try self.data.engine(namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)
+            if frame.kind == .auth {
+                try await self.authenticate(frame.requestID, body)
+                return
+            }
+            let access = try self.access()
+            let engine = try self.data.engine(
+                namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace,
+                create: access.isAdmin || !self.authenticator.configuration.isConfigured)
             if frame.kind != .write { await self.waitForWrites(atMost: 0) }
             switch frame.kind {
             case .get:
-                let value = try await engine.get(try Self.path(body))
+                let value = try await engine.get(try Self.path(body), access: access)
                 var answer: [String: Value] = ["value": value]
                 // `"etag": true`: also the value's ETag, for a conditional write (`ifMatch`).
                 if body["etag"] == .bool(true) { answer["etag"] = .string(ETag.of(value)) }
                 self.answer(.value, frame.requestID, .object(answer))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
-                self.answer(.value, frame.requestID, .object(["value": try await engine.query(try Self.path(body), query)]))
+                self.answer(.value, frame.requestID, .object(["value": try await engine.query(try Self.path(body), query, access: access)]))
             case .write:
-                try await self.write(frame.requestID, body, engine)
+                try await self.write(frame.requestID, body, engine, access: access)
             case .subscribe:
-                try await self.subscribe(frame.requestID, body, engine)
+                try await self.subscribe(frame.requestID, body, engine, access: access)
             case .tail:
+                // The change log of a location: for whoever may read all of it.
+                let location = body["path"].isNull ? Path(validatedKeys: []) : try Self.path(body)
+                if !access.isAdmin {
+                    let readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
+                    guard readable else { throw EddyError(.permissionDenied, "Permission denied") }
+                }
                 try self.tail(frame.requestID, body, engine)
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
@@ -260,7 +280,40 @@ final class NativeConnection: Sendable {
         }
     }
 
-    private func write(_ requestID: UInt64, _ body: Value, _ engine: Engine) async throws(EddyError) {
+    /// The `auth` request: verifies the credential and makes it the connection's identity.
+    private func authenticate(_ requestID: UInt64, _ body: Value) async throws(EddyError) {
+        let credential = try Self.string(body, "token", optional: true)
+        let override = body["authVariableOverride"]
+        let identity = try await self.authenticator.identify(
+            credential: credential, override: override.isNull && !Self.has(body, "authVariableOverride") ? nil : JSONWriter.string(override))
+        self.state.withLock { $0.identity = identity }
+        var uid: Value = .null
+        if case .map(let auth) = identity.access.auth, case .string(let id)? = auth["uid"] { uid = .string(id) }
+        self.answer(
+            .value, requestID,
+            .object([
+                "value": .object([
+                    "uid": uid, "admin": .bool(identity.access.isAdmin),
+                    "expires": identity.expires.map { .number(($0.timeIntervalSince1970 * 1000).rounded()) } ?? .null,
+                ])
+            ]))
+    }
+
+    /// The connection's access now; an expired token fails (re-authenticate with a fresh one).
+    private func access() throws(EddyError) -> Access {
+        let identity = self.state.withLock { $0.identity }
+        if let expires = identity.expires, expires.timeIntervalSinceNow <= 0 {
+            throw EddyError(.unauthenticated, "Auth token is expired; send an auth request with a fresh token")
+        }
+        return identity.access
+    }
+
+    static func has(_ body: Value, _ name: String) -> Bool {
+        guard case .object(let members) = body else { return false }
+        return members[name] != nil
+    }
+
+    private func write(_ requestID: UInt64, _ body: Value, _ engine: Engine, access: Access) async throws(EddyError) {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let path = try Self.path(body)
         let value = body["value"]
@@ -292,7 +345,7 @@ final class NativeConnection: Sendable {
         await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
         self.state.withLock { $0.writesInFlight += 1 }
         do {
-            try engine.submit(operation, ifMatch: ifMatch, silencing: silenced) { result in
+            try engine.submit(operation, ifMatch: ifMatch, silencing: silenced, access: access) { result in
                 switch result {
                 case .success(.committed(let committed)):
                     var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
@@ -370,7 +423,7 @@ final class NativeConnection: Sendable {
         for continuation in ready { continuation.resume() }
     }
 
-    private func subscribe(_ requestID: UInt64, _ body: Value, _ engine: Engine) async throws(EddyError) {
+    private func subscribe(_ requestID: UInt64, _ body: Value, _ engine: Engine, access: Access) async throws(EddyError) {
         var since: LogID? = nil
         if let text = try Self.string(body, "since", optional: true) {
             guard let id = LogID(text) else { throw EddyError(.invalidArgument, "\"since\" \(text) is not a log id") }
@@ -388,7 +441,7 @@ final class NativeConnection: Sendable {
         self.state.withLock { $0.held[requestID] = [] }
         let attachment: ListenerAttachment
         do {
-            attachment = try await engine.listen(path, query: query, since: since, selection: selection) { events in
+            attachment = try await engine.listen(path, query: query, since: since, selection: selection, access: access) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }
                     state.held[requestID]!.append(events)

@@ -27,11 +27,14 @@ public struct NativeServerService: Service {
     let logger: Logger
     /// Told when the bind finished (nil: nobody waits).
     let bound: ListenersBound?
+    let authenticator: Authenticator
 
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
-        replication: ReplicationRole, doorbells: CommitDoorbells, logger: Logger, bound: ListenersBound? = nil
+        replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, logger: Logger,
+        bound: ListenersBound? = nil
     ) {
+        self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
         self.budget = budget
         self.bound = bound
@@ -52,6 +55,7 @@ public struct NativeServerService: Service {
         let budget = self.budget
         let replication = self.replication
         let doorbells = self.doorbells
+        let authenticator = self.authenticator
         let logger = self.logger
         let payloads = EventsPayloadCache()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -59,7 +63,7 @@ public struct NativeServerService: Service {
             .childChannelInitializer { channel in
                 let connection = NativeConnection(
                     channel: channel, data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget,
-                    payloads: payloads, replication: replication, doorbells: doorbells, logger: logger)
+                    payloads: payloads, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
                     connections.remove(channel)

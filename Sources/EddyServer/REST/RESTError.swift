@@ -29,6 +29,11 @@ struct RESTError: Error {
         case .notLeader:
             self.status = 403
             self.message = error.message
+        case .permissionDenied, .unauthenticated:
+            // Firebase answers every denial 401 {"error": "Permission denied"}; firebase-admin
+            // turns exactly that into UnauthenticatedError. A bad token says why.
+            self.status = 401
+            self.message = error.message
         case .notFound:
             self.status = 404
             self.message = error.message

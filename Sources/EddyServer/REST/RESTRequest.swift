@@ -6,7 +6,8 @@
 // - No `ns` selects the namespace `default`.
 // - Query parameters (orderBy, startAt, ...) are parsed into a `Query` with Firebase's errors;
 //   they are allowed on GET only and not together with shallow=true.
-// - Unknown parameters are ignored, as Firebase ignores them (`auth`, `access_token`, ...).
+// - `auth`/`access_token` carry a credential and `auth_variable_override` an `auth` for the
+//   rules (see `Authenticator`); other unknown parameters are ignored, as Firebase ignores them.
 
 import EddyEngine
 import EddyModel
@@ -35,6 +36,10 @@ struct RESTRequest {
     var isStatus = false
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
+    /// `auth=` or `access_token=`: the credential, when not in the Authorization header.
+    var credential: String?
+    /// `auth_variable_override=`: the raw JSON.
+    var authOverride: String?
 
     /// Parses the raw (still percent-encoded) path and query.
     init(method: Method, rawPath: String, rawQuery: String?) throws(RESTError) {
@@ -98,6 +103,10 @@ struct RESTRequest {
                     throw RESTError(error)
                 }
                 self.namespace = value
+            case "auth", "access_token":
+                self.credential = value
+            case "auth_variable_override":
+                self.authOverride = value
             case "print":
                 switch value {
                 case "pretty": self.print = .pretty

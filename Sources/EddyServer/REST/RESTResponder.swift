@@ -11,6 +11,7 @@
 // /.settings/indexes.json: GET every index with its state and build progress.
 // /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
 
+import Foundation
 import EddyEngine
 import EddyModel
 import EddyReplication
@@ -35,13 +36,20 @@ public struct RESTResponder: HTTPResponder {
     let streamBudget: MemoryBudget
     /// Leader or follower, for `/.settings/followers.json`.
     let replication: ReplicationRole
+    /// Credentials to `Access`; also whether non-admins may create namespaces.
+    let authenticator: Authenticator
+    /// Host and Origin checks (DNS rebinding, cross-origin writes).
+    let origins: OriginPolicy
     let logger: Logger
 
     init(
         data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
-        replication: ReplicationRole = .leader(FollowerRegistry()), logger: Logger
+        replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
+        origins: OriginPolicy = OriginPolicy(), logger: Logger
     ) {
+        self.authenticator = authenticator
+        self.origins = origins
         self.replication = replication
         self.data = data
         self.requestBytesMax = requestBytesMax
@@ -58,6 +66,20 @@ public struct RESTResponder: HTTPResponder {
     static let methodOverride = HTTPField.Name("X-HTTP-Method-Override")!
 
     public func respond(to request: Request, context: Context) async throws -> Response {
+        if request.method == .options, request.headers[.origin] != nil {
+            guard let headers = self.origins.preflight(request.headers, host: request.head.authority) else {
+                return Self.error(RESTError(status: 403, message: "cross-origin requests from this origin are not allowed; configure it with --cors-origin"))
+            }
+            return Response(status: .noContent, headers: headers)
+        }
+        var response = await self.answer(request)
+        if request.headers[.origin] != nil {
+            for field in self.origins.corsHeaders(request.headers, host: request.head.authority) { response.headers.append(field) }
+        }
+        return response
+    }
+
+    private func answer(_ request: Request) async -> Response {
         do {
             return try await self.handle(request)
         } catch let error as RESTError {
@@ -125,16 +147,31 @@ public struct RESTResponder: HTTPResponder {
     private func handle(_ incoming: Request) async throws -> Response {
         var request = incoming
         let method = try Self.method(of: request)
+        try self.origins.check(request.headers, host: request.head.authority, method: method)
         let rest = try RESTRequest(method: method, rawPath: request.uri.path, rawQuery: request.uri.query)
         if rest.isInfo { return try Self.info(rest) }
-        let engine: Engine
+        let identity: Authenticator.Identity
         do {
-            engine = try self.data.engine(namespace: rest.namespace)
+            identity = try await self.authenticator.identify(credential: Self.credential(request.headers) ?? rest.credential, override: rest.authOverride)
         } catch {
             throw RESTError(error)
         }
-        if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
+        let access = identity.access
+        let engine: Engine
+        do {
+            // Once authentication is configured only the admin creates namespaces; in the
+            // emulator mode any caller does, as the Firebase emulator lets it.
+            engine = try self.data.engine(namespace: rest.namespace, create: access.isAdmin || !self.authenticator.configuration.isConfigured)
+        } catch {
+            throw RESTError(error)
+        }
         if rest.isStatus { return try self.status(rest, engine: engine) }
+        if rest.isRules || rest.isFollowers || rest.isIndexes, !access.isAdmin, self.authenticator.configuration.isConfigured {
+            // Firebase: the rules (and Eddy's other settings) are the admin's. Without any
+            // credential configured (the loopback emulator mode) they stay open, as everything is.
+            throw RESTError(EddyError(.permissionDenied, "Permission denied: /.settings is for the admin credential only"))
+        }
+        if rest.isRules { return try await self.rules(rest, engine: engine, request: &request) }
         if rest.isFollowers {
             guard method == .get else { throw RESTError(status: 405, message: "replication status is read-only (GET)") }
             let status: Value
@@ -156,18 +193,22 @@ public struct RESTResponder: HTTPResponder {
         }
         switch method {
         case .get:
-            if Self.wantsEventStream(request.headers) { return try await self.stream(rest, engine: engine, headers: request.headers) }
-            return try await self.get(rest, engine: engine, headers: request.headers)
+            if Self.wantsEventStream(request.headers) {
+                return try await self.stream(rest, engine: engine, headers: request.headers, identity: identity)
+            }
+            return try await self.get(rest, engine: engine, headers: request.headers, access: access)
         case .delete:
-            return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch])
+            return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch], access: access)
         case .put, .post, .patch:
-            return try await self.withBody(request) { body in try await self.write(method, body: body, rest, engine: engine, request: request) }
+            return try await self.withBody(request) { body in
+                try await self.write(method, body: body, rest, engine: engine, request: request, access: access)
+            }
         }
     }
 
     /// A PUT, POST or PATCH with its body.
     private func write(
-        _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, engine: Engine, request: Request
+        _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, engine: Engine, request: Request, access: Access
     ) async throws -> Response {
         let value: Value
         do throws(EddyError) {
@@ -180,9 +221,9 @@ public struct RESTResponder: HTTPResponder {
         }
         switch method {
         case .put:
-            return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch])
+            return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch], access: access)
         case .post:
-            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil)
+            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil, access: access)
         default:
             let update: WriteOperation
             do {
@@ -190,7 +231,7 @@ public struct RESTResponder: HTTPResponder {
             } catch {
                 throw RESTError(error)
             }
-            return try await self.write(update, rest, engine: engine, ifMatch: nil)
+            return try await self.write(update, rest, engine: engine, ifMatch: nil, access: access)
         }
     }
 
@@ -203,7 +244,16 @@ public struct RESTResponder: HTTPResponder {
         return method
     }
 
-    private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
+    /// The credential of `Authorization: Bearer <token>` (Firebase's REST clients also send
+    /// `Authorization: Bearer owner` in emulator mode); nil without one.
+    static func credential(_ headers: HTTPFields) -> String? {
+        guard let value = headers[.authorization] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1]).trimmingCharacters(in: .whitespaces)
+    }
+
+    private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, access: Access) async throws -> Response {
         let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
         if rest.shallow, wantsETag || headers[.ifNoneMatch] != nil {
             // An ETag of the shallow form would never match the data in a later if-match.
@@ -213,7 +263,7 @@ public struct RESTResponder: HTTPResponder {
             // The common case: the answer's JSON comes straight from covered index entries.
             let body: [UInt8]
             do {
-                body = try await engine.queryJSON(rest.path, query)
+                body = try await engine.queryJSON(rest.path, query, access: access)
             } catch {
                 throw RESTError(error)
             }
@@ -223,9 +273,9 @@ public struct RESTResponder: HTTPResponder {
         let value: Value
         do {
             if let query = rest.query {
-                value = try await engine.query(rest.path, query)
+                value = try await engine.query(rest.path, query, access: access)
             } else {
-                value = rest.shallow ? try await engine.getShallow(rest.path) : try await engine.get(rest.path)
+                value = rest.shallow ? try await engine.getShallow(rest.path, access: access) : try await engine.get(rest.path, access: access)
             }
         } catch {
             throw RESTError(error)
@@ -240,12 +290,12 @@ public struct RESTResponder: HTTPResponder {
         return Self.json(value, rest, etag: wantsETag ? ETag.of(value) : nil)
     }
 
-    private func write(_ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?) async throws
+    private func write(_ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?, access: Access) async throws
         -> Response
     {
         let outcome: WriteOutcome
         do {
-            outcome = try await engine.write(operation, ifMatch: ifMatch)
+            outcome = try await engine.write(operation, ifMatch: ifMatch, access: access)
         } catch {
             throw RESTError(error)
         }
@@ -272,8 +322,8 @@ public struct RESTResponder: HTTPResponder {
     }
 
     /// `GET` answers the rules document; `PUT` replaces it (validated first) and answers
-    /// `{"status": "ok"}`, as the Firebase emulator does. No authentication exists yet, so
-    /// every client acts as the admin (`Authorization: Bearer owner`).
+    /// `{"status": "ok"}`, as the Firebase emulator does. The admin's only (checked by the caller).
+    /// A refused document is 400 naming the rule, its line and column in the document.
     private func rules(_ rest: RESTRequest, engine: Engine, request: inout Request) async throws -> Response {
         switch rest.method {
         case .get:
@@ -284,10 +334,11 @@ public struct RESTResponder: HTTPResponder {
             }
         case .put:
             try await self.withBody(request) { body in
+                let text = Array(body.readableBytesView)
                 do throws(EddyError) {
-                    _ = try await engine.setRules(try JSONParser.parse(Array(body.readableBytesView)))
+                    _ = try await engine.setRules(try JSONParser.parse(text))
                 } catch {
-                    throw RESTError(error)
+                    throw RESTError(RulesDocumentPosition.locate(error, in: text))
                 }
             }
             return Self.json(.object(["status": .string("ok")]), rest)

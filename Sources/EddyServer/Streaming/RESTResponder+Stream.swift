@@ -12,13 +12,20 @@
 // behind gets `cancel` naming the last id it was sent, and the connection ends; reconnecting
 // with that id resumes without a gap.
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
+//
+// Access: a client the rules do not let read the location is answered 401 before the stream
+// starts; a stream whose read the rules stop allowing (a rules change) gets `cancel` with
+// "Permission denied"; a stream opened with an ID token gets `auth_revoked` when the token
+// expires (reconnect with a fresh one), as Firebase's REST streaming does.
 
+import Foundation
 import EddyEngine
 import EddyModel
 import HTTPTypes
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 extension RESTResponder {
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
@@ -27,7 +34,8 @@ extension RESTResponder {
         headers[.accept]?.lowercased().contains("text/event-stream") == true
     }
 
-    func stream(_ rest: RESTRequest, engine: Engine, headers: HTTPFields) async throws -> Response {
+    func stream(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, identity: Authenticator.Identity) async throws -> Response {
+        let access = identity.access
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
         let buffer = EventBuffer(batchesMax: self.streamBufferBatches, bytesMax: self.streamBufferBytes, budget: self.streamBudget)
         let attachment: ListenerAttachment
@@ -39,26 +47,39 @@ extension RESTResponder {
             // gets the full put instead.
             if let since = headers[Self.lastEventID].flatMap(LogID.init), (try? engine.canResume(after: since)) == true,
                 let resumed = try? await engine.listen(
-                    rest.path, query: rest.query, since: since, replaySince: rest.query != nil, selection: .valueChangesOnly, sink: sink)
+                    rest.path, query: rest.query, since: since, replaySince: rest.query != nil, selection: .valueChangesOnly, access: access,
+                    sink: sink)
             {
                 attachment = resumed
                 if rest.query == nil { replayAfter = since }
             } else {
-                attachment = try await engine.listen(rest.path, query: rest.query, selection: .valueChangesOnly, sink: sink)
+                attachment = try await engine.listen(rest.path, query: rest.query, selection: .valueChangesOnly, access: access, sink: sink)
             }
         } catch {
             throw RESTError(error)
         }
         let replayFrom = replayAfter
         let keepAlive = self.keepAliveSeconds
+        let expires = identity.expires
+        let revoked = RevocationFlag()
         let headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache"]
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
                 let timer = Task {
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(keepAlive))
-                        buffer.pushKeepAlive()
+                        var pause = Double(keepAlive)
+                        if let expires {
+                            let left = expires.timeIntervalSinceNow
+                            if left <= 0 {
+                                revoked.set()
+                                buffer.pushKeepAlive()
+                                return
+                            }
+                            pause = min(pause, left)
+                        }
+                        try? await Task.sleep(for: .seconds(pause))
+                        if expires.map({ $0.timeIntervalSinceNow > 0 }) ?? true { buffer.pushKeepAlive() }
                     }
                 }
                 defer {
@@ -90,6 +111,10 @@ extension RESTResponder {
                                     if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
                                 }
                             case .keepAlive:
+                                if revoked.isSet {
+                                    try await writer.write(ByteBuffer(bytes: SSEFrames.authRevoked))
+                                    break loop
+                                }
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.keepAlive))
                             case .overflow(let last):
                                 let reason =
@@ -140,4 +165,11 @@ extension RESTResponder {
             cursor = last.id
         }
     }
+}
+
+/// Set once when a stream's credential expired (by its timer; read by its writer).
+final class RevocationFlag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { self.flag.withLock { $0 } }
+    func set() { self.flag.withLock { $0 = true } }
 }

@@ -29,6 +29,8 @@ enum SSEFrames {
     }
 
     static let keepAlive = Array("event: keep-alive\ndata: null\n\n".utf8)
+    /// The stream's ID token expired: reconnect with a fresh one.
+    static let authRevoked = Array("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n".utf8)
 
     static func cancel(_ reason: String) -> [UInt8] {
         var data: [UInt8] = []

@@ -1,0 +1,289 @@
+"""Authentication and rules enforcement on a real eddyd with credentials configured: an admin
+secret, HS256 tokens minted by `eddy token`, RS256 tokens checked against Firebase's x509 key map
+(a key pair made here), all refusals (expired, wrong aud/iss, bad signature, alg none, tampered
+claims) 401, rules enforced on REST reads, writes, multi-path updates, SSE streams and the native
+socket, locked default rules, admin-only settings and namespaces, Host and CORS checks, and rules
+errors with line and column."""
+
+import base64
+import datetime
+import json
+import time
+
+import jwt
+import pytest
+import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
+
+from conftest import run_eddy
+from test_native import Native
+from test_sse import SSEClient
+
+PROJECT = "proj-auth"
+ADMIN = "admin-secret-0123456789abcdef"
+HS_SECRET = "hs256-secret-0123456789abcdef-0123456789"
+ISS = f"https://securetoken.google.com/{PROJECT}"
+
+RULES = {
+    "rules": {
+        "users": {
+            "$uid": {
+                ".read": "$uid === auth.uid",
+                ".write": "$uid === auth.uid",
+                "name": {".validate": "newData.isString() && newData.val().length < 20"},
+            }
+        },
+        "public": {".read": True, ".write": "auth != null"},
+        "admins_only": {".read": "auth.token.admin === true"},
+        "posts": {
+            ".read": "query.orderByChild === 'owner' && query.equalTo === auth.uid",
+            ".indexOn": "owner",
+        },
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    """An RSA key pair, its self-signed certificate in Firebase's {kid: PEM} map, and the files."""
+    root = tmp_path_factory.mktemp("keys")
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "eddy-test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
+        .serial_number(1).not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+        .sign(private, hashes.SHA256())
+    )
+    (root / "keys.json").write_text(json.dumps({"kid-1": cert.public_bytes(serialization.Encoding.PEM).decode()}))
+    (root / "admin").write_text(ADMIN + "\n")
+    (root / "hs").write_text(HS_SECRET + "\n")
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return {"dir": root, "private_pem": pem}
+
+
+@pytest.fixture(scope="module")
+def secured(module_daemon_factory, keys):
+    d = module_daemon_factory(
+        "--admin-token-file", str(keys["dir"] / "admin"), "--jwt-secret-file", str(keys["dir"] / "hs"),
+        "--jwt-keys-file", str(keys["dir"] / "keys.json"), "--project-id", PROJECT,
+        "--allowed-host", "db.example.test", "--cors-origin", "https://app.example.test")
+    return d
+
+
+def admin():
+    return {"Authorization": f"Bearer {ADMIN}"}
+
+
+def claims(uid, **extra):
+    now = int(time.time())
+    return {"sub": uid, "aud": PROJECT, "iss": ISS, "iat": now, "exp": now + 3600, **extra}
+
+
+def rs256(keys, payload, kid="kid-1"):
+    return jwt.encode(payload, keys["private_pem"], algorithm="RS256", headers={"kid": kid})
+
+
+def hs256(payload, secret=HS_SECRET):
+    return jwt.encode(payload, secret, algorithm="HS256", headers={"kid": "eddy-hs256"})
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="module")
+def ruled(secured):
+    r = requests.put(secured.base_url + "/.settings/rules.json", headers=admin(), data=json.dumps(RULES))
+    assert r.status_code == 200, r.text
+    return secured
+
+
+def test_a_new_database_is_locked_and_settings_are_the_admins(secured):
+    # Before any rules: the default is locked (Firebase's locked mode), for reads and writes.
+    r = requests.get(secured.url("/anything"))
+    assert (r.status_code, r.json()) == (401, {"error": "Permission denied"})
+    assert requests.put(secured.url("/anything"), data="1").status_code == 401
+    assert requests.get(secured.base_url + "/.settings/rules.json").status_code == 401
+    assert requests.get(secured.base_url + "/.settings/rules.json", headers=bearer("owner")).status_code == 401, "owner is the admin only in emulator mode"
+    r = requests.get(secured.base_url + "/.settings/rules.json", headers=admin())
+    assert r.status_code == 200 and "rules" in r.json()
+    assert requests.put(secured.url("/seed"), headers=admin(), data='"x"').status_code == 200
+
+
+def test_tokens_of_both_kinds_read_and_write_their_own_data(ruled, keys):
+    alice = hs256(claims("alice"))
+    bob = rs256(keys, claims("bob"))
+    assert requests.put(ruled.url("/users/alice/name"), headers=bearer(alice), data='"Alice"').status_code == 200
+    assert requests.put(ruled.url("/users/bob/name", auth=bob), data='"Bob"').status_code == 200, "?auth= works too"
+    assert requests.get(ruled.url("/users/alice"), headers=bearer(alice)).json() == {"name": "Alice"}
+    r = requests.get(ruled.url("/users/bob"), headers=bearer(alice))
+    assert (r.status_code, r.json()) == (401, {"error": "Permission denied"})
+    assert requests.put(ruled.url("/users/bob/name"), headers=bearer(alice), data='"Mallory"').status_code == 401
+    assert requests.get(ruled.url("/users/bob"), headers=admin()).json() == {"name": "Bob"}, "nothing of a denied write applied"
+    assert requests.get(ruled.url("/users"), headers=bearer(alice)).status_code == 401, "no filtering: /users is not wholly readable"
+
+
+def test_validate_rules_and_multi_path_updates(ruled):
+    alice = bearer(hs256(claims("alice")))
+    assert requests.put(ruled.url("/users/alice/name"), headers=alice, data="42").status_code == 401
+    assert requests.put(ruled.url("/users/alice/name"), headers=alice, data=json.dumps("x" * 30)).status_code == 401
+    r = requests.patch(ruled.url("/"), headers=alice, data=json.dumps({"users/alice/age": 3, "public/a": 1}))
+    assert r.status_code == 200
+    r = requests.patch(ruled.url("/"), headers=alice, data=json.dumps({"users/alice/age": 4, "users/bob/age": 4}))
+    assert r.status_code == 401, "one denied path denies the whole update"
+    assert requests.get(ruled.url("/users/alice/age"), headers=alice).json() == 3
+    assert requests.get(ruled.url("/public/a")).json() == 1, "public is readable without a credential"
+    assert requests.put(ruled.url("/public/b"), data="1").status_code == 401, "auth != null"
+
+
+def test_custom_claims_and_query_rules(ruled):
+    assert requests.put(ruled.url("/admins_only/x"), headers=admin(), data="1").status_code == 200
+    assert requests.get(ruled.url("/admins_only"), headers=bearer(hs256(claims("carol")))).status_code == 401
+    assert requests.get(ruled.url("/admins_only"), headers=bearer(hs256(claims("carol", admin=True)))).json() == {"x": 1}
+    requests.put(ruled.url("/posts"), headers=admin(), data=json.dumps({"p1": {"owner": "alice"}, "p2": {"owner": "bob"}}))
+    alice = bearer(hs256(claims("alice")))
+    r = requests.get(ruled.url("/posts") + '?orderBy="owner"&equalTo="alice"', headers=alice)
+    assert (r.status_code, r.json()) == (200, {"p1": {"owner": "alice"}})
+    assert requests.get(ruled.url("/posts") + '?orderBy="owner"&equalTo="bob"', headers=alice).status_code == 401
+    assert requests.get(ruled.url("/posts"), headers=alice).status_code == 401
+
+
+@pytest.mark.parametrize("case", ["expired", "aud", "iss", "signature", "none", "tampered", "garbage", "no-sub", "unknown-kid"])
+def test_bad_tokens_are_401(ruled, keys, case):
+    good = claims("alice")
+    if case == "expired":
+        token = hs256({**good, "iat": int(time.time()) - 7200, "exp": int(time.time()) - 3600})
+    elif case == "aud":
+        token = hs256({**good, "aud": "other-project"})
+    elif case == "iss":
+        token = rs256(keys, {**good, "iss": "https://securetoken.google.com/other-project"})
+    elif case == "signature":
+        token = hs256(good, secret="a-different-secret-0123456789-0123456789")
+    elif case == "none":
+        token = jwt.encode(good, None, algorithm="none")
+    elif case == "tampered":
+        header, _, signature = hs256(good).split(".")
+        forged = base64.urlsafe_b64encode(json.dumps({**good, "sub": "bob"}).encode()).rstrip(b"=").decode()
+        token = f"{header}.{forged}.{signature}"
+    elif case == "garbage":
+        token = "not-a-token"
+    elif case == "no-sub":
+        token = hs256({k: v for k, v in good.items() if k != "sub"})
+    else:
+        token = rs256(keys, good, kid="kid-unknown")
+    r = requests.get(ruled.url("/public"), headers=bearer(token))
+    assert r.status_code == 401, (case, r.text)
+    assert "error" in r.json()
+
+
+def test_eddy_token_mints_what_eddyd_accepts(ruled, keys):
+    out = run_eddy("token", "--uid", "alice", "--secret-file", str(keys["dir"] / "hs"), "--project-id", PROJECT,
+                   "--claims", '{"admin": true}').stdout.decode().strip()
+    decoded = jwt.decode(out, HS_SECRET, algorithms=["HS256"], audience=PROJECT)
+    assert decoded["sub"] == "alice" and decoded["admin"] is True and decoded["iss"] == ISS
+    assert requests.get(ruled.url("/admins_only"), headers=bearer(out)).json() == {"x": 1}
+    bad = run_eddy("token", "--uid", "a", "--secret-file", str(keys["dir"] / "hs"), "--claims", '"x"', check=False)
+    assert bad.returncode != 0 and b"--claims" in bad.stderr
+
+
+def test_streams_are_checked_at_start_and_cancelled_when_rules_change(ruled):
+    alice = bearer(hs256(claims("alice")))
+    denied = SSEClient(ruled, "/users/bob", headers=alice)
+    assert denied.response.status == 401
+    denied.close()
+    stream = SSEClient(ruled, "/users/alice", headers=alice)
+    try:
+        assert stream.response.status == 200
+        event, _, data, _ = stream.next_data()
+        assert event == "put" and data["data"]["name"] == "Alice"
+        doc = json.loads(json.dumps(RULES))
+        doc["rules"]["users"]["$uid"][".read"] = False
+        assert requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data=json.dumps(doc)).status_code == 200
+        event, _, data, _ = stream.next_data()
+        assert (event, data) == ("cancel", "Permission denied")
+    finally:
+        stream.close()
+        requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data=json.dumps(RULES))
+
+
+def test_an_expiring_token_revokes_its_stream(ruled):
+    now = int(time.time())
+    token = hs256({**claims("alice"), "exp": now + 2})
+    stream = SSEClient(ruled, "/users/alice", headers=bearer(token))
+    try:
+        assert stream.next_data()[0] == "put"
+        event, _, _, _ = stream.next_data(timeout=15)
+        assert event == "auth_revoked"
+    finally:
+        stream.close()
+
+
+def test_native_connections_authenticate_with_the_same_tokens(ruled):
+    client = Native(ruled)
+    try:
+        client.send(1, 1, {"path": "/users/alice"})
+        kind, _, payload = client.recv()
+        assert kind == 26 and payload["code"] == "permissionDenied"
+        client.send(8, 2, {"token": "forged.token.value"})
+        kind, _, payload = client.recv()
+        assert kind == 26 and payload["code"] == "unauthenticated"
+        client.send(8, 3, {"token": hs256(claims("alice"))})
+        kind, _, payload = client.recv()
+        assert kind == 20 and payload["value"]["uid"] == "alice" and payload["value"]["admin"] is False
+        client.send(1, 4, {"path": "/users/alice"})
+        kind, _, payload = client.recv()
+        assert kind == 20 and payload["value"]["name"] == "Alice"
+        client.send(3, 5, {"op": "set", "path": "/users/bob/name", "value": "x"})
+        kind, _, payload = client.recv()
+        assert kind == 26 and payload["code"] == "permissionDenied"
+        client.send(8, 6, {"token": ADMIN})
+        assert client.recv()[2]["value"]["admin"] is True
+        client.send(1, 7, {"path": "/users/bob"})
+        assert client.recv()[2]["value"] == {"name": "Bob"}
+    finally:
+        client.close()
+
+
+def test_only_the_admin_creates_namespaces(ruled):
+    alice = bearer(hs256(claims("alice")))
+    r = requests.get(ruled.url("/x", ns="fresh-ns"), headers=alice)
+    assert r.status_code == 404 and "only the admin creates namespaces" in r.json()["error"]
+    assert requests.put(ruled.url("/x", ns="fresh-ns"), headers=admin(), data="1").status_code == 200
+    assert requests.get(ruled.url("/x", ns="fresh-ns"), headers=alice).status_code == 401, "exists now, locked by default"
+
+
+def test_host_and_cross_origin_checks(ruled):
+    r = requests.get(ruled.url("/public"), headers={"Host": "evil.example.com"})
+    assert r.status_code == 403 and "--allowed-host" in r.json()["error"]
+    assert requests.get(ruled.url("/public"), headers={"Host": "db.example.test"}).status_code == 200
+    r = requests.put(ruled.url("/public/c"), headers={"Origin": "https://evil.example.com"}, data="1")
+    assert r.status_code == 403 and "cross-origin" in r.json()["error"]
+    assert "Access-Control-Allow-Origin" not in r.headers
+    r = requests.get(ruled.url("/public"), headers={"Origin": "https://app.example.test"})
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == "https://app.example.test"
+    r = requests.options(ruled.url("/public"), headers={"Origin": "https://app.example.test", "Access-Control-Request-Method": "PUT"})
+    assert r.status_code == 204 and "PUT" in r.headers["Access-Control-Allow-Methods"]
+    assert requests.options(ruled.url("/public"), headers={"Origin": "https://evil.example.com"}).status_code == 403
+
+
+def test_a_rules_error_names_line_and_column_and_keeps_the_old_rules(ruled):
+    before = requests.get(ruled.base_url + "/.settings/rules.json", headers=admin()).json()
+    text = '{\n  "rules": {\n    "a": {\n      ".read": "auth.uid ==== 1"\n    }\n  }\n}'
+    r = requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data=text)
+    assert r.status_code == 400
+    message = r.json()["error"]
+    assert message.startswith("line 4, column "), message
+    assert ".read" in message
+    r = requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data='{\n "rules": {\n  "a": }')
+    assert r.status_code == 400 and r.json()["error"].startswith("line 3, column"), r.text
+    assert requests.get(ruled.base_url + "/.settings/rules.json", headers=admin()).json() == before
+
+
+def test_configured_auth_allows_a_public_listener(daemon_factory, keys):
+    d = daemon_factory("--http", "0.0.0.0:0", "--admin-token-file", str(keys["dir"] / "admin"))
+    assert requests.get(d.url("/x")).status_code == 401
+    assert requests.get(d.url("/x"), headers=admin()).status_code == 200
