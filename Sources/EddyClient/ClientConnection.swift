@@ -70,6 +70,8 @@ final class ClientConnection: Transport {
         var retryMilliseconds = 100
         var retryScheduled = false
         var onState: (@Sendable (Bool) -> Void)?
+        /// Sent in an `auth` request first on every connection.
+        var authToken: String?
     }
 
     let endpoint: Endpoint
@@ -82,6 +84,16 @@ final class ClientConnection: Transport {
     /// Called with true when the connection is made and false when it goes (on the event loop).
     func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void) {
         self.state.withLock { $0.onState = handler }
+    }
+
+    /// Keeps the credential for every later connection and sends it now when connected.
+    func setAuthToken(_ token: String?) {
+        let connected = self.state.withLock { state -> Bool in
+            state.authToken = token
+            if case .connected = state.phase { return true }
+            return false
+        }
+        if connected { self.request(.auth, .object(["token": token.map { .string($0) } ?? .null])) { _ in } }
     }
 
     var isConnected: Bool {
@@ -224,6 +236,14 @@ final class ClientConnection: Transport {
                     if state.offline { return (true, nil) }
                     state.phase = .connected(channel)
                     state.retryMilliseconds = 100
+                    // The credential first: the server handles a connection's frames in order.
+                    if let token = state.authToken {
+                        let id = state.nextRequestID
+                        state.nextRequestID += 1
+                        let frame = Frame(kind: .auth, requestID: id, payload: JSONWriter.bytes(.object(["token": .string(token)])))
+                        state.answers[id] = { _ in }
+                        channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil)
+                    }
                     for frame in state.waiting { channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil) }
                     channel.flush()
                     state.waiting.removeAll()

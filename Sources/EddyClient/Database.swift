@@ -161,6 +161,14 @@ public final class Database: NSObject, Sendable {
         self.watch(self.state.withLock { $0.connection })
     }
 
+    /// Beyond Firebase (whose clients take credentials from FirebaseAuth): the credential every
+    /// later request and listener carries, kept across reconnects: an ID token (from your sign-in
+    /// or `eddy token`), eddyd's admin secret, or `owner` against an emulator-mode eddyd. Nil
+    /// goes back to unauthenticated. Listeners attached before keep the identity they had.
+    public func setAuthToken(_ token: String?) {
+        self.state.withLock { $0.connection }.setAuthToken(token)
+    }
+
     /// Closes the connection and stays offline until `goOnline()`, as in Firebase: writes
     /// made meanwhile raise their local events and wait; observers keep what they have and
     /// resume from their last log id once online; reads fail with `disconnected`.

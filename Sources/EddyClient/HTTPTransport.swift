@@ -32,6 +32,8 @@ final class HTTPTransport: Transport {
     }
 
     private struct State {
+        /// `Authorization: Bearer` of every request and stream.
+        var authToken: String?
         var offline = false
         var nextID: UInt64 = 1
         var jobs: [Job] = []
@@ -48,6 +50,10 @@ final class HTTPTransport: Transport {
     let namespace: String?
     private let session: URLSession
     private let state = Mutex(State())
+
+    func setAuthToken(_ token: String?) {
+        self.state.withLock { $0.authToken = token }
+    }
 
     init(base: String, namespace: String?) {
         self.base = base.hasSuffix("/") ? String(base.dropLast()) : base
@@ -85,9 +91,10 @@ final class HTTPTransport: Transport {
             return job
         }
         guard let job else { return }
-        let request: URLRequest
+        var request: URLRequest
         do {
             request = try self.urlRequest(job.kind, job.payload)
+            if let token = self.state.withLock({ $0.authToken }) { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         } catch {
             self.finish(job, .failure(error))
             return
@@ -252,7 +259,9 @@ final class HTTPTransport: Transport {
         let (id, stream, offline) = self.state.withLock { state -> (UInt64, SSEStream, Bool) in
             let id = state.nextID
             state.nextID += 1
-            let stream = SSEStream(url: url, since: since, subscription: subscription) { [weak self] connected in self?.setConnected(connected) }
+            let stream = SSEStream(url: url, since: since, authToken: state.authToken, subscription: subscription) { [weak self] connected in
+                self?.setConnected(connected)
+            }
             state.streams[id] = stream
             return (id, stream, state.offline)
         }

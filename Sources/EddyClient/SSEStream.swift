@@ -31,11 +31,16 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
 
     private let url: URL
     private let since: String?
+    private let authToken: String?
     private let subscription: ClientConnection.Subscription
     private let connected: @Sendable (Bool) -> Void
     private let state = Mutex(State())
 
-    init(url: URL, since: String?, subscription: ClientConnection.Subscription, connected: @escaping @Sendable (Bool) -> Void) {
+    init(
+        url: URL, since: String?, authToken: String? = nil, subscription: ClientConnection.Subscription,
+        connected: @escaping @Sendable (Bool) -> Void
+    ) {
+        self.authToken = authToken
         self.url = url
         self.since = since
         self.subscription = subscription
@@ -46,6 +51,7 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         var request = URLRequest(url: self.url)
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         if let since { request.setValue(since, forHTTPHeaderField: "Last-Event-ID") }
+        if let authToken { request.setValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization") }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 24 * 3600
         configuration.timeoutIntervalForResource = 365 * 24 * 3600

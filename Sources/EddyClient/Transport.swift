@@ -19,4 +19,7 @@ protocol Transport: Sendable {
     func purgeWaitingWrites()
     /// Called with true when the connection is made and false when it goes.
     func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void)
+    /// The credential later requests carry (nil: none): eddyd's admin secret, an ID token, or
+    /// `owner` in emulator mode. Kept across reconnects.
+    func setAuthToken(_ token: String?)
 }

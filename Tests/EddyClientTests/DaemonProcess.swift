@@ -32,10 +32,11 @@ final class DaemonProcess: Sendable {
     var httpURL: String { self.state.withLock { $0.http } ?? "http://?" }
 
     /// Starts it and waits until it listens (its READY line).
-    func start() throws {
+    /// `extra`: more `eddyd serve` arguments (credentials, ...).
+    func start(_ extra: [String] = []) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"]
+        process.arguments = ["serve", "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")

@@ -1,0 +1,64 @@
+// The client with credentials against a secured eddyd (admin secret and HS256 token keys): the
+// token set with `setAuthToken` rides on the native connection (an `auth` request, again after
+// a reconnect) and on every REST request and SSE stream, and the rules hold the client to it.
+
+import Dispatch
+import EddyClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+@Suite(.serialized) struct ClientAuthTests {
+    let daemon: DaemonProcess
+    let admin = "client-admin-secret-0123456789"
+    let queue = DispatchQueue(label: "eddy.client.auth")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try "client-admin-secret-0123456789\n".write(toFile: self.daemon.directory + "/admin", atomically: true, encoding: .utf8)
+        try "client-jwt-secret-0123456789-0123456789\n".write(toFile: self.daemon.directory + "/jwt", atomically: true, encoding: .utf8)
+        try self.daemon.start(["--admin-token-file", self.daemon.directory + "/admin", "--jwt-secret-file", self.daemon.directory + "/jwt"])
+    }
+
+    func token(_ uid: String) throws -> String {
+        let eddy = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("eddy")
+        let process = Process()
+        process.executableURL = eddy
+        process.arguments = ["token", "--uid", uid, "--secret-file", self.daemon.directory + "/jwt"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        process.waitUntilExit()
+        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func setRules() async throws {
+        var request = URLRequest(url: URL(string: self.daemon.httpURL + "/.settings/rules.json")!)
+        request.httpMethod = "PUT"
+        request.setValue("Bearer \(self.admin)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"rules": {"users": {"$uid": {".read": "auth.uid === $uid", ".write": "auth.uid === $uid"}}}}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+    }
+
+    @Test(arguments: ["unix", "http"]) func aTokenHoldsTheClientToTheRules(transport: String) async throws {
+        try await self.setRules()
+        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.httpURL)
+        database.callbackQueue = self.queue
+        let users = database.reference().child("users")
+        // No credential: the secured database refuses.
+        await #expect(throws: (any Error).self) { try await users.child("alice").setValue(["name": "Alice"]) }
+        database.setAuthToken(try self.token("alice"))
+        try await users.child("alice").setValue(["name": "Alice"])
+        let snapshot = try await users.child("alice").getData()
+        #expect((snapshot.value as? [String: Any])?["name"] as? String == "Alice")
+        let denied = await #expect(throws: DatabaseError.self) { try await users.child("bob").setValue(["name": "Mallory"]) }
+        #expect(denied?.code == .permissionDenied, "\(String(describing: denied))")
+        await #expect(throws: (any Error).self) { _ = try await users.child("bob").getData() }
+        database.setAuthToken(self.admin)
+        let bob = try await users.child("bob").getData()
+        #expect(!bob.exists(), "the denied write left nothing")
+    }
+}
