@@ -222,15 +222,16 @@ EMULATOR_ENV = "FIREBASE_DATABASE_EMULATOR_HOST"
 
 
 @contextmanager
-def firebase_app(port, ns, name_prefix="eddy"):
-    """A firebase-admin app in emulator mode talking to the eddyd on `port`, namespace `ns`."""
+def firebase_app(port, ns, name_prefix="eddy", **options):
+    """A firebase-admin app in emulator mode talking to the eddyd on `port`, namespace `ns`
+    (`options`: more app options, e.g. databaseAuthVariableOverride)."""
     import firebase_admin
     from firebase_admin import db
 
     old = os.environ.get(EMULATOR_ENV)
     os.environ[EMULATOR_ENV] = f"127.0.0.1:{port}"
     app = firebase_admin.initialize_app(
-        None, {"databaseURL": f"https://{ns}.firebaseio.com"}, name=f"{name_prefix}-{uuid.uuid4().hex}"
+        None, {"databaseURL": f"https://{ns}.firebaseio.com", **options}, name=f"{name_prefix}-{uuid.uuid4().hex}"
     )
     try:
         db.reference("/", app=app)  # the database service reads the environment variable now

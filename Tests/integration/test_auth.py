@@ -287,3 +287,40 @@ def test_configured_auth_allows_a_public_listener(daemon_factory, keys):
     d = daemon_factory("--http", "0.0.0.0:0", "--admin-token-file", str(keys["dir"] / "admin"))
     assert requests.get(d.url("/x")).status_code == 401
     assert requests.get(d.url("/x"), headers=admin()).status_code == 200
+
+
+def test_firebase_admin_rules_with_auth_variable_override(daemon):
+    """firebase-admin in emulator mode, unchanged: the admin app sets the rules (Bearer owner);
+    apps with databaseAuthVariableOverride are held to them as that `auth`; None is
+    unauthenticated."""
+    from firebase_admin import db
+    from firebase_admin.exceptions import UnauthenticatedError
+
+    from conftest import firebase_app
+
+    ns = "fa-rules"
+    rules = {"rules": {"users": {"$uid": {".read": "auth != null && auth.uid === $uid", ".write": "auth.uid === $uid"}},
+                       "open": {".read": True}}}
+    with firebase_app(daemon.port, ns) as admin_app:
+        db.reference("/", app=admin_app)._client.request("put", "/.settings/rules.json", json=rules)
+        db.reference("/users/bob", app=admin_app).set({"name": "Bob"})
+        db.reference("/open", app=admin_app).set(1)
+    with firebase_app(daemon.port, ns, databaseAuthVariableOverride={"uid": "alice"}) as alice:
+        db.reference("/users/alice", app=alice).set({"name": "Alice"})
+        assert db.reference("/users/alice", app=alice).get() == {"name": "Alice"}
+        with pytest.raises(UnauthenticatedError) as denied:
+            db.reference("/users/bob", app=alice).get()
+        assert str(denied.value) == "Permission denied"
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/users/bob", app=alice).set({"name": "Mallory"})
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/users/bob", app=alice).update({"name": "Mallory"})
+    with firebase_app(daemon.port, ns, databaseAuthVariableOverride=None) as anonymous:
+        assert db.reference("/open", app=anonymous).get() == 1
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/users/alice", app=anonymous).get()
+    with firebase_app(daemon.port, ns) as admin_app:
+        assert db.reference("/users/bob", app=admin_app).get() == {"name": "Bob"}, "nothing of the denied writes applied"
+    # Only the admin may override: a plain request with the parameter is refused.
+    r = requests.get(daemon.url("/open", ns=ns, auth_variable_override='{"uid": "x"}'))
+    assert r.status_code == 401
