@@ -87,6 +87,8 @@ final class ClientConnection: Transport {
     }
 
     /// Keeps the credential for every later connection and sends it now when connected.
+    /// eddyd then ends the connection's subscriptions (`authRevoked`); each view subscribes
+    /// again as the new identity and resumes from its last log id (see `received`).
     func setAuthToken(_ token: String?) {
         let connected = self.state.withLock { state -> Bool in
             state.authToken = token
@@ -325,7 +327,12 @@ final class ClientConnection: Transport {
         }
         switch route {
         case .subscription(let subscription):
-            subscription.onFrame(frame.kind, payload)
+            if frame.kind == .error, payload["code"] == .string("authRevoked") {
+                // The identity changed or its token expired: subscribe again (as it is now).
+                subscription.onEnd(DatabaseError(.disconnected, "the subscription's credential changed or expired"))
+            } else {
+                subscription.onFrame(frame.kind, payload)
+            }
         case .answer(let answer):
             if frame.kind == .error {
                 answer(.failure(Self.error(payload)))

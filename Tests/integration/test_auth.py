@@ -240,7 +240,12 @@ def test_native_connections_authenticate_with_the_same_tokens(ruled):
         client.send(3, 5, {"op": "set", "path": "/users/bob/name", "value": "x"})
         kind, _, payload = client.recv()
         assert kind == 26 and payload["code"] == "permissionDenied"
+        client.send(4, 10, {"path": "/users/alice"})
+        kinds = [client.recv()[0] for _ in range(2)]
+        assert kinds == [22, 23], kinds  # subscribed, then the first events
         client.send(8, 6, {"token": ADMIN})
+        kind, rid, payload = client.recv()
+        assert (kind, rid, payload["code"]) == (26, 10, "authRevoked"), "a new identity ends the old one's subscriptions"
         assert client.recv()[2]["value"]["admin"] is True
         client.send(1, 7, {"path": "/users/bob"})
         assert client.recv()[2]["value"] == {"name": "Bob"}

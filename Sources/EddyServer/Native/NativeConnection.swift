@@ -60,6 +60,8 @@ final class NativeConnection: Sendable {
         var tails: [UInt64: (token: UInt64, bell: AsyncStream<Void>.Continuation)] = [:]
         /// Whom the requests act for: unauthenticated until an `auth` request says otherwise.
         var identity = Authenticator.Identity(access: .unauthenticated, expires: nil)
+        /// Bumped by every `auth` request: a token's expiry timer only revokes its own identity.
+        var identityGeneration: UInt64 = 0
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -286,7 +288,21 @@ final class NativeConnection: Sendable {
         let override = body["authVariableOverride"]
         let identity = try await self.authenticator.identify(
             credential: credential, override: override.isNull && !Self.has(body, "authVariableOverride") ? nil : JSONWriter.string(override))
-        self.state.withLock { $0.identity = identity }
+        // Subscriptions belong to the identity that made them: a new identity revokes them (the
+        // client subscribes again as who it is now), as does the token's expiry.
+        let generation = self.state.withLock { state -> UInt64 in
+            state.identity = identity
+            state.identityGeneration += 1
+            return state.identityGeneration
+        }
+        self.revokeSubscriptions("the connection authenticated again; subscribe again")
+        if let expires = identity.expires {
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(max(0, expires.timeIntervalSinceNow)))
+                guard let self, self.state.withLock({ $0.identityGeneration == generation && !$0.closed }) else { return }
+                self.revokeSubscriptions("the auth token expired; authenticate with a fresh token and subscribe again")
+            }
+        }
         var uid: Value = .null
         if case .map(let auth) = identity.access.auth, case .string(let id)? = auth["uid"] { uid = .string(id) }
         self.answer(
@@ -297,6 +313,20 @@ final class NativeConnection: Sendable {
                     "expires": identity.expires.map { .number(($0.timeIntervalSince1970 * 1000).rounded()) } ?? .null,
                 ])
             ]))
+    }
+
+    /// Ends every subscription with an `error` frame, code `authRevoked` (Firebase's
+    /// `auth_revoked`), and removes its listener.
+    private func revokeSubscriptions(_ message: String) {
+        let revoked = self.state.withLock { state -> [(UInt64, (engine: Engine, id: ListenerID))] in
+            defer { state.subscriptions.removeAll() }
+            return Array(state.subscriptions)
+        }
+        guard !revoked.isEmpty else { return }
+        for (requestID, _) in revoked {
+            self.answer(.error, requestID, .object(["code": .string("authRevoked"), "message": .string(message)]))
+        }
+        Task { for (_, subscription) in revoked { await subscription.engine.removeListener(subscription.id) } }
     }
 
     /// The connection's access now; an expired token fails (re-authenticate with a fresh one).
