@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func queriesOrderByNestedChildAndLimit() async throws {
-        try await self.daemon.putRules(#"{"rules": {"top": {".indexOn": ["metrics/views", "title"]}}}"#)
+        try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "top": {".indexOn": ["metrics/views", "title"]}}}"#)
         let posts = self.database().reference().child("top")
         for (key, views) in [("p1", 5), ("p2", 50), ("p3", 20), ("p4", 1)] {
             try await posts.child(key).setValue(["title": key, "metrics": ["views": views]])
