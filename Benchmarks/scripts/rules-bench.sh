@@ -10,14 +10,17 @@
 # At the end: medians over the rounds and the secured/open ratios (goal >= 0.9x).
 #
 # Usage: Benchmarks/scripts/rules-bench.sh [ROUNDS] [SECONDS]   (defaults 3, 8)
+#        EDDY_SKIP_BUILD=1 uses the release binaries already built.
 set -euo pipefail
 rounds=${1:-3}
 seconds=${2:-8}
 cd "$(dirname "$0")/../.."
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
-echo "== build (release)"
-swift build -c release --product eddyd 2>&1 | tail -1
-swift build -c release --product eddy 2>&1 | tail -1
+command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
+if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
+  echo "== build (release)"
+  swift build -c release --product eddyd 2>&1 | tail -1
+  swift build -c release --product eddy 2>&1 | tail -1
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-rules-bench.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -64,16 +67,16 @@ cat > "$work/rules.json" <<'JSON'
 JSON
 curl -sf -X PUT -H "$admin" "http://127.0.0.1:$secured_port/.settings/rules.json" --data-binary @"$work/rules.json" >/dev/null
 curl -sf -X PUT "http://127.0.0.1:$open_port/.settings/rules.json" -d '{"rules": {".read": true, ".write": true, "items": {".indexOn": "score"}}}' >/dev/null
-items=$(python3 -c 'import json; print(json.dumps({"i%05d" % i: {"score": i, "name": "item %d" % i} for i in range(10000)}))')
+python3 -c 'import json; print(json.dumps({"i%05d" % i: {"score": i, "name": "item %d" % i} for i in range(10000)}))' > "$work/items.json"
 for port in $open_port $secured_port; do
-  curl -sf -X PUT -H "$admin" "http://127.0.0.1:$port/items.json" --data-binary "$items" >/dev/null
+  curl -sf -X PUT -H "$admin" "http://127.0.0.1:$port/items.json" --data-binary @"$work/items.json" >/dev/null
   curl -sf -X PUT -H "$admin" "http://127.0.0.1:$port/public/x.json" -d '{"v": 1}' >/dev/null
 done
 query='/items.json?orderBy=%22score%22&startAt=5000&limitToFirst=10'
 run() {  # port bearer method path connections -> "requests/s p50us non200"
   local out
   out=$(EDDY_BEARER="$2" EDDY_METHOD="$3" EDDY_PATH="$4" EDDY_BODY='{"name":"bench","n":1,"ok":true}' \
-    wrk -t2 -c"$5" -d"${seconds}s" --latency -s Benchmarks/scripts/http-auth.lua "http://127.0.0.1:$1")
+    wrk -t"$(( $5 < 2 ? 1 : 2 ))" -c"$5" -d"${seconds}s" --latency -s Benchmarks/scripts/http-auth.lua "http://127.0.0.1:$1")
   local rps p50 bad
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p50=$(echo "$out" | awk '/latency p50/ {print $3}')

@@ -26,16 +26,22 @@ extension Engine {
         }
     }
 
-    /// `query` for `access`.
+    /// `query` for `access`: the check and the read share one trip to a reader thread.
     public func query(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
-        if !access.isAdmin { try await self.onReader { () throws(EddyError) in try self.checkRead(path, query: query, access) } }
-        return try await self.query(path, query)
+        let definition = try await self.indexWaitingForBuild(path, query)
+        return try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: query, access)
+            return try self.readQuery(path, query, definition: definition)
+        }
     }
 
-    /// `queryJSON` for `access`.
+    /// `queryJSON` for `access`: the check and the read share one trip to a reader thread.
     public func queryJSON(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> [UInt8] {
-        if !access.isAdmin { try await self.onReader { () throws(EddyError) in try self.checkRead(path, query: query, access) } }
-        return try await self.queryJSON(path, query)
+        let definition = try await self.indexWaitingForBuild(path, query)
+        return try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: query, access)
+            return try self.readQueryJSON(path, query, definition: definition)
+        }
     }
 
     /// Runs a blocking call (such as `canRead`) on the reader pool.

@@ -35,12 +35,12 @@ extension Engine {
         try self.readQueryJSON(path, query, definition: try self.index(for: path, query))
     }
 
-    private func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
+    func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
         guard let definition else { return try self.keyQueryReader(path, query).read() }
         return try self.indexQueryReader(definition, path, query).read()
     }
 
-    private func readQueryJSON(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> [UInt8] {
+    func readQueryJSON(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> [UInt8] {
         guard let definition else { return JSONWriter.bytes(try self.keyQueryReader(path, query).read()) }
         return try self.indexQueryReader(definition, path, query).readJSON()
     }

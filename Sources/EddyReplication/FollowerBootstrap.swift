@@ -33,11 +33,13 @@ public enum FollowerBootstrap {
         var error: EddyError
     }
 
-    public static func prepare(dataDirectory: String, leader: String, name: String, secret: String? = nil, logger: Logger) throws(EddyError) {
+    public static func prepare(
+        dataDirectory: String, leader: String, name: String, secret: String? = nil, caFile: String? = nil, logger: Logger
+    ) throws(EddyError) {
         var delay = Self.retryDelayFirst
         while true {
             do {
-                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, secret: secret, logger: logger)
+                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, secret: secret, caFile: caFile, logger: logger)
                 return
             } catch let failure as TransferFailure {
                 logger.error(
@@ -91,7 +93,7 @@ public enum FollowerBootstrap {
         close(fd)
     }
 
-    private static func run(dataDirectory: String, leader: String, name: String, secret: String?, logger: Logger) throws {
+    private static func run(dataDirectory: String, leader: String, name: String, secret: String?, caFile: String?, logger: Logger) throws {
         let namespace = DataDirectory.defaultNamespace
         let directory = dataDirectory + "/" + namespace
         let incoming = directory + ".incoming"
@@ -108,9 +110,9 @@ public enum FollowerBootstrap {
             replicaOf = try engine.replicaOf()
             engine.close()
         }
-        let client: NativeClient
+        let client: any FrameChannel
         do {
-            client = try NativeClient(address: leader)
+            client = try connectToLeader(leader, caFile: caFile)
         } catch {
             logger.warning("cannot reach the leader to check whether a snapshot is needed", metadata: ["eddy.error": "\(error.message)"])
             return

@@ -36,13 +36,17 @@ public final class FollowerService: Service, Sendable {
     let name: String
     let data: DataDirectory
     let logger: Logger
-    private let state = Mutex<(status: Status, client: NativeClient?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
+    private let state = Mutex<(status: Status, client: (any FrameChannel)?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
 
     /// The replication secret sent in the hello (nil: none).
     let secret: String?
 
-    public init(leader: String, name: String, data: DataDirectory, secret: String? = nil, logger: Logger) {
+    /// The CA that signed the leader's certificate: TLS to a HOST:PORT leader (nil: plain).
+    let caFile: String?
+
+    public init(leader: String, name: String, data: DataDirectory, secret: String? = nil, caFile: String? = nil, logger: Logger) {
         self.secret = secret
+        self.caFile = caFile
         self.leader = leader
         self.name = name
         self.data = data
@@ -67,7 +71,7 @@ public final class FollowerService: Service, Sendable {
                 }
             }
         } onGracefulShutdown: {
-            let client = self.state.withLock { state -> NativeClient? in
+            let client = self.state.withLock { state -> (any FrameChannel)? in
                 state.stopping = true
                 return state.client
             }
@@ -112,10 +116,10 @@ public final class FollowerService: Service, Sendable {
     /// One connection: hello, welcome, then entries until the connection ends.
     private func session() -> Outcome {
         let engine: Engine
-        let client: NativeClient
+        let client: any FrameChannel
         do {
             engine = try self.data.engine(namespace: DataDirectory.defaultNamespace)
-            client = try NativeClient(address: self.leader)
+            client = try connectToLeader(self.leader, caFile: self.caFile)
         } catch let error as EddyError {
             self.fail(error.message)
             return .failed
@@ -190,7 +194,7 @@ public final class FollowerService: Service, Sendable {
         if let error = result.withLock({ $0 }) { throw error }
     }
 
-    private func receiveEntries(_ client: NativeClient, _ engine: Engine) throws -> Outcome {
+    private func receiveEntries(_ client: any FrameChannel, _ engine: Engine) throws -> Outcome {
         let inFlight = DispatchSemaphore(value: Self.batchesInFlightMax)
         let failure = Mutex<EddyError?>(nil)
         defer {

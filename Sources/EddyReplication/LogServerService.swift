@@ -10,6 +10,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -28,11 +29,14 @@ public struct LogServerService: Service {
     let bound: ListenersBound?
     /// The replication secret followers must present (nil: none).
     let secret: String?
+    /// TLS for a TCP listener (nil: plain).
+    let tls: NIOSSLContext?
 
     public init(
         address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
-        logger: Logger, bound: ListenersBound? = nil
+        tls: NIOSSLContext? = nil, logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.tls = tls
         self.secret = secret
         self.bound = bound
         self.address = address
@@ -48,6 +52,7 @@ public struct LogServerService: Service {
         let logger = self.logger
         let doorbells = self.doorbells
         let secret = self.secret
+        let tls = self.tls
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
@@ -60,6 +65,7 @@ public struct LogServerService: Service {
                     connection.closed()
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.addHandler(LogServerFrameHandler(connection: connection))
                 }
             }

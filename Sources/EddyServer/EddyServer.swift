@@ -9,6 +9,7 @@ import EddyReplication
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -66,6 +67,10 @@ public enum EddyServer {
         DataDirectoryPermissions.warnIfOpen(configuration.dataDirectory, logger: logger)
         let authenticator = try await Self.authenticator(configuration)
         let replicationSecret = try configuration.replicationSecretFile.map { file throws(EddyError) in try Self.secret(file, option: "replication-secret-file") }
+        let tls = try configuration.tlsCertificateFile.map { file throws(EddyError) in
+            try ServerTLS.configuration(certificateFile: file, keyFile: configuration.tlsKeyFile ?? "")
+        }
+        let tlsContext = try tls.map { configuration throws(EddyError) in try ServerTLS.context(configuration) }
         var engineOptions = EngineOptions(durability: configuration.durability)
         // Firebase: a new database is locked unless it is the emulator's.
         engineOptions.defaultRules = configuration.authConfigured ? .locked : .default
@@ -83,7 +88,8 @@ public enum EddyServer {
         do {
             if let leader = configuration.leader {
                 try FollowerBootstrap.prepare(
-                    dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, secret: replicationSecret, logger: logger)
+                    dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, secret: replicationSecret, caFile: configuration.tlsCAFile,
+                    logger: logger)
             }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
         } catch {
@@ -113,7 +119,8 @@ public enum EddyServer {
         let nativeTCPAddress = BoundAddress()
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
-            let follower = FollowerService(leader: leader, name: followerName, data: data, secret: replicationSecret, logger: logger)
+            let follower = FollowerService(
+                leader: leader, name: followerName, data: data, secret: replicationSecret, caFile: configuration.tlsCAFile, logger: logger)
             replication = .follower(follower)
             replicationServices.append(follower)
             registry = nil
@@ -131,7 +138,7 @@ public enum EddyServer {
                 replicationServices.append(
                     LogServerService(
                         address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, secret: replicationSecret,
-                        logger: logger, bound: bound))
+                        tls: tlsContext, logger: logger, bound: bound))
             }
             registry = followers
         }
@@ -142,8 +149,8 @@ public enum EddyServer {
                 NativeServerService(
                     address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
                     outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
-                    budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger,
-                    bound: bound))
+                    budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, tls: tlsContext,
+                    logger: logger, bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -151,6 +158,11 @@ public enum EddyServer {
         let timeouts = HTTPTimeouts(
             headerSeconds: configuration.httpHeaderTimeoutSeconds, bodySeconds: configuration.httpBodyTimeoutSeconds,
             idleSeconds: configuration.httpIdleTimeoutSeconds)
+        let http1 = HTTPServerBuilder.http1(
+            configuration: HTTP1Channel.Configuration(
+                // An autoclosure: new handlers for every connection.
+                additionalChannelHandlers: timeouts.handlers()
+                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax)]))
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,
@@ -158,11 +170,7 @@ public enum EddyServer {
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
                 origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), logger: logger),
-            server: .http1(
-                configuration: HTTP1Channel.Configuration(
-                    // An autoclosure: new handlers for every connection.
-                    additionalChannelHandlers: timeouts.handlers()
-                        + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax)])),
+            server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
                 availableConnectionsDelegate: HTTPConnectionCap(

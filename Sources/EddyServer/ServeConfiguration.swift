@@ -105,6 +105,14 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// takes followers on its Unix socket only by file mode, and refuses TCP followers.
     public var replicationSecretFile: String? = nil
 
+    /// PEM certificate chain and private key: TLS on the HTTP, `--native-listen` and
+    /// `--replication-listen` listeners (Unix sockets stay plain). Both or neither.
+    public var tlsCertificateFile: String? = nil
+    public var tlsKeyFile: String? = nil
+    /// PEM CA bundle a follower verifies its HOST:PORT leader's certificate against (TLS to
+    /// the leader); nil: plain.
+    public var tlsCAFile: String? = nil
+
     /// True when an admin secret or token keys are configured.
     public var authConfigured: Bool { self.adminTokenFile != nil || self.jwtSecretFile != nil || self.jwtKeysFile != nil }
 
@@ -203,6 +211,9 @@ public struct ServeConfiguration: Sendable, Equatable {
                 )
             }
         }
+        guard (self.tlsCertificateFile == nil) == (self.tlsKeyFile == nil) else {
+            throw EddyError(.invalidArgument, "--tls-cert-file and --tls-key-file go together: give both, or neither for plain listeners")
+        }
         if let listen = self.replicationListen, let (host, _) = try? Self.parseHostPort(listen), !Self.isLoopback(host),
             self.replicationSecretFile == nil, !self.insecureNoAuth
         {
@@ -276,6 +287,9 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("jwt-keys-file", .string(let s)), ("jwt_keys_file", .string(let s)): self.jwtKeysFile = s
             case ("project-id", .string(let s)), ("project_id", .string(let s)): self.projectID = s
             case ("replication-secret-file", .string(let s)), ("replication_secret_file", .string(let s)): self.replicationSecretFile = s
+            case ("tls-cert-file", .string(let s)), ("tls_cert_file", .string(let s)): self.tlsCertificateFile = s
+            case ("tls-key-file", .string(let s)), ("tls_key_file", .string(let s)): self.tlsKeyFile = s
+            case ("tls-ca-file", .string(let s)), ("tls_ca_file", .string(let s)): self.tlsCAFile = s
             case ("allowed-host", .string(let s)), ("allowed_host", .string(let s)): self.allowedHosts = Self.list(s)
             case ("cors-origin", .string(let s)), ("cors_origin", .string(let s)): self.corsOrigins = Self.list(s)
             case ("durability", .string(let s)):

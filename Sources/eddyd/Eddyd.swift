@@ -140,6 +140,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("cors-origin"), help: "Comma-separated browser origins answered with CORS headers (* for any). Default: none")
     var corsOrigin: String?
 
+    @Option(name: .customLong("tls-cert-file"), help: "PEM certificate chain: TLS on the HTTP, --native-listen and --replication-listen listeners (with --tls-key-file). Default: plain")
+    var tlsCertFile: String?
+
+    @Option(name: .customLong("tls-key-file"), help: "PEM private key of --tls-cert-file. Default: none")
+    var tlsKeyFile: String?
+
+    @Option(name: .customLong("tls-ca-file"), help: "PEM CA bundle a follower verifies its HOST:PORT leader's certificate against (TLS to the leader). Default: plain")
+    var tlsCAFile: String?
+
     @Option(name: .customLong("replication-secret-file"), help: "File holding the secret followers present to the leader's log server (same file on both). Default: none")
     var replicationSecretFile: String?
 
@@ -166,7 +175,8 @@ struct Serve: AsyncParsableCommand {
                 let role = configuration.leader.map { ", following \($0)" } ?? ""
                 // The native TCP line comes first: a reader that waits for the HTTP line has both.
                 if let nativeTCP { FileHandle.standardOutput.write(Data("eddyd: native protocol on tcp://\(nativeTCP)\n".utf8)) }
-                let line = "eddyd: listening on http://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue)\(role))\n"
+                let scheme = configuration.tlsCertificateFile == nil ? "http" : "https"
+                let line = "eddyd: listening on \(scheme)://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue)\(role))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
         } catch let error as EddyError {
@@ -200,6 +210,9 @@ struct Serve: AsyncParsableCommand {
         if let allowedHost { configuration.allowedHosts = ServeConfiguration.list(allowedHost) }
         if let corsOrigin { configuration.corsOrigins = ServeConfiguration.list(corsOrigin) }
         if let replicationSecretFile { configuration.replicationSecretFile = replicationSecretFile }
+        if let tlsCertFile { configuration.tlsCertificateFile = tlsCertFile }
+        if let tlsKeyFile { configuration.tlsKeyFile = tlsKeyFile }
+        if let tlsCAFile { configuration.tlsCAFile = tlsCAFile }
         if let durability {
             guard let d = Durability(rawValue: durability) else {
                 throw EddyError(.invalidArgument, "--durability \(durability) is not one of sync, batched, none")

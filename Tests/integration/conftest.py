@@ -26,7 +26,7 @@ EDDY = os.environ.get("EDDY") or str(REPO / ".build" / "debug" / "eddy")
 
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
-LISTENING = re.compile(r"eddyd: listening on (http://\S+?:(\d+))\b")
+LISTENING = re.compile(r"eddyd: listening on (https?://\S+?:(\d+))\b")
 NATIVE_TCP = re.compile(r"eddyd: native protocol on tcp://(\S+)")
 
 

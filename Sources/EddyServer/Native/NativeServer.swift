@@ -11,6 +11,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import ServiceLifecycle
 import Synchronization
 
@@ -28,12 +29,15 @@ public struct NativeServerService: Service {
     /// Told when the bind finished (nil: nobody waits).
     let bound: ListenersBound?
     let authenticator: Authenticator
+    /// TLS for a TCP listener (nil: plain).
+    let tls: NIOSSLContext?
 
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
-        replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, logger: Logger,
-        bound: ListenersBound? = nil
+        replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, tls: NIOSSLContext? = nil,
+        logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.tls = tls
         self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
         self.budget = budget
@@ -56,6 +60,7 @@ public struct NativeServerService: Service {
         let replication = self.replication
         let doorbells = self.doorbells
         let authenticator = self.authenticator
+        let tls = self.tls
         let logger = self.logger
         let payloads = EventsPayloadCache()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -70,6 +75,7 @@ public struct NativeServerService: Service {
                     connection.closed()
                 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection))
                 }
             }
