@@ -22,18 +22,25 @@ public struct Access: Sendable {
     public static func client(auth: RuleValue) -> Access { Access(isAdmin: false, auth: auth) }
 }
 
-/// The compiled rules currently in force (read by readers and listeners; set by the committer).
+/// The compiled rules currently in force (read by readers and listeners; set by the committer),
+/// with a version that every change bumps.
 final class SecurityRulesHolder: Sendable {
-    private let current: Mutex<SecurityRules>
+    private let current: Mutex<(rules: SecurityRules, version: UInt64)>
 
     init(_ rules: SecurityRules) {
-        self.current = Mutex(rules)
+        self.current = Mutex((rules, 1))
     }
 
-    var rules: SecurityRules { self.current.withLock { $0 } }
+    var rules: SecurityRules { self.current.withLock { $0.rules } }
 
-    func publish(_ rules: SecurityRules) {
-        self.current.withLock { $0 = rules }
+    var versioned: (rules: SecurityRules, version: UInt64) { self.current.withLock { $0 } }
+
+    /// Publishes `rules`; returns their version.
+    func publish(_ rules: SecurityRules) -> UInt64 {
+        self.current.withLock { current in
+            current = (rules, current.version + 1)
+            return current.version
+        }
     }
 
     /// The compiled form of a rules document. A document that no longer compiles (stored by an

@@ -12,6 +12,8 @@ struct PendingWrite: Sendable {
     var ifMatch: String?
     /// Whom the write acts for: the committer checks the rules unless it is the admin.
     var access: Access = .admin
+    /// The rules version `Engine.precheck` allowed this write under (nil: not checked yet).
+    var checkedUnderRules: UInt64? = nil
     /// Rough bytes of the write (`WriteValidator`), computed by the caller, off the committer.
     var approximateBytes: Int
     /// Listeners that must not hear this write ("write without notifying").

@@ -60,6 +60,8 @@ final class Committer: @unchecked Sendable {
     /// The security rules writes are checked against (`Committer+Access.swift`); replaced by a
     /// rules change, between groups, and published to `securityHolder` for readers.
     var security: SecurityRules
+    /// The version of `security` (writes checked before queuing carry the version they used).
+    var securityVersion: UInt64
     let securityHolder: SecurityRulesHolder
     /// When the next index build step may run (`indexBuildPauseMilliseconds` after the last).
     private var nextBuildStep: ContinuousClock.Instant? = nil
@@ -79,7 +81,7 @@ final class Committer: @unchecked Sendable {
         self.lastAssignedLogID = lastLogID
         self.catalog = catalog
         self.securityHolder = security
-        self.security = security.rules
+        (self.security, self.securityVersion) = security.versioned
         self.definitions = catalog.definitions
         self.nextIndexID = nextIndexID
         self.treeWriter.indexes.definitions = self.definitions
@@ -300,7 +302,11 @@ final class Committer: @unchecked Sendable {
         let now = self.clock.nowMilliseconds()
         let id = self.ids.next(nowMilliseconds: now)
         // Rules first: a 412 answers the current value, which a denied caller must not see.
-        if !write.access.isAdmin { try self.authorize(operation, write.access, nowMilliseconds: now, pushedKey: id.rawValue) }
+        // A write checked before it was queued under the rules still in force needs no second
+        // check (`Engine.precheck`); any other client write is checked here.
+        if !write.access.isAdmin, write.checkedUnderRules != self.securityVersion {
+            try self.authorize(operation, write.access, nowMilliseconds: now, pushedKey: id.rawValue)
+        }
         if let ifMatch = write.ifMatch {
             let current = try writer.currentValue(at: operation.location)
             let etag = ETag.of(current)

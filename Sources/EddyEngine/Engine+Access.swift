@@ -100,3 +100,43 @@ private extension RuleValue {
         return .map(members)
     }
 }
+
+/// The outcome of checking a write before it is queued.
+enum WritePrecheck {
+    /// Allowed under the rules of this version (the committer checks again if they changed).
+    case allowed(UInt64)
+    case denied
+    /// The rules read the stored tree (or the write holds server values): the committer decides.
+    case needsTree
+}
+
+extension Engine {
+    /// Checks a client's write on the caller's thread, off the committer, when the decision
+    /// cannot depend on the stored tree (`SecurityRules.decidesWithoutTree`) nor on a push key
+    /// not yet made, and the values hold no server values (resolved only when applied). The
+    /// committer's own check stays the rule for everything else and for writes whose rules
+    /// changed meanwhile, so every write is still judged by the rules in force at its place in
+    /// the log.
+    func precheck(_ operation: WriteOperation, _ access: Access) -> WritePrecheck {
+        let (rules, version) = self.securityRulesHolder.versioned
+        var changes: [(path: Path, value: Value)] = []
+        switch operation {
+        case .set(let path, let value): changes = [(path, value)]
+        case .remove(let path): changes = [(path, .null)]
+        case .push(let path, let value):
+            guard rules.pushKeyIsIrrelevant(under: path) else { return .needsTree }
+            // Any key the wildcard would capture decides the same; the committer's id is later.
+            changes = [(path.appending("-placeholder-push-id"), value)]
+        case .update(let path, let list): changes = list.map { (path.appending($0.path), $0.value) }
+        }
+        for change in changes {
+            guard !TreeWriter.containsServerValue(change.value), rules.decidesWithoutTree(change.path) else { return .needsTree }
+        }
+        // The stored tree is never read for such rules; a read would be a bug, and fails closed.
+        let stored = RuleTree(reading: { path in throw EddyError(.internal, "a tree-independent rule read \(path)") })
+        let after = RuleTree(base: stored, writing: changes)
+        let context = RuleContext(auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: stored, newTree: after)
+        for change in changes where !rules.canWrite(change.path, context) { return .denied }
+        return .allowed(version)
+    }
+}

@@ -280,9 +280,18 @@ public final class Engine: Sendable {
         _ validated: WriteOperation, ifMatch: String?, approximateBytes: Int, silencing: Set<ListenerID>, access: Access,
         completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
     ) {
-        let pending = PendingWrite(
+        var pending = PendingWrite(
             operation: validated, ifMatch: ifMatch, access: access, approximateBytes: approximateBytes, silenced: silencing,
             completion: completion)
+        if !access.isAdmin {
+            switch self.precheck(validated, access) {
+            case .denied:
+                completion(.failure(Self.permissionDenied))
+                return
+            case .allowed(let version): pending.checkedUnderRules = version
+            case .needsTree: break
+            }
+        }
         if let refused = self.queue.enqueue(pending) { completion(.failure(refused)) }
     }
 

@@ -249,3 +249,32 @@ private final class ReadCounter: @unchecked Sendable {
     var paths: [Path] = []
     func add(_ path: Path) { self.paths.append(path) }
 }
+
+@Suite struct TreeIndependenceTests {
+    func rules(_ json: String) throws -> SecurityRules {
+        guard case .object(let top) = try JSONParser.parse(Array(json.utf8)), let rules = top["rules"] else { throw TestFailure("no rules") }
+        return try SecurityRules.compile(rules)
+    }
+
+    // Which writes the engine may judge before queuing them (without the stored tree).
+    @Test func writesDecidableWithoutTheTree() throws {
+        let rules = try self.rules(
+            #"""
+            {"rules": {
+              "bench": {"$id": {".write": "auth != null", ".validate": "newData.hasChildren(['n'])", "n": {".validate": "newData.isNumber()"}}},
+              "owned": {"$id": {".write": "!data.exists() || data.child('owner').val() === auth.uid"}},
+              "checked": {".validate": "newData.hasChildren()", "$id": {".write": true}},
+              "parents": {"$id": {".write": true, "x": {".validate": "newData.parent().child('y').exists()"}}},
+              "named": {"$id": {".write": "$id.beginsWith('-')"}}
+            }}
+            """#)
+        #expect(rules.decidesWithoutTree(try Path("/bench/a")))
+        #expect(!rules.decidesWithoutTree(try Path("/bench/a/n")), "the .validate at /bench/a sees the stored siblings of n")
+        #expect(!rules.decidesWithoutTree(try Path("/owned/a")), "data is read")
+        #expect(!rules.decidesWithoutTree(try Path("/checked/a")), "a .validate above sees stored siblings")
+        #expect(!rules.decidesWithoutTree(try Path("/parents/a")), "parent() walks into stored data")
+        #expect(rules.decidesWithoutTree(try Path("/elsewhere/deep")), "no rules: denied without reading anything")
+        #expect(rules.pushKeyIsIrrelevant(under: try Path("/bench")))
+        #expect(!rules.pushKeyIsIrrelevant(under: try Path("/named")), "the rule names the captured push key")
+    }
+}

@@ -193,7 +193,9 @@ def test_eddy_token_mints_what_eddyd_accepts(ruled, keys):
 def test_streams_are_checked_at_start_and_cancelled_when_rules_change(ruled):
     alice = bearer(hs256(claims("alice")))
     denied = SSEClient(ruled, "/users/bob", headers=alice)
-    assert denied.response.status == 401
+    assert denied.response.status == 200
+    assert denied.next()[:3] == ("cancel", None, "Permission denied"), "a denied listen is cancelled"
+    assert denied.next()[0] == "closed"
     denied.close()
     stream = SSEClient(ruled, "/users/alice", headers=alice)
     try:

@@ -321,3 +321,40 @@ struct RuleParser {
         throw RuleSyntaxError(message: "unexpected character \"\(c)\"", column: self.position + 1)
     }
 }
+
+extension RuleExpression {
+    /// True when evaluating this may read the stored tree: it names `root` or `data`, or walks
+    /// up with `parent()` (a `newData` parent is mostly stored data). Such rules must be checked
+    /// where the write is applied (the committer); the others depend only on `auth`, `now`,
+    /// `$wildcards`, `query` and the written values.
+    public var readsTree: Bool {
+        switch self {
+        case .literal, .regex: return false
+        case .variable(let name): return name == "root" || name == "data"
+        case .member(let base, _): return base.readsTree
+        case .index(let base, let index): return base.readsTree || index.readsTree
+        case .call(let base, let name, let arguments): return name == "parent" || base.readsTree || arguments.contains { $0.readsTree }
+        case .unary(_, let operand): return operand.readsTree
+        case .binary(_, let left, let right): return left.readsTree || right.readsTree
+        case .conditional(let a, let b, let c): return a.readsTree || b.readsTree || c.readsTree
+        case .array(let elements): return elements.contains { $0.readsTree }
+        }
+    }
+}
+
+extension RuleExpression {
+    /// True when the expression names the variable `name` (a `$wildcard`).
+    public func mentions(_ name: String) -> Bool {
+        switch self {
+        case .literal, .regex: return false
+        case .variable(let variable): return variable == name
+        case .member(let base, _): return base.mentions(name)
+        case .index(let base, let index): return base.mentions(name) || index.mentions(name)
+        case .call(let base, _, let arguments): return base.mentions(name) || arguments.contains { $0.mentions(name) }
+        case .unary(_, let operand): return operand.mentions(name)
+        case .binary(_, let left, let right): return left.mentions(name) || right.mentions(name)
+        case .conditional(let a, let b, let c): return a.mentions(name) || b.mentions(name) || c.mentions(name)
+        case .array(let elements): return elements.contains { $0.mentions(name) }
+        }
+    }
+}

@@ -16,6 +16,8 @@ public struct SecurityRules: Sendable {
         let validate: RuleExpression?
         let children: [String: Node]
         let wildcard: (name: String, node: Node)?
+        /// A `.write` or `.validate` here or below may read the stored tree.
+        let subtreeWriteReadsTree: Bool
 
         init(read: RuleExpression?, write: RuleExpression?, validate: RuleExpression?, children: [String: Node], wildcard: (String, Node)?) {
             self.read = read
@@ -23,6 +25,9 @@ public struct SecurityRules: Sendable {
             self.validate = validate
             self.children = children
             self.wildcard = wildcard
+            self.subtreeWriteReadsTree =
+                (write?.readsTree ?? false) || (validate?.readsTree ?? false) || children.values.contains { $0.subtreeWriteReadsTree }
+                || (wildcard?.1.subtreeWriteReadsTree ?? false)
         }
 
         /// The rules for child `key`, and the wildcard it binds (if any).
@@ -116,6 +121,36 @@ public struct SecurityRules: Sendable {
             if let read = step.node.read, self.holds(read, at: step.location, step.wildcards, context) { return true }
         }
         return false
+    }
+
+    /// Whether a write at `path` (of values without server values) can be decided without the
+    /// stored tree: no `.write` on the way down and no `.validate` at or below `path` reads it,
+    /// and no `.validate` above `path` exists (it would see the stored siblings in `newData`).
+    /// Then `canWrite` may run anywhere, with a `newTree` made of the written values alone.
+    public func decidesWithoutTree(_ path: Path) -> Bool {
+        let steps = self.walk(path)
+        for step in steps.dropLast() {
+            if step.node.validate != nil || (step.node.write?.readsTree ?? false) { return false }
+        }
+        guard let last = steps.last else { return true }
+        if last.location != path { return last.node.validate == nil && !(last.node.write?.readsTree ?? false) }
+        return !last.node.subtreeWriteReadsTree
+    }
+
+    /// For a push under `parent` (its key made later, by the committer): whether the decision
+    /// cannot depend on the key. True unless the key would be captured by a `$wildcard` that a
+    /// rule on the way or below names, or a literal rules key could be a push id.
+    public func pushKeyIsIrrelevant(under parent: Path) -> Bool {
+        guard let last = self.walk(parent).last, last.location == parent else { return true }
+        if last.node.children.keys.contains(where: { $0.hasPrefix("-") }) { return false }
+        guard let (name, node) = last.node.wildcard else { return true }
+        var stack = [node]
+        while let next = stack.popLast() {
+            for expression in [next.write, next.validate] where expression?.mentions(name) == true { return false }
+            stack.append(contentsOf: next.children.values)
+            if let wildcard = next.wildcard { stack.append(wildcard.node) }
+        }
+        return true
     }
 
     /// Whether a write at `path` that turns `context.tree` into `context.newTree` is allowed.
