@@ -102,7 +102,32 @@ public final class Authenticator: Sendable {
     /// The identity of a request. `credential`: the bearer token or `auth=` value (nil: none);
     /// `override`: the raw `auth_variable_override` JSON.
     public func identify(credential: String?, override: String?) async throws(EddyError) -> Identity {
-        var identity = try await self.identify(credential)
+        if let known = try self.identifyWithoutVerifying(credential: credential, override: override) { return known }
+        return try self.applying(override, to: try await self.identify(credential))
+    }
+
+    /// The identity when it needs no signature check (no credential, the admin, `owner`, a token
+    /// verified before): synchronous, so the common request pays no executor hop. Nil when a
+    /// token must be verified (`identify`).
+    public func identifyWithoutVerifying(credential: String?, override: String?) throws(EddyError) -> Identity? {
+        guard let identity = self.known(credential) else { return nil }
+        return try self.applying(override, to: identity)
+    }
+
+    private func known(_ credential: String?) -> Identity? {
+        guard let credential, !credential.isEmpty else { return Identity(access: .unauthenticated, expires: nil) }
+        if let secret = self.configuration.adminSecret {
+            if Self.constantTimeEqual(credential, secret) { return Identity(access: .admin, expires: nil) }
+        } else if self.configuration.emulatorConventions, credential == "owner" {
+            return Identity(access: .admin, expires: nil)
+        }
+        let now = Date()
+        if let cached = self.cache.withLock({ $0[credential] }), cached.expires.map({ $0 > now }) ?? true { return cached }
+        return nil
+    }
+
+    private func applying(_ override: String?, to identity: Identity) throws(EddyError) -> Identity {
+        var identity = identity
         if let override {
             guard identity.access.isAdmin else {
                 throw EddyError(.permissionDenied, "auth_variable_override is only allowed with the admin credential")
@@ -119,14 +144,9 @@ public final class Authenticator: Sendable {
     }
 
     private func identify(_ credential: String?) async throws(EddyError) -> Identity {
-        guard let credential, !credential.isEmpty else { return Identity(access: .unauthenticated, expires: nil) }
-        if let secret = self.configuration.adminSecret {
-            if Self.constantTimeEqual(credential, secret) { return Identity(access: .admin, expires: nil) }
-        } else if self.configuration.emulatorConventions, credential == "owner" {
-            return Identity(access: .admin, expires: nil)
-        }
+        if let known = self.known(credential) { return known }
+        guard let credential else { return Identity(access: .unauthenticated, expires: nil) }
         let now = Date()
-        if let cached = self.cache.withLock({ $0[credential] }), cached.expires.map({ $0 > now }) ?? true { return cached }
         let identity = try await self.verify(credential, now: now)
         self.cache.withLock { cache in
             if cache.count >= Self.cacheCountMax {
