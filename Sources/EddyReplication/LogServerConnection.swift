@@ -124,7 +124,7 @@ final class LogServerConnection: Sendable {
             return self.refuse("hello is not JSON: \(error.message)")
         }
         if let secret = self.secret {
-            guard case .string(let offered) = hello["secret"], Self.constantTimeEqual(offered, secret) else {
+            guard case .string(let offered) = hello["secret"], ConstantTime.equal(offered, secret) else {
                 self.logger.warning("replication peer refused: wrong or missing replication secret")
                 return self.refuse("authentication failed: this leader requires its replication secret (--replication-secret-file)", reason: "unauthenticated")
             }
@@ -225,15 +225,5 @@ final class LogServerConnection: Sendable {
             self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
             self.channel.close(promise: nil)
         }
-    }
-}
-
-extension LogServerConnection {
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        var difference = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<max(x.count, y.count) { difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
-        return difference == 0
     }
 }

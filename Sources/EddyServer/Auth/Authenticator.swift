@@ -117,7 +117,7 @@ public final class Authenticator: Sendable {
     private func known(_ credential: String?) -> Identity? {
         guard let credential, !credential.isEmpty else { return Identity(access: .unauthenticated, expires: nil) }
         if let secret = self.configuration.adminSecret {
-            if Self.constantTimeEqual(credential, secret) { return Identity(access: .admin, expires: nil) }
+            if ConstantTime.equal(credential, secret) { return Identity(access: .admin, expires: nil) }
         } else if self.configuration.emulatorConventions, credential == "owner" {
             return Identity(access: .admin, expires: nil)
         }
@@ -222,14 +222,6 @@ public final class Authenticator: Sendable {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         return Data(base64Encoded: base64).map { Array($0) }
-    }
-
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8)
-        let y = Array(b.utf8)
-        var difference = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<max(x.count, y.count) { difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
-        return difference == 0
     }
 }
 
