@@ -49,9 +49,7 @@ extension Committer {
         })
         // A plain listen's window orders by key with no bounds: the rules see no query.
         let plain = query.map { $0.order == .key && $0.start == nil && $0.end == nil && $0.limit == nil } ?? true
-        let parameters = Engine.ruleQuery(plain ? nil : query)
-        let context = RuleContext(
-            auth: access.auth, now: Double(self.clock.nowMilliseconds()), tree: tree, newTree: tree, query: parameters)
-        return self.security.canRead(location, context)
+        let context = RuleContext(auth: access.auth, now: Double(self.clock.nowMilliseconds()), tree: tree, newTree: tree)
+        return self.security.canRead(location, context, query: { Engine.ruleQuery(plain ? nil : query) })
     }
 }

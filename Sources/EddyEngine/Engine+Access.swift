@@ -54,10 +54,8 @@ extension Engine {
     public func canRead(_ path: Path, query: Query?, _ access: Access) -> Bool {
         if access.isAdmin { return true }
         let tree = RuleTree(reading: { [self] location in try self.readValue(location) })
-        let context = RuleContext(
-            auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: tree, newTree: tree,
-            query: Self.ruleQuery(query))
-        return self.securityRules.canRead(path, context)
+        let context = RuleContext(auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: tree, newTree: tree)
+        return self.securityRules.canRead(path, context, query: { Self.ruleQuery(query) })
     }
 
     /// Throws Firebase's "Permission denied" unless `canRead`.

@@ -18,6 +18,10 @@ public struct SecurityRules: Sendable {
         let wildcard: (name: String, node: Node)?
         /// A `.write` or `.validate` here or below may read the stored tree.
         let subtreeWriteReadsTree: Bool
+        /// A `.validate` exists below this node (so a write here has children to validate).
+        let subtreeHasValidate: Bool
+        /// The `.read` here names `query` (the caller builds the variable only then).
+        let readMentionsQuery: Bool
 
         init(read: RuleExpression?, write: RuleExpression?, validate: RuleExpression?, children: [String: Node], wildcard: (String, Node)?) {
             self.read = read
@@ -28,6 +32,9 @@ public struct SecurityRules: Sendable {
             self.subtreeWriteReadsTree =
                 (write?.readsTree ?? false) || (validate?.readsTree ?? false) || children.values.contains { $0.subtreeWriteReadsTree }
                 || (wildcard?.1.subtreeWriteReadsTree ?? false)
+            let below = Array(children.values) + (wildcard.map { [$0.1] } ?? [])
+            self.subtreeHasValidate = below.contains { $0.validate != nil || $0.subtreeHasValidate }
+            self.readMentionsQuery = read?.mentions("query") ?? false
         }
 
         /// The rules for child `key`, and the wildcard it binds (if any).
@@ -93,23 +100,36 @@ public struct SecurityRules: Sendable {
         return Node(read: try rule(".read"), write: try rule(".write"), validate: try rule(".validate"), children: children, wildcard: wildcard)
     }
 
-    /// The rule nodes from the root down to `path` (as far as rules go), each with its location
-    /// and the wildcards bound so far.
-    private func walk(_ path: Path) -> [(node: Node, location: Path, wildcards: [String: String])] {
-        var steps = [(node: self.root, location: Path(validatedKeys: []), wildcards: [String: String]())]
+    /// One rule node on the way from the root down to a path: its depth (its location is the
+    /// path's first `depth` keys) and the wildcards bound down to it.
+    private struct Step {
+        var node: Node
+        var depth: Int
+        var wildcards: [String: String]
+    }
+
+    /// The rule nodes from the root down to `path` (as far as rules go). Locations are not
+    /// built here: most steps have no rule to evaluate.
+    private func walk(_ path: Path) -> [Step] {
+        var steps = [Step(node: self.root, depth: 0, wildcards: [:])]
+        steps.reserveCapacity(path.depth + 1)
         var node = self.root
         var wildcards: [String: String] = [:]
-        for (depth, key) in path.keys.enumerated() {
+        for key in path.keys {
             guard let (child, bound) = node.child(key) else { break }
             if let bound { wildcards[bound] = key }
             node = child
-            steps.append((child, Path(validatedKeys: Array(path.keys.prefix(depth + 1))), wildcards))
+            steps.append(Step(node: child, depth: steps.count, wildcards: wildcards))
         }
         return steps
     }
 
-    private func holds(_ expression: RuleExpression, at location: Path, _ wildcards: [String: String], _ context: RuleContext) -> Bool {
-        var context = context
+    private static func location(_ path: Path, _ depth: Int) -> Path {
+        depth == path.depth ? path : Path(validatedKeys: Array(path.keys.prefix(depth)))
+    }
+
+    /// Whether `expression` holds at `location`; `context` is the caller's scratch copy.
+    private func holds(_ expression: RuleExpression, at location: Path, _ wildcards: [String: String], _ context: inout RuleContext) -> Bool {
         context.location = location
         context.wildcards = wildcards
         return RuleEvaluator.holds(expression, context)
@@ -117,8 +137,21 @@ public struct SecurityRules: Sendable {
 
     /// Whether the whole location at `path` may be read (`context.query` holds its query).
     public func canRead(_ path: Path, _ context: RuleContext) -> Bool {
+        self.canRead(path, context, query: { context.query })
+    }
+
+    /// Whether the whole location at `path` may be read; `query` makes the rules' `query`
+    /// variable, called only when a `.read` on the way names it.
+    public func canRead(_ path: Path, _ context: RuleContext, query: () -> RuleValue) -> Bool {
+        var scratch = context
+        var madeQuery = false
         for step in self.walk(path) {
-            if let read = step.node.read, self.holds(read, at: step.location, step.wildcards, context) { return true }
+            guard let read = step.node.read else { continue }
+            if !madeQuery, step.node.readMentionsQuery {
+                scratch.query = query()
+                madeQuery = true
+            }
+            if self.holds(read, at: Self.location(path, step.depth), step.wildcards, &scratch) { return true }
         }
         return false
     }
@@ -133,7 +166,7 @@ public struct SecurityRules: Sendable {
             if step.node.validate != nil || (step.node.write?.readsTree ?? false) { return false }
         }
         guard let last = steps.last else { return true }
-        if last.location != path { return last.node.validate == nil && !(last.node.write?.readsTree ?? false) }
+        if last.depth != path.depth { return last.node.validate == nil && !(last.node.write?.readsTree ?? false) }
         return !last.node.subtreeWriteReadsTree
     }
 
@@ -141,7 +174,7 @@ public struct SecurityRules: Sendable {
     /// cannot depend on the key. True unless the key would be captured by a `$wildcard` that a
     /// rule on the way or below names, or a literal rules key could be a push id.
     public func pushKeyIsIrrelevant(under parent: Path) -> Bool {
-        guard let last = self.walk(parent).last, last.location == parent else { return true }
+        guard let last = self.walk(parent).last, last.depth == parent.depth else { return true }
         if last.node.children.keys.contains(where: { $0.hasPrefix("-") }) { return false }
         guard let (name, node) = last.node.wildcard else { return true }
         var stack = [node]
@@ -156,21 +189,28 @@ public struct SecurityRules: Sendable {
     /// Whether a write at `path` that turns `context.tree` into `context.newTree` is allowed.
     public func canWrite(_ path: Path, _ context: RuleContext) -> Bool {
         let steps = self.walk(path)
-        guard steps.contains(where: { step in step.node.write.map { self.holds($0, at: step.location, step.wildcards, context) } ?? false }) else {
+        var scratch = context
+        guard
+            steps.contains(where: { step in
+                step.node.write.map { self.holds($0, at: Self.location(path, step.depth), step.wildcards, &scratch) } ?? false
+            })
+        else {
             return false
         }
-        return self.validates(path, steps, context)
+        return self.validates(path, steps, &scratch)
     }
 
     /// Every `.validate` on the written data holds: at `path` and above, then below it.
-    private func validates(_ path: Path, _ steps: [(node: Node, location: Path, wildcards: [String: String])], _ context: RuleContext) -> Bool {
+    private func validates(_ path: Path, _ steps: [Step], _ context: inout RuleContext) -> Bool {
         for step in steps {
-            guard let validate = step.node.validate, !((try? context.newTree.value(at: step.location)) ?? .null).isNull else { continue }
-            if !self.holds(validate, at: step.location, step.wildcards, context) { return false }
+            guard let validate = step.node.validate else { continue }
+            let location = Self.location(path, step.depth)
+            guard !((try? context.newTree.value(at: location)) ?? .null).isNull else { continue }
+            if !self.holds(validate, at: location, step.wildcards, &context) { return false }
         }
         // Below `path`: only when the rules reach it.
-        guard let last = steps.last, last.location == path else { return true }
-        var stack: [(Node, Path, [String: String])] = [(last.node, last.location, last.wildcards)]
+        guard let last = steps.last, last.depth == path.depth, last.node.subtreeHasValidate else { return true }
+        var stack: [(Node, Path, [String: String])] = [(last.node, path, last.wildcards)]
         while let (node, location, wildcards) = stack.popLast() {
             guard case .object(let children)? = try? context.newTree.value(at: location) else { continue }
             for key in children.keys {
@@ -178,8 +218,8 @@ public struct SecurityRules: Sendable {
                 var bindings = wildcards
                 if let bound { bindings[bound] = key }
                 let childLocation = location.appending(key)
-                if let validate = child.validate, !self.holds(validate, at: childLocation, bindings, context) { return false }
-                stack.append((child, childLocation, bindings))
+                if let validate = child.validate, !self.holds(validate, at: childLocation, bindings, &context) { return false }
+                if child.subtreeHasValidate { stack.append((child, childLocation, bindings)) }
             }
         }
         return true
