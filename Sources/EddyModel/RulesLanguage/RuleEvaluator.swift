@@ -256,9 +256,10 @@ public enum RuleEvaluator {
                 try count(1)
                 guard case .map(let regex) = values[0], case .string(let pattern)? = regex["pattern"], case .string(let flags)? = regex["flags"]
                 else { throw RuleEvaluationError(message: "matches() takes a regular expression literal, /.../") }
-                guard var compiled = try? Regex(pattern) else { throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/") }
-                if flags.contains("i") { compiled = compiled.ignoresCase() }
-                return .bool(s.contains(compiled))
+                guard let compiled = RuleRegexCache.regex(pattern, flags: flags) else {
+                    throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/")
+                }
+                return .bool(s.contains(compiled.regex))
             default:
                 throw RuleEvaluationError(message: "a string has no method \(name)()")
             }
