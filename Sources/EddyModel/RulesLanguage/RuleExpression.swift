@@ -323,38 +323,41 @@ struct RuleParser {
 }
 
 extension RuleExpression {
+    /// True when this expression or any expression inside it satisfies `predicate` (one walk
+    /// over the tree for every structural question below).
+    public func contains(where predicate: (RuleExpression) -> Bool) -> Bool {
+        if predicate(self) { return true }
+        switch self {
+        case .literal, .regex, .variable: return false
+        case .member(let base, _): return base.contains(where: predicate)
+        case .index(let base, let index): return base.contains(where: predicate) || index.contains(where: predicate)
+        case .call(let base, _, let arguments): return base.contains(where: predicate) || arguments.contains { $0.contains(where: predicate) }
+        case .unary(_, let operand): return operand.contains(where: predicate)
+        case .binary(_, let left, let right): return left.contains(where: predicate) || right.contains(where: predicate)
+        case .conditional(let a, let b, let c): return a.contains(where: predicate) || b.contains(where: predicate) || c.contains(where: predicate)
+        case .array(let elements): return elements.contains { $0.contains(where: predicate) }
+        }
+    }
+
     /// True when evaluating this may read the stored tree: it names `root` or `data`, or walks
     /// up with `parent()` (a `newData` parent is mostly stored data). Such rules must be checked
     /// where the write is applied (the committer); the others depend only on `auth`, `now`,
     /// `$wildcards`, `query` and the written values.
     public var readsTree: Bool {
-        switch self {
-        case .literal, .regex: return false
-        case .variable(let name): return name == "root" || name == "data"
-        case .member(let base, _): return base.readsTree
-        case .index(let base, let index): return base.readsTree || index.readsTree
-        case .call(let base, let name, let arguments): return name == "parent" || base.readsTree || arguments.contains { $0.readsTree }
-        case .unary(_, let operand): return operand.readsTree
-        case .binary(_, let left, let right): return left.readsTree || right.readsTree
-        case .conditional(let a, let b, let c): return a.readsTree || b.readsTree || c.readsTree
-        case .array(let elements): return elements.contains { $0.readsTree }
+        self.contains { expression in
+            switch expression {
+            case .variable(let name): return name == "root" || name == "data"
+            case .call(_, let name, _): return name == "parent"
+            default: return false
+            }
         }
     }
-}
 
-extension RuleExpression {
-    /// True when the expression names the variable `name` (a `$wildcard`).
+    /// True when the expression names the variable `name` (a `$wildcard`, `query`, ...).
     public func mentions(_ name: String) -> Bool {
-        switch self {
-        case .literal, .regex: return false
-        case .variable(let variable): return variable == name
-        case .member(let base, _): return base.mentions(name)
-        case .index(let base, let index): return base.mentions(name) || index.mentions(name)
-        case .call(let base, _, let arguments): return base.mentions(name) || arguments.contains { $0.mentions(name) }
-        case .unary(_, let operand): return operand.mentions(name)
-        case .binary(_, let left, let right): return left.mentions(name) || right.mentions(name)
-        case .conditional(let a, let b, let c): return a.mentions(name) || b.mentions(name) || c.mentions(name)
-        case .array(let elements): return elements.contains { $0.mentions(name) }
+        self.contains { expression in
+            if case .variable(let variable) = expression { return variable == name }
+            return false
         }
     }
 }
