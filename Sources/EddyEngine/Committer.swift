@@ -42,6 +42,8 @@ final class Committer: @unchecked Sendable {
     let clock: any MillisecondClock
     private let queue: CommitQueue
     let options: EngineOptions
+    /// Commit group sizes and batch/fsync times (the engine's own set counts outcomes).
+    let metrics: EngineMetrics
     let spaceReserve: DiskSpaceReserve
     let logger: Logger
     private let failure: Mutex<EddyError?>
@@ -89,6 +91,7 @@ final class Committer: @unchecked Sendable {
         self.clock = clock
         self.queue = queue
         self.options = options
+        self.metrics = EngineMetrics(namespace: options.namespace)
         self.spaceReserve = spaceReserve
         self.logger = logger
         self.failure = Mutex(nil)
@@ -200,6 +203,9 @@ final class Committer: @unchecked Sendable {
         // fsync and no thread hop; otherwise the group is pipelined through the syncer.
         let alone = self.options.durability == .sync && self.queue.isEmpty && self.syncQueue.isIdle
         if !entries.isEmpty {
+            self.metrics.recordGroup(writes: group.count)
+            let start = ContinuousClock.now
+            defer { self.metrics.commitWrite.recordSince(start) }
             do {
                 try self.database.write(self.batch, durability: alone ? .sync : self.storageDurability)
                 if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = .now }
@@ -250,7 +256,9 @@ final class Committer: @unchecked Sendable {
             return
         }
         do {
+            let start = ContinuousClock.now
             try self.database.flushWAL(sync: true)
+            self.metrics.fsync.recordSince(start)
         } catch {
             let failure = EngineErrors.storage(
                 error, while: "syncing the write-ahead log (the write may or may not be durable; the database stopped accepting writes)")

@@ -97,7 +97,9 @@ public final class DataDirectory: Sendable {
             }
             var logger = self.logger
             logger[metadataKey: "eddy.ns"] = "\(name)"
-            let engine = try Engine.open(directory: self.path + "/" + name, options: self.options, logger: logger)
+            var options = self.options
+            options.namespace = name
+            let engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
             state.engines[name] = engine
             return engine
         }

@@ -36,11 +36,15 @@ extension Engine {
     }
 
     func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
+        let start = ContinuousClock.now
+        defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
         guard let definition else { return try self.keyQueryReader(path, query).read() }
         return try self.indexQueryReader(definition, path, query).read()
     }
 
     func readQueryJSON(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> [UInt8] {
+        let start = ContinuousClock.now
+        defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
         guard let definition else { return JSONWriter.bytes(try self.keyQueryReader(path, query).read()) }
         return try self.indexQueryReader(definition, path, query).readJSON()
     }

@@ -16,6 +16,8 @@ import Synchronization
 public final class Engine: Sendable {
     public let directory: String
     public let options: EngineOptions
+    /// Figures for operators (`EngineMetrics`).
+    let metrics: EngineMetrics
     let database: Database
     let queue: CommitQueue
     let committer: Committer
@@ -92,6 +94,7 @@ public final class Engine: Sendable {
         self.directory = directory
         self.openedReadOnly = openedReadOnly
         self.options = options
+        self.metrics = EngineMetrics(namespace: options.namespace)
         self.database = database
         self.logger = logger
         self.databaseID = try Self.checkFormat(database, clock: clock)
@@ -200,7 +203,13 @@ public final class Engine: Sendable {
     ) throws(EddyError) {
         try self.checkLeader()
         var approximateBytes = 0
-        let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+        let validated: WriteOperation
+        do {
+            validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+        } catch {
+            self.metrics.recordRefusal(error)
+            throw error
+        }
         self.enqueue(
             validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access, completion: completion)
     }
@@ -280,6 +289,11 @@ public final class Engine: Sendable {
         _ validated: WriteOperation, ifMatch: String?, approximateBytes: Int, silencing: Set<ListenerID>, access: Access,
         completion: @escaping @Sendable (Result<WriteOutcome, EddyError>) -> Void
     ) {
+        let metrics = self.metrics
+        let completion: @Sendable (Result<WriteOutcome, EddyError>) -> Void = { result in
+            metrics.recordWrite(result, bytes: approximateBytes)
+            completion(result)
+        }
         var pending = PendingWrite(
             operation: validated, ifMatch: ifMatch, access: access, approximateBytes: approximateBytes, silenced: silencing,
             completion: completion)

@@ -16,6 +16,8 @@ public enum Durability: String, Sendable, CaseIterable {
 
 public struct EngineOptions: Sendable {
     public var durability: Durability = .sync
+    /// The namespace this engine serves: the `namespace` label of its metrics.
+    public var namespace = "default"
     /// How often `batched` durability fsyncs the WAL. Default 100 ms.
     public var batchedSyncInterval: Duration = .milliseconds(100)
     /// Writes applied per group commit. Default `Limits.commitGroupCountMax` (512).

@@ -139,7 +139,7 @@ public final class FollowerRegistry: Sendable {
     /// connection), with their applied id and lag behind `leaderLast`.
     /// How far `applied` is behind `leaderLast`, in milliseconds of push-id time (0 when caught
     /// up or when the leader has no entry; all of it when nothing was applied).
-    static func lagMilliseconds(leaderLast: LogID?, applied: LogID?) -> Double {
+    public static func lagMilliseconds(leaderLast: LogID?, applied: LogID?) -> Double {
         guard let leaderLast, applied != leaderLast else { return 0 }
         return Double(leaderLast.timestampMilliseconds - min(applied?.timestampMilliseconds ?? 0, leaderLast.timestampMilliseconds))
     }

@@ -12,6 +12,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -50,7 +51,7 @@ public enum EddyServer {
 
     /// Runs until SIGTERM/SIGINT. `onListening` receives the bound HTTP address.
     public static func serve(
-        _ configuration: ServeConfiguration, logger: Logger,
+        _ configuration: ServeConfiguration, logger: Logger, metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
     ) async throws {
         try configuration.validate()
@@ -155,6 +156,20 @@ public enum EddyServer {
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
             registry: registry, logger: logger)
+        let metrics = MetricsEndpoint(registry: metricsRegistry, data: data, replication: replication)
+        var metricsListener: [any Service] = []
+        if let listen = configuration.metricsListen {
+            let (host, port) = try ServeConfiguration.parseHostPort(listen)
+            let health = HealthEndpoint(data: data, replication: replication, readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds))
+            metricsListener.append(
+                Application(
+                    responder: MetricsListenerResponder(metrics: metrics, health: health),
+                    configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "eddyd-metrics"),
+                    onServerRunning: { channel in
+                        logger.info("metrics listening", metadata: ["eddy.metrics": "\(channel.localAddress.map { "\($0)" } ?? listen)"])
+                    },
+                    logger: logger))
+        }
         let timeouts = HTTPTimeouts(
             headerSeconds: configuration.httpHeaderTimeoutSeconds, bodySeconds: configuration.httpBodyTimeoutSeconds,
             idleSeconds: configuration.httpIdleTimeoutSeconds)
@@ -169,7 +184,8 @@ public enum EddyServer {
                 bodyBudget: MemoryBudget(bytesMax: configuration.requestBodiesBytesTotal), keepAliveSeconds: configuration.sseKeepAliveSeconds,
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
-                origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), logger: logger),
+                origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
+                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logger: logger),
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
@@ -184,24 +200,23 @@ public enum EddyServer {
             },
             logger: logger
         )
+        // Graceful shutdown stops them last to first: HTTP, the metrics listener, retention,
+        // replication, the native socket, and only then the databases.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: DataDirectoryService(data: data)),
+            .init(
+                service: NativeServerService(
+                    address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
+                    outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
+                    authenticator: authenticator, logger: logger, bound: bound)),
+        ]
+        for service in nativeTCP { services.append(.init(service: service)) }
+        for service in replicationServices { services.append(.init(service: service)) }
+        services.append(.init(service: retention))
+        for service in metricsListener { services.append(.init(service: service)) }
+        services.append(.init(service: app))
         let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                // Graceful shutdown stops them last to first: HTTP, retention, replication, the
-                // native socket, and only then the databases.
-                services: [
-                    .init(service: DataDirectoryService(data: data)),
-                    .init(
-                        service: NativeServerService(
-                            address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
-                            outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger,
-                    bound: bound)),
-                ] + nativeTCP.map { .init(service: $0) } + replicationServices.map { .init(service: $0) } + [
-                    .init(service: retention),
-                    .init(service: app),
-                ],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            ))
+            configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch {

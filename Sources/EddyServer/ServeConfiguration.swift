@@ -112,6 +112,11 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// PEM CA bundle a follower verifies its HOST:PORT leader's certificate against (TLS to
     /// the leader); nil: plain.
     public var tlsCAFile: String? = nil
+    /// HOST:PORT of a listener that serves `/metrics` (and the health probes) with no
+    /// credential; nil: none (the HTTP listener serves `/metrics` to the admin).
+    public var metricsListen: String? = nil
+    /// `/.health/ready` fails on a follower whose replica is further behind than this. Default 10.
+    public var readyLagMaxSeconds = 10
 
     /// True when an admin secret or token keys are configured.
     public var authConfigured: Bool { self.adminTokenFile != nil || self.jwtSecretFile != nil || self.jwtKeysFile != nil }
@@ -203,6 +208,10 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
         if let listen = self.nativeListen { _ = try Self.parseHostPort(listen) }
+        if let listen = self.metricsListen { _ = try Self.parseHostPort(listen) }
+        guard (1...86_400).contains(self.readyLagMaxSeconds) else {
+            throw EddyError(.invalidArgument, "ready-lag-max-seconds \(self.readyLagMaxSeconds) is out of range 1...86400 (seconds)")
+        }
         if !self.insecureNoAuth, !self.authConfigured {
             for (option, host) in self.tcpListeners where !Self.isLoopback(host) {
                 throw EddyError(
@@ -317,21 +326,23 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("log-retention-check-ms", .integer(let n)): self.logRetentionCheckMilliseconds = n
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
+            case ("metrics", .string(let s)): self.metricsListen = s
+            case ("ready-lag-max-seconds", .integer(let n)), ("ready_lag_max_seconds", .integer(let n)): self.readyLagMaxSeconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
                 ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
-                ("sync-followers", _), ("sync-followers-timeout-ms", _):
+                ("sync-followers", _), ("sync-followers-timeout-ms", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("replication-listen", _), ("durability", _),
-                ("log-level", _):
+                ("log-level", _), ("metrics", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
             case ("request-bytes-max", _):
                 throw EddyError(.invalidArgument, "\(path): request-bytes-max must be an integer (bytes)")
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
                 )
             }
         }

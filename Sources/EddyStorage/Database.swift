@@ -27,8 +27,8 @@ public final class Database: @unchecked Sendable {
     private let noWALWrite: OpaquePointer
     let readOptions: OpaquePointer
     public let path: String
-    private let columnFamilies: [String: ColumnFamily]
-    private let closed = Mutex(false)
+    let columnFamilies: [String: ColumnFamily]
+    let closed = Mutex(false)
 
     /// Opens (creating if allowed) the database at `path` with exactly `columnFamilies`
     /// ("default" is implicit and always opened).

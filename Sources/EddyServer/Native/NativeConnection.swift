@@ -195,6 +195,7 @@ final class NativeConnection: Sendable {
             return .some(state.lastQueued)
         }
         guard let last else { return }
+        ServerMetrics.disconnectedForLag(.native)
         let payload: Value = .object(["lastDelivered": last.map { .string($0.rawValue) } ?? .null])
         self.logger.info("native subscriber fell behind; disconnecting", metadata: ["eddy.last_delivered": "\(last?.rawValue ?? "none")"])
         self.close(after: Frame(kind: .behind, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .output)
@@ -271,7 +272,10 @@ final class NativeConnection: Sendable {
             case .unsubscribe:
                 let subscription = try Self.requestID(body["subscription"], field: "subscription", what: "the request id of the subscribe")
                 let removed = self.state.withLock { $0.subscriptions.removeValue(forKey: subscription) }
-                if let removed { await removed.engine.removeListener(removed.id) }
+                if let removed {
+                    ServerMetrics.unsubscribed(.native)
+                    await removed.engine.removeListener(removed.id)
+                }
                 self.answer(
                     .unsubscribed, frame.requestID, .object(["subscription": .number(Double(subscription)), "removed": .bool(removed != nil)]))
             default:
@@ -323,6 +327,7 @@ final class NativeConnection: Sendable {
             return Array(state.subscriptions)
         }
         guard !revoked.isEmpty else { return }
+        ServerMetrics.unsubscribed(.native, count: revoked.count)
         for (requestID, _) in revoked {
             self.answer(.error, requestID, .object(["code": .string("authRevoked"), "message": .string(message)]))
         }
@@ -494,6 +499,7 @@ final class NativeConnection: Sendable {
                 if batches.isEmpty {
                     state.held.removeValue(forKey: requestID)
                     state.subscriptions[requestID] = (engine, attachment.id)
+                    ServerMetrics.subscribed(.native)
                 } else {
                     state.held[requestID] = []
                 }
@@ -505,6 +511,7 @@ final class NativeConnection: Sendable {
     }
 
     private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent]) {
+        ServerMetrics.delivered(.native, events: events.count)
         self.send(Frame(kind: .events, requestID: requestID, payload: self.payloads.payload(for: events)), logID: events.last?.logID)
     }
 
@@ -523,6 +530,7 @@ final class NativeConnection: Sendable {
             tail.bell.finish()
         }
         guard !subscriptions.isEmpty else { return }
+        ServerMetrics.unsubscribed(.native, count: subscriptions.count)
         Task {
             for subscription in subscriptions { await subscription.engine.removeListener(subscription.id) }
         }

@@ -40,14 +40,20 @@ public struct RESTResponder: HTTPResponder {
     let authenticator: Authenticator
     /// Host and Origin checks (DNS rebinding, cross-origin writes).
     let origins: OriginPolicy
+    /// `/metrics` (nil: not served on this listener).
+    let metrics: MetricsEndpoint?
+    /// `/.health/live` and `/.health/ready`.
+    let health: HealthEndpoint
     let logger: Logger
 
     init(
         data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
-        origins: OriginPolicy = OriginPolicy(), logger: Logger
+        origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logger: Logger
     ) {
+        self.metrics = metrics
+        self.health = HealthEndpoint(data: data, replication: replication, readyLagMaxSeconds: readyLagMaxSeconds)
         self.authenticator = authenticator
         self.origins = origins
         self.replication = replication
@@ -148,6 +154,24 @@ public struct RESTResponder: HTTPResponder {
         var request = incoming
         let method = try Self.method(of: request)
         try self.origins.check(request.headers, host: request.head.authority, method: method)
+        if let probe = HealthEndpoint.probe(request.uri.path) { return try Self.healthResponse(self.health, probe, method: method) }
+        if request.uri.path == "/metrics", let metrics = self.metrics {
+            // Figures reveal namespaces and load: the admin's once credentials are configured
+            // (Prometheus sends the secret with `authorization: credentials_file`); a separate
+            // `--metrics` listener serves them without one.
+            if self.authenticator.configuration.isConfigured {
+                let identity: Authenticator.Identity?
+                do {
+                    identity = try self.authenticator.identifyWithoutVerifying(credential: Self.credential(request.headers), override: nil)
+                } catch {
+                    throw RESTError(error)
+                }
+                guard identity?.access.isAdmin == true else {
+                    throw RESTError(EddyError(.permissionDenied, "Permission denied: /metrics is for the admin credential only (or use --metrics HOST:PORT)"))
+                }
+            }
+            return try Self.metricsResponse(metrics, method: method)
+        }
         let rest = try RESTRequest(method: method, rawPath: request.uri.path, rawQuery: request.uri.query)
         if rest.isInfo { return try Self.info(rest) }
         let identity: Authenticator.Identity
@@ -404,6 +428,20 @@ public struct RESTResponder: HTTPResponder {
         }
         let info: Value = .object(["connected": .bool(true), "serverTimeOffset": .number(0)])
         return json(info.child(at: rest.path), rest)
+    }
+
+    static func healthResponse(_ health: HealthEndpoint, _ probe: HealthEndpoint.Probe, method: RESTRequest.Method) throws(RESTError) -> Response {
+        guard method == .get else { throw RESTError(status: 405, message: "/.health/\(probe.rawValue) is read-only (GET)") }
+        let (ok, body) = health.check(probe)
+        let headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+        return Response(
+            status: ok ? .ok : .serviceUnavailable, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONWriter.bytes(body))))
+    }
+
+    static func metricsResponse(_ metrics: MetricsEndpoint, method: RESTRequest.Method) throws(RESTError) -> Response {
+        guard method == .get else { throw RESTError(status: 405, message: "/metrics is read-only (GET)") }
+        let headers: HTTPFields = [.contentType: MetricsEndpoint.contentType, .cacheControl: "no-store"]
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
     }
 
     static func json(

@@ -85,9 +85,11 @@ extension RESTResponder {
                         if expires.map({ $0.timeIntervalSinceNow > 0 }) ?? true { buffer.pushKeepAlive() }
                     }
                 }
+                ServerMetrics.subscribed(.sse)
                 defer {
                     timer.cancel()
                     buffer.finish()
+                    ServerMetrics.unsubscribed(.sse)
                 }
                 do {
                     try await withGracefulShutdownHandler {
@@ -110,6 +112,7 @@ extension RESTResponder {
                                     break loop
                                 } else {
                                     first = false
+                                    ServerMetrics.delivered(.sse, events: events.count)
                                     let bytes = SSEFrames.frames(for: events)
                                     if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
                                 }
@@ -120,6 +123,7 @@ extension RESTResponder {
                                 }
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.keepAlive))
                             case .overflow(let last):
+                                ServerMetrics.disconnectedForLag(.sse)
                                 let reason =
                                     "the stream fell more than \(buffer.batchesMax) entries behind; reconnect with Last-Event-ID: \(last?.rawValue ?? attachment.liveAfter?.rawValue ?? "") to resume"
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.cancel(reason)))

@@ -1,0 +1,113 @@
+// `GET /metrics`: every figure in the Prometheus text format (version 0.0.4).
+//
+// Two sources, one registry: what swift-metrics recorded as it happened (writes, commit groups,
+// fsync and query times, subscriptions, events; `EngineMetrics`, `ServerMetrics`), and gauges
+// read at scrape time, set here just before the registry is written out:
+// - per open namespace: `eddy_index_builds_in_progress`, `eddy_rocksdb_memtable_bytes`,
+//   `eddy_rocksdb_sst_bytes`, `eddy_rocksdb_pending_compaction_bytes`,
+//   `eddy_rocksdb_write_stopped`, `eddy_rocksdb_delayed_write_rate_bytes`, `eddy_log_bytes`,
+//   `eddy_log_last_entry_timestamp_seconds`, `eddy_log_retained_since_timestamp_seconds`;
+// - on a follower: `eddy_follower_connected` (to its leader), `eddy_replica_lag_seconds` (how far
+//   its replica is behind the leader's last entry); on a leader: `eddy_followers_connected` and
+//   per follower `eddy_follower_lag_seconds{follower}`;
+// - the process: `eddy_process_resident_memory_bytes`, `eddy_process_open_fds`.
+// A scrape costs a few RocksDB property reads per namespace and a directory listing of
+// /proc/self/fd: nothing on the write path.
+
+import EddyEngine
+import EddyModel
+import EddyReplication
+import Foundation
+import Prometheus
+import Synchronization
+
+public final class MetricsEndpoint: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let data: DataDirectory
+    let replication: ReplicationRole
+    private let followerLagGauges = Mutex<[String: Gauge]>([:])
+
+    init(registry: PrometheusCollectorRegistry, data: DataDirectory, replication: ReplicationRole) {
+        self.registry = registry
+        self.data = data
+        self.replication = replication
+    }
+
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// The text of one scrape.
+    func render() -> [UInt8] {
+        self.updateScrapeGauges()
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(16 << 10)
+        self.registry.emit(into: &buffer)
+        return buffer
+    }
+
+    private func gauge(_ name: String, _ labels: [(String, String)], _ value: Double?) {
+        guard let value else { return }
+        self.registry.makeGauge(name: name, labels: labels).set(value)
+    }
+
+    private func updateScrapeGauges() {
+        for (namespace, engine) in self.data.openEngines {
+            let labels = [("namespace", namespace)]
+            let building = engine.indexStatus().count { $0.state == .building }
+            self.gauge("eddy_index_builds_in_progress", labels, Double(building))
+            let figures = engine.storageFigures()
+            self.gauge("eddy_rocksdb_memtable_bytes", labels, figures.memtableBytes.map { Double($0) })
+            self.gauge("eddy_rocksdb_sst_bytes", labels, figures.sstBytes.map { Double($0) })
+            self.gauge("eddy_rocksdb_pending_compaction_bytes", labels, figures.pendingCompactionBytes.map { Double($0) })
+            self.gauge("eddy_rocksdb_write_stopped", labels, figures.writesStopped.map { Double($0) })
+            self.gauge("eddy_rocksdb_delayed_write_rate_bytes", labels, figures.delayedWriteRateBytesPerSecond.map { Double($0) })
+            self.gauge("eddy_log_bytes", labels, figures.logBytes.map { Double($0) })
+            self.gauge("eddy_log_last_entry_timestamp_seconds", labels, figures.lastEntryMilliseconds.map { Double($0) / 1000 })
+            self.gauge("eddy_log_retained_since_timestamp_seconds", labels, figures.prunedThroughMilliseconds.map { Double($0) / 1000 })
+        }
+        self.updateReplicationGauges()
+        self.gauge("eddy_process_resident_memory_bytes", [], ProcessFigures.residentBytes().map { Double($0) })
+        self.gauge("eddy_process_open_fds", [], ProcessFigures.openFileDescriptors().map { Double($0) })
+    }
+
+    private func updateReplicationGauges() {
+        guard let engine = try? self.data.engine(namespace: DataDirectory.defaultNamespace, create: false),
+            case .object(let status)? = try? self.replication.status(engine, namespace: DataDirectory.defaultNamespace)
+        else { return }
+        switch self.replication {
+        case .follower:
+            self.gauge("eddy_follower_connected", [], status["connected"] == .bool(true) ? 1 : 0)
+            if case .number(let lag)? = status["lagMilliseconds"] { self.gauge("eddy_replica_lag_seconds", [], lag / 1000) }
+        case .leader:
+            guard case .object(let followers)? = status["followers"] else { return }
+            // The registry lists the followers connected now.
+            self.gauge("eddy_followers_connected", [], Double(followers.count))
+            var current: [String: Gauge] = [:]
+            for (name, follower) in followers {
+                guard case .object(let fields) = follower, case .number(let lag)? = fields["lagMilliseconds"] else { continue }
+                let gauge = self.registry.makeGauge(name: "eddy_follower_lag_seconds", labels: [("follower", name)])
+                gauge.set(lag / 1000)
+                current[name] = gauge
+            }
+            // A follower that went away takes its lag with it (no stale series to alert on).
+            let gone = self.followerLagGauges.withLock { previous in
+                defer { previous = current }
+                return previous.filter { current[$0.key] == nil }.map(\.value)
+            }
+            for gauge in gone { self.registry.unregisterGauge(gauge) }
+        }
+    }
+}
+
+/// This process's resident memory and open descriptors, from /proc (nil elsewhere).
+enum ProcessFigures {
+    static func residentBytes() -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = UInt64(fields[1]) else { return nil }
+        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    static func openFileDescriptors() -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")).map { $0.count }
+    }
+}

@@ -1,0 +1,48 @@
+// The server's figures for operators, through swift-metrics (exported on `/metrics`):
+// - `eddy_subscriptions{transport}`: live subscriptions now (`sse` streams, `native`
+//   subscriptions);
+// - `eddy_events_delivered_total{transport}`: child events handed to subscribers' sockets;
+// - `eddy_subscribers_disconnected_total{transport,reason="lag"}`: subscribers cut off because
+//   they fell further behind than their buffer allows.
+// Made on first use: eddyd bootstraps the metrics backend before it serves anything.
+
+import CoreMetrics
+import Metrics
+
+enum ServerMetrics {
+    enum Transport: String {
+        case sse, native
+    }
+
+    private struct PerTransport: Sendable {
+        let subscriptions: Meter
+        let events: Counter
+        let lagDisconnects: Counter
+
+        init(_ transport: Transport) {
+            let labels = [("transport", transport.rawValue)]
+            self.subscriptions = Meter(label: "eddy_subscriptions", dimensions: labels)
+            self.events = Counter(label: "eddy_events_delivered_total", dimensions: labels)
+            self.lagDisconnects = Counter(label: "eddy_subscribers_disconnected_total", dimensions: labels + [("reason", "lag")])
+        }
+    }
+
+    private static let sse = PerTransport(.sse)
+    private static let native = PerTransport(.native)
+
+    private static func metrics(_ transport: Transport) -> PerTransport { transport == .sse ? self.sse : self.native }
+
+    static func subscribed(_ transport: Transport, count: Int = 1) { self.metrics(transport).subscriptions.increment(by: Double(count)) }
+
+    static func unsubscribed(_ transport: Transport, count: Int = 1) {
+        guard count > 0 else { return }
+        self.metrics(transport).subscriptions.decrement(by: Double(count))
+    }
+
+    static func delivered(_ transport: Transport, events: Int) {
+        guard events > 0 else { return }
+        self.metrics(transport).events.increment(by: events)
+    }
+
+    static func disconnectedForLag(_ transport: Transport) { self.metrics(transport).lagDisconnects.increment() }
+}
