@@ -52,6 +52,7 @@ public enum EddyServer {
     /// Runs until SIGTERM/SIGINT. `onListening` receives the bound HTTP address.
     public static func serve(
         _ configuration: ServeConfiguration, logger: Logger, metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        logLevel: LogLevelControl = LogLevelControl(.info),
         onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
     ) async throws {
         try configuration.validate()
@@ -213,6 +214,7 @@ public enum EddyServer {
         for service in nativeTCP { services.append(.init(service: service)) }
         for service in replicationServices { services.append(.init(service: service)) }
         services.append(.init(service: retention))
+        services.append(.init(service: ReloadService(configFile: configuration.configFile, control: logLevel, logger: logger)))
         for service in metricsListener { services.append(.init(service: service)) }
         services.append(.init(service: app))
         let group = ServiceGroup(

@@ -115,6 +115,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// HOST:PORT of a listener that serves `/metrics` (and the health probes) with no
     /// credential; nil: none (the HTTP listener serves `/metrics` to the admin).
     public var metricsListen: String? = nil
+    /// The `--config` file these options came from (reread on SIGHUP); nil: none.
+    public var configFile: String? = nil
     /// `/.health/ready` fails on a follower whose replica is further behind than this. Default 10.
     public var readyLagMaxSeconds = 10
 

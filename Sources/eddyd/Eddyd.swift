@@ -173,11 +173,8 @@ struct Serve: AsyncParsableCommand {
 
     static func start(_ configuration: ServeConfiguration) async throws {
         do {
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = Logger.Level(rawValue: configuration.logLevel) ?? .info
-                return handler
-            }
+            let level = LogLevelControl(Logger.Level(rawValue: configuration.logLevel) ?? .info)
+            LoggingSystem.bootstrap { label in EddyLogHandler(label: label, control: level) }
             let logger = Logger(label: "eddyd")
             // One registry for the process: swift-metrics records into it, /metrics reads it.
             let registry = PrometheusCollectorRegistry()
@@ -191,7 +188,7 @@ struct Serve: AsyncParsableCommand {
             // Writes per commit group: 1 to the group cap.
             factory.defaultValueHistogramBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
             MetricsSystem.bootstrap(factory)
-            try await EddyServer.serve(configuration, logger: logger, metricsRegistry: registry) { address, nativeTCP in
+            try await EddyServer.serve(configuration, logger: logger, metricsRegistry: registry, logLevel: level) { address, nativeTCP in
                 let role = configuration.leader.map { ", following \($0)" } ?? ""
                 // The native TCP line comes first: a reader that waits for the HTTP line has both.
                 if let nativeTCP { FileHandle.standardOutput.write(Data("eddyd: native protocol on tcp://\(nativeTCP)\n".utf8)) }
@@ -215,6 +212,7 @@ struct Serve: AsyncParsableCommand {
                 throw EddyError(.invalidArgument, "cannot read config file \(config): \(error.localizedDescription)")
             }
             try configuration.apply(configFile: ConfigFile.parse(text, path: config), path: config)
+            configuration.configFile = config
         }
         if let data { configuration.dataDirectory = data }
         if let http { (configuration.httpHost, configuration.httpPort) = try ServeConfiguration.parseHostPort(http) }
