@@ -7,7 +7,8 @@ PYTHON ?= python3
 VENV ?= .build/pyenv
 SYSTEM_PACKAGES = librocksdb-dev libzstd-dev pkg-config
 
-.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz test-reliability bench clean-data
+.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz test-reliability bench clean-data \
+	install uninstall
 
 run: deps build
 	./.build/release/eddyd serve
@@ -79,3 +80,71 @@ bench: deps
 
 clean-data:
 	rm -rf ./data
+
+# `sudo make install`: the release binaries, the systemd units, /etc/eddy/eddyd.toml (only when
+# missing: an operator's config is never overwritten), the `eddy` user (sysusers.d) and
+# /var/backups/eddy (tmpfiles.d); then, on a live systemd host as root, creates the user and
+# reloads systemd. Packagers set DESTDIR (nothing is run then); EDDY_BIN_DIR=DIR installs
+# the eddyd and eddy already in DIR without building (the tests use .build/debug).
+# `sudo make uninstall` removes what install added except the config, the data and the user.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SYSCONFDIR ?= /etc
+# systemd.pc names the unit directory; without pkg-config or systemd.pc (or with an empty
+# answer), the Debian/Ubuntu default.
+SYSTEMDUNITDIR ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
+EDDY_BIN_DIR ?=
+INSTALL_BINARIES_FROM = $(or $(EDDY_BIN_DIR),.build/release)
+EDDY_UNITS = eddyd.service eddyd-follower.service eddy-backup.service eddy-backup.timer
+# On a live systemd host as root, with no DESTDIR: run the system steps here.
+SYSTEMD_LIVE = [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && [ -d /run/systemd/system ]
+
+install: $(if $(EDDY_BIN_DIR),,build)
+	@for b in eddyd eddy; do \
+		[ -x "$(INSTALL_BINARIES_FROM)/$$b" ] || { echo "$(INSTALL_BINARIES_FROM)/$$b is missing: run make build (or set EDDY_BIN_DIR)" >&2; exit 1; }; \
+	done
+	install -d -m 0755 "$(DESTDIR)$(BINDIR)"
+	install -m 0755 "$(INSTALL_BINARIES_FROM)/eddyd" "$(INSTALL_BINARIES_FROM)/eddy" "$(DESTDIR)$(BINDIR)/"
+	install -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/eddy"
+	@if [ -e "$(DESTDIR)$(SYSCONFDIR)/eddy/eddyd.toml" ]; then \
+		echo "kept $(DESTDIR)$(SYSCONFDIR)/eddy/eddyd.toml (exists; the new sample is ops/eddyd.toml)"; \
+	else \
+		echo "install -m 0644 ops/eddyd.toml $(DESTDIR)$(SYSCONFDIR)/eddy/eddyd.toml"; \
+		install -m 0644 ops/eddyd.toml "$(DESTDIR)$(SYSCONFDIR)/eddy/eddyd.toml"; \
+	fi
+	install -d -m 0755 "$(DESTDIR)$(SYSTEMDUNITDIR)"
+	@# The units name /usr/local/bin and /etc/eddy; point them at BINDIR and SYSCONFDIR.
+	@set -e; for u in $(EDDY_UNITS); do \
+		echo "install -m 0644 ops/$$u $(DESTDIR)$(SYSTEMDUNITDIR)/$$u"; \
+		sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/eddy/|$(SYSCONFDIR)/eddy/|g' "ops/$$u" > "$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp"; \
+		chmod 0644 "$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp"; \
+		mv -f "$(DESTDIR)$(SYSTEMDUNITDIR)/$$u.tmp" "$(DESTDIR)$(SYSTEMDUNITDIR)/$$u"; \
+	done
+	install -d -m 0755 "$(DESTDIR)$(SYSUSERSDIR)" "$(DESTDIR)$(TMPFILESDIR)"
+	install -m 0644 ops/eddy.sysusers "$(DESTDIR)$(SYSUSERSDIR)/eddy.conf"
+	install -m 0644 ops/eddy.tmpfiles "$(DESTDIR)$(TMPFILESDIR)/eddy.conf"
+	@if $(SYSTEMD_LIVE); then \
+		set -e; \
+		echo "systemd-sysusers $(SYSUSERSDIR)/eddy.conf"; systemd-sysusers "$(SYSUSERSDIR)/eddy.conf"; \
+		echo "systemd-tmpfiles --create $(TMPFILESDIR)/eddy.conf"; systemd-tmpfiles --create "$(TMPFILESDIR)/eddy.conf"; \
+		echo "systemctl daemon-reload"; systemctl daemon-reload; \
+		echo "installed; next: edit $(SYSCONFDIR)/eddy/eddyd.toml, then systemctl enable --now eddyd"; \
+	elif [ -n "$(DESTDIR)" ]; then \
+		echo "installed into $(DESTDIR); on the target, run: systemd-sysusers; systemd-tmpfiles --create; systemctl daemon-reload"; \
+	else \
+		echo "installed; not root on a running systemd, so run: sudo systemd-sysusers $(SYSUSERSDIR)/eddy.conf &&" \
+			"sudo systemd-tmpfiles --create $(TMPFILESDIR)/eddy.conf && sudo systemctl daemon-reload"; \
+	fi
+
+uninstall:
+	@if $(SYSTEMD_LIVE); then \
+		echo "systemctl disable --now $(EDDY_UNITS)"; systemctl disable --now $(EDDY_UNITS) || true; \
+	fi
+	rm -f "$(DESTDIR)$(BINDIR)/eddyd" "$(DESTDIR)$(BINDIR)/eddy"
+	rm -f $(foreach u,$(EDDY_UNITS),"$(DESTDIR)$(SYSTEMDUNITDIR)/$(u)")
+	rm -f "$(DESTDIR)$(SYSUSERSDIR)/eddy.conf" "$(DESTDIR)$(TMPFILESDIR)/eddy.conf"
+	@if $(SYSTEMD_LIVE); then echo "systemctl daemon-reload"; systemctl daemon-reload; fi
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/eddy/eddyd.toml, the data in $(DESTDIR)/var/lib/eddy and" \
+		"$(DESTDIR)/var/lib/eddy-follower, the backups in $(DESTDIR)/var/backups/eddy and the eddy user; remove them by hand if you mean to"
