@@ -53,6 +53,14 @@ public struct Frame: Sendable, Equatable {
         /// what HTTP takes in `Authorization: Bearer`: the admin secret, an ID token, or `owner`
         /// in emulator mode. Added without a version change: an older server refuses the kind.
         case auth = 8
+        /// `{}`: an online backup's first step (admin only once credentials are configured):
+        /// the daemon writes a consistent checkpoint of every namespace under
+        /// `<data>/.checkpoints/<id>/<namespace>` (answer: `value` with `{"id", "directory",
+        /// "namespaces": {name: {"directory", "databaseId", "last"}}}`); the caller copies it and
+        /// then sends `releaseCheckpoint`. Added without a version change (`eddy backup`).
+        case checkpoint = 9
+        /// `{"id": "<checkpoint id>"}`: deletes that checkpoint (answer: `value` `{"released": bool}`).
+        case releaseCheckpoint = 10
         // server -> client
         /// `{"value": ..., "etag": "..."?}`
         case value = 20

@@ -82,6 +82,8 @@ public enum EddyServer {
         engineOptions.leader = configuration.leader
         engineOptions.diskReserveBytes = UInt64(clamping: configuration.diskReserveBytes)
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
+        // A backup copying a checkpoint cannot outlive the daemon that made it.
+        data.removeStaleCheckpoints()
         let followerName =
             configuration.followerName
             ?? "\(ProcessInfo.processInfo.hostName):\(URL(fileURLWithPath: configuration.dataDirectory).standardizedFileURL.path)"

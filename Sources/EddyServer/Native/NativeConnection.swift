@@ -241,6 +241,10 @@ final class NativeConnection: Sendable {
                 return
             }
             let access = try self.access()
+            if frame.kind == .checkpoint || frame.kind == .releaseCheckpoint {
+                try await self.checkpointRequest(frame, body, access: access)
+                return
+            }
             let engine = try self.data.engine(
                 namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace,
                 create: access.isAdmin || !self.authenticator.configuration.isConfigured)
