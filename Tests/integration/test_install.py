@@ -106,7 +106,7 @@ def test_install_puts_every_file_in_place_with_prefix_usr(tmp_path, bin_dir):
     execs = {u: [l for l in (root / unit_dir / u).read_text().splitlines() if l.startswith("ExecStart=")] for u in SERVICES}
     assert execs["eddyd.service"] == ["ExecStart=/usr/bin/eddyd serve --config /etc/eddy/eddyd.toml"]
     assert execs["eddyd-follower.service"][0].startswith("ExecStart=/usr/bin/eddyd follow ")
-    assert execs["eddy-backup.service"] == ["ExecStart=/usr/bin/eddy backup --data /var/lib/eddy --to /var/backups/eddy"]
+    assert execs["eddy-backup.service"] == ["ExecStart=/usr/bin/eddy backup --socket /run/eddy/eddyd.sock --to /var/backups/eddy"]
     # A DESTDIR install is for a package: it runs nothing on this system, it says what to run.
     assert f"installed into {root}; on the target, run:" in out
     assert "systemd-sysusers /usr/lib/sysusers.d/eddy.conf" not in out
