@@ -25,6 +25,36 @@ struct DataOptions: ParsableArguments {
     @Option(name: .long, help: "Namespace (database) inside the data directory. Default: default")
     var ns = DataDirectory.defaultNamespace
 
+    @Option(name: .long, help: "A running daemon's native socket (get, query, set, update, push, remove use it when a daemon answers). Default: <data>/eddyd.sock")
+    var socket: String?
+
+    @Option(name: .customLong("admin-token-file"), help: "File holding the daemon's admin secret (when credentials are configured).")
+    var adminTokenFile: String?
+
+    @Flag(name: .long, help: "Open the data directory directly, never a running daemon (the daemon must be stopped).")
+    var offline = false
+
+    /// The running daemon to send requests to; nil: none answers (or --offline), work offline.
+    func daemon() throws -> DaemonConnection? {
+        guard !self.offline else { return nil }
+        do {
+            return try DaemonConnection.connect(socketPath: self.socket ?? self.data + "/eddyd.sock", adminTokenFile: self.adminTokenFile)
+        } catch {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// Runs `body` against the daemon; prints EddyErrors as `eddy: message`, exit 1.
+    func online<T>(_ daemon: DaemonConnection, _ body: (DaemonConnection) throws(EddyError) -> T) throws -> T {
+        do {
+            return try body(daemon)
+        } catch {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
     /// Runs `body` with the namespace's engine; prints EddyErrors as `eddy: message`, exit 1.
     /// Online index builds do not advance unless `runIndexBuilds` (`eddy index build`), so
     /// inspecting a database leaves its build state alone.
@@ -76,6 +106,12 @@ struct Get: AsyncParsableCommand {
     @Flag(help: "Indent the output.") var pretty = false
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            var value = try self.options.online(daemon) { daemon throws(EddyError) in try daemon.get(try parsePath(self.path), ns: self.options.ns) }
+            if self.shallow, case .object(let children) = value { value = .object(children.mapValues { _ in .bool(true) }) }
+            printLine(JSONWriter.string(value, pretty: self.pretty))
+            return
+        }
         let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
             let path = try parsePath(self.path)
             return self.shallow ? try engine.readShallow(path) : try engine.readValue(path)
@@ -121,6 +157,13 @@ struct QueryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            let value = try self.options.online(daemon) { daemon throws(EddyError) in
+                try daemon.query(try parsePath(self.path), parameters: self.query.given, ns: self.options.ns)
+            }
+            printLine(JSONWriter.string(value, pretty: self.pretty))
+            return
+        }
         let value = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
             var parameters = QueryParameters()
             for (name, value) in self.query.given { try parameters.add(name, value) }
@@ -177,6 +220,15 @@ struct Set: AsyncParsableCommand {
     @Argument(help: "JSON value, or - to read standard input") var json: String
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            let value = try self.options.online(daemon) { daemon throws(EddyError) in
+                let value = try parseJSONArgument(self.json)
+                _ = try daemon.write("set", try parsePath(self.path), value, ns: self.options.ns)
+                return value
+            }
+            printLine(JSONWriter.string(value))
+            return
+        }
         let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
             try await engine.set(try parsePath(self.path), try parseJSONArgument(self.json)).committed!
         }
@@ -192,6 +244,15 @@ struct Update: AsyncParsableCommand {
     @Argument(help: "JSON object such as {\"ada/born\": 1815}, or - for standard input") var json: String
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            let value = try self.options.online(daemon) { daemon throws(EddyError) in
+                let value = try parseJSONArgument(self.json)
+                _ = try daemon.write("update", try parsePath(self.path), value, ns: self.options.ns)
+                return value
+            }
+            printLine(JSONWriter.string(value))
+            return
+        }
         let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
             let update = try WriteOperation.update(at: try parsePath(self.path), body: try parseJSONArgument(self.json))
             return try await engine.write(update).committed!
@@ -207,6 +268,13 @@ struct Push: AsyncParsableCommand {
     @Argument(help: "JSON value, or - for standard input") var json: String
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            let written = try self.options.online(daemon) { daemon throws(EddyError) in
+                try daemon.write("push", try parsePath(self.path), try parseJSONArgument(self.json), ns: self.options.ns)
+            }
+            printLine(JSONWriter.string(.object(["name": written["name"]])))
+            return
+        }
         let written = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
             try await engine.push(try parsePath(self.path), try parseJSONArgument(self.json))
         }
@@ -220,6 +288,13 @@ struct Remove: AsyncParsableCommand {
     @Argument(help: "Path, e.g. /users/ada") var path: String
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            _ = try self.options.online(daemon) { daemon throws(EddyError) in
+                try daemon.write("remove", try parsePath(self.path), nil, ns: self.options.ns)
+            }
+            printLine("null")
+            return
+        }
         _ = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
             try await engine.remove(try parsePath(self.path))
         }

@@ -590,8 +590,12 @@ def test_data_survives_restart_and_cli_reads_it(daemon):
         assert s.get(daemon.url("/other", ns="second")).json() == 2
 
 
-def test_cli_refuses_while_daemon_runs(daemon):
+def test_offline_cli_commands_refuse_while_daemon_runs(daemon):
     requests.put(daemon.url("/x"), data="1")
-    r = run_eddy("get", "/", "--data", daemon.data_dir, check=False)
-    assert r.returncode != 0
-    assert b"in use" in r.stderr
+    # Maintenance commands and --offline open the directory themselves: refused, saying why.
+    for args in (["verify"], ["get", "/", "--offline"]):
+        r = run_eddy(*args, "--data", daemon.data_dir, check=False)
+        assert r.returncode != 0
+        assert b"in use" in r.stderr and b"eddyd running" in r.stderr
+    # Data commands go through the running daemon instead.
+    assert run_eddy("get", "/", "--data", daemon.data_dir).stdout.strip() == b'{"x":1}'
