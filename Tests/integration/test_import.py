@@ -137,3 +137,24 @@ def test_one_gib_import(daemon, tmp_path):
     assert result.returncode == 0, result.stderr
     print(f"1 GiB import: {doc.stat().st_size / 2**20 / seconds:.1f} MiB/s, {4_000_000 / seconds:.0f} values/s, peak RSS {peak >> 20} MiB, {seconds:.0f} s")
     assert peak < 256 << 20
+
+
+def test_export_streams_while_the_daemon_runs_and_round_trips_through_import(daemon_factory, tmp_path):
+    source = daemon_factory()
+    doc = tmp_path / "doc.json"
+    generate(doc, 3_000, 30, seed=5)
+    run_eddy("import", doc, "--data", source.data_dir)
+    requests.put(source.url("/odd"), data=json.dumps({"q\"uote": "é", "10": 1, "9": 2, "list": [True, False]}))
+    # Exported from the running daemon's directory (a read-only view beside the writer).
+    out = tmp_path / "export.json"
+    result = run_eddy("export", "--data", source.data_dir, "--out", out)
+    assert b"exported / to" in result.stderr and not (tmp_path / "export.json.partial").exists()
+    exported = json.load(open(out))
+    assert firebase_view(exported) == firebase_view(requests.get(source.url("/")).json())
+    # A location, and a primitive.
+    assert json.loads(run_eddy("export", "/odd", "--data", source.data_dir).stdout) == {"q\"uote": "é", "10": 1, "9": 2, "list": {"0": True, "1": False}}
+    assert json.loads(run_eddy("export", "/odd/10", "--data", source.data_dir).stdout) == 1
+    # Into another database: equal.
+    target = daemon_factory()
+    run_eddy("import", out, "--data", target.data_dir)
+    assert requests.get(target.url("/")).json() == requests.get(source.url("/")).json()

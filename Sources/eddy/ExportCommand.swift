@@ -1,0 +1,73 @@
+// `eddy export [PATH] [--out FILE]`: the JSON of a location (default: everything) streamed to
+// standard output or a file in bounded memory (`TreeExport`), from a running daemon's data
+// directory or a stopped one alike: it reads a read-only RocksDB instance, so the export is the
+// database as of the moment it started, whatever is written meanwhile. `--out` writes FILE.partial
+// and renames it when complete, so a FILE that exists is whole.
+
+import ArgumentParser
+import EddyEngine
+import EddyModel
+import Foundation
+
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Stream the JSON of a location (default: the whole database) to stdout or a file, in bounded memory.")
+
+    @Option(name: .long, help: "Data directory (of a running daemon or a stopped one). Default: ./data") var data = "./data"
+    @Option(name: .long, help: "Namespace. Default: default") var ns = DataDirectory.defaultNamespace
+    @Argument(help: "Location to export, e.g. /users. Default: /") var path = "/"
+    @Option(name: .long, help: "Write to this file (FILE.partial, renamed when complete) instead of standard output.") var out: String?
+
+    func run() async throws {
+        do {
+            try self.export()
+        } catch let error as EddyError {
+            FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    private func export() throws {
+        try DataDirectory.validateNamespace(self.ns)
+        let location = try Path(self.path)
+        let directory = self.data + "/" + self.ns
+        guard FileManager.default.fileExists(atPath: directory + "/CURRENT") else {
+            throw EddyError(.notFound, "namespace \(self.ns) does not exist in \(self.data)")
+        }
+        let started = Date()
+        var written = 0
+        var lastReport = Date()
+        let target: FileHandle
+        let partial = self.out.map { $0 + ".partial" }
+        if let partial {
+            guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]),
+                let handle = FileHandle(forWritingAtPath: partial)
+            else { throw EddyError(.io, "cannot create \(partial)") }
+            target = handle
+        } else {
+            target = FileHandle.standardOutput
+        }
+        let leaves = try TreeExport.export(directory: directory, path: location) { bytes in
+            try target.write(contentsOf: bytes)
+            written += bytes.count
+            if self.out != nil, Date().timeIntervalSince(lastReport) >= 5 {
+                lastReport = Date()
+                FileHandle.standardError.write(Data("exported \(String(format: "%.1f", Double(written) / 1_048_576)) MiB\n".utf8))
+            }
+        }
+        if let partial, let out = self.out {
+            try target.write(contentsOf: Array("\n".utf8))
+            try target.synchronize()
+            try target.close()
+            guard rename(partial, out) == 0 else { throw EddyError(.io, "cannot rename \(partial) to \(out) (errno \(errno))") }
+            let seconds = Date().timeIntervalSince(started)
+            FileHandle.standardError.write(
+                Data(
+                    "exported \(location) to \(out): \(String(format: "%.1f", Double(written) / 1_048_576)) MiB, \(leaves) values in \(String(format: "%.1f", seconds)) s\n"
+                        .utf8))
+        } else {
+            try target.write(contentsOf: Array("\n".utf8))
+        }
+    }
+}
