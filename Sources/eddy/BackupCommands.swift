@@ -236,17 +236,25 @@ struct RestoreCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "A backup, or a backup folder (its newest backup).") var from: String
     @Option(name: .long, help: "The data directory to restore into (empty, daemon stopped).") var data: String
+    @Option(name: .long, parsing: .unconditional, help: "Point in time: also replay log entries after the backup up to this log id (needs --log-from).") var until: String?
+    @Option(name: .customLong("log-from"), help: "A data directory whose log holds the entries after the backup (the leader's, running or stopped, or a follower's).") var logFrom: String?
+
+    func validate() throws {
+        if self.until != nil, self.logFrom == nil { throw ValidationError("--until needs --log-from DATA_DIR: the log to replay") }
+        if self.until == nil, self.logFrom != nil { throw ValidationError("--log-from needs --until LOG_ID: where to stop") }
+        if let until, LogID(until) == nil { throw ValidationError("--until \(until) is not a log id (a push id such as -P7I_VEkumy48Ss99VW-)") }
+    }
 
     func run() async throws {
         do {
-            if !(try self.restore()) { throw ExitCode(3) }
+            if !(try await self.restore()) { throw ExitCode(3) }
         } catch let error as EddyError {
             FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
     }
 
-    private func restore() throws(EddyError) -> Bool {
+    private func restore() async throws(EddyError) -> Bool {
         let started = Date()
         var root = (self.from as NSString).deletingLastPathComponent
         var name = (self.from as NSString).lastPathComponent
@@ -286,8 +294,11 @@ struct RestoreCommand: AsyncParsableCommand {
             } catch {
                 throw EddyError(.io, "cannot move \(staging) into place: \(error.localizedDescription)")
             }
+            if let until = self.until.flatMap(LogID.init), let logFrom = self.logFrom {
+                try await Self.replay(nsName, ns, into: self.data + "/" + nsName, until: until, from: logFrom)
+            }
             let (report, last) = try BackupVerifier.check(self.data + "/" + nsName)
-            healthy = healthy && report.isHealthy && last?.rawValue == ns.last
+            healthy = healthy && report.isHealthy && (self.until != nil || last?.rawValue == ns.last)
             printLine("namespace \(nsName): restored, last log id \(last?.rawValue ?? "none"), \(report)")
         }
         try FileCopy.fsync(self.data, directory: true)
@@ -295,5 +306,44 @@ struct RestoreCommand: AsyncParsableCommand {
             "restored \(store.root)/\(name) into \(self.data): \(manifest.namespaces.count) namespaces, \(BackupCommand.mebibytes(bytes)) MiB in \(String(format: "%.2f", Date().timeIntervalSince(started))) s"
         )
         return healthy
+    }
+
+    /// Point-in-time restore: applies the entries of `from`'s log after the backup's last entry
+    /// and up to `until` to the restored namespace, as a follower applies its leader's (same ids
+    /// and timestamps; before-images checked, so a log of another history is refused).
+    static func replay(_ name: String, _ ns: BackupManifest.Namespace, into directory: String, until: LogID, from dataDirectory: String) async throws(EddyError) {
+        let source = dataDirectory + "/" + name
+        guard FileManager.default.fileExists(atPath: source + "/CURRENT") else {
+            printLine("namespace \(name): no log in \(dataDirectory); restored as of the backup")
+            return
+        }
+        let backupLast = ns.last.flatMap(LogID.init)
+        if let backupLast, until < backupLast {
+            throw EddyError(.invalidArgument, "namespace \(name): the backup already holds entries up to \(backupLast), after --until \(until); restore an older backup")
+        }
+        let log = try ReadOnlyLog(directory: source)
+        defer { log.close() }
+        guard log.belongs(to: ns.databaseID) else {
+            throw EddyError(.invalidArgument, "namespace \(name): \(source) is the log of database \(log.databaseID), not of the backup's \(ns.databaseID)")
+        }
+        if let pruned = log.prunedThrough, backupLast.map({ $0 < pruned }) ?? true {
+            throw EddyError(
+                .invalidArgument,
+                "namespace \(name): the log in \(source) was pruned through \(pruned), past the backup's last entry \(backupLast?.rawValue ?? "none"): the entries in between are gone (take a newer backup, or keep more log with --log-retain-*)")
+        }
+        var options = EngineOptions(durability: .sync)
+        options.runIndexBuilds = false
+        let engine = try Engine.open(directory: directory, options: options)
+        defer { engine.close() }
+        var cursor = backupLast
+        var count = 0
+        while true {
+            let entries = try log.entries(after: cursor, through: until, limit: 1024)
+            guard let last = entries.last else { break }
+            try await engine.applyReplicated(entries)
+            count += entries.count
+            cursor = last.id
+        }
+        printLine("namespace \(name): replayed \(count) log entries after the backup, up to \(cursor?.rawValue ?? "none") (--until \(until))")
     }
 }

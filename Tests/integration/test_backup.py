@@ -136,3 +136,31 @@ def test_refusals(daemon_factory, tmp_path):
     assert not any(n.startswith(".") for n in os.listdir(tmp_path / "c"))
     # The daemon's checkpoint is gone once the backup is copied.
     assert os.listdir(Path(secured.data_dir) / ".checkpoints") == []
+
+
+def test_point_in_time_restore_replays_the_log_up_to_a_chosen_id(daemon_factory, tmp_path):
+    leader = daemon_factory()
+    session = requests.Session()
+    early = None
+    for i in range(20):
+        r = session.put(leader.url(f"/p/k{i}"), data=str(i))
+        early = early or r.headers[LOG_ID]
+    backup(leader, tmp_path / "backups")
+    after = []
+    for i in range(30):
+        r = session.put(leader.url(f"/p/k{i}"), data=str(100 + i))
+        after.append(r.headers[LOG_ID])
+    chosen = after[14]  # the 15th write after the backup
+    # The leader still runs: its log is read beside it.
+    out = run_eddy("restore", "--from", tmp_path / "backups", "--data", tmp_path / "pitr", "--until", chosen, "--log-from", leader.data_dir).stdout
+    assert b"replayed 15 log entries" in out and b"OK" in out
+    restored = json.loads(run_eddy("get", "/p", "--data", tmp_path / "pitr").stdout)
+    assert restored == {f"k{i}": (100 + i if i < 15 else i) for i in range(20)}
+    assert json.loads(run_eddy("log", "--data", tmp_path / "pitr").stdout.splitlines()[-1])["id"] == chosen
+    # Another database's log is refused; so is --until before the backup.
+    other = daemon_factory()
+    requests.put(other.url("/x"), data="1")
+    result = run_eddy("restore", "--from", tmp_path / "backups", "--data", tmp_path / "pitr2", "--until", chosen, "--log-from", other.data_dir, check=False)
+    assert result.returncode == 1 and b"is the log of database" in result.stderr
+    result = run_eddy("restore", "--from", tmp_path / "backups", "--data", tmp_path / "pitr3", "--until", early, "--log-from", leader.data_dir, check=False)
+    assert result.returncode == 1 and b"restore an older backup" in result.stderr

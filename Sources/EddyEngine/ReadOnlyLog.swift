@@ -1,0 +1,72 @@
+// The operation log of a namespace's directory, read through a read-only RocksDB instance (beside
+// a running daemon or on a stopped data directory): what point-in-time restore replays on top of
+// a backup. It says which database it is the log of (its own id, or on a follower's replica the
+// leader's), and from where it is complete (entries up to `prunedThrough` were pruned).
+
+import EddyModel
+import EddyStorage
+
+public final class ReadOnlyLog {
+    private let database: Database
+    public let directory: String
+    /// The database's id, and on a follower's replica the id of the leader's database.
+    public let databaseID: String
+    public let replicaOf: String?
+    /// The newest pruned entry (nil: the log holds every entry since the first).
+    public let prunedThrough: LogID?
+
+    public init(directory: String) throws(EddyError) {
+        var options = StorageOptions()
+        options.readOnly = true
+        do {
+            self.database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: options)
+        } catch {
+            throw EddyError(.notFound, "cannot open the log in \(directory): \(error)")
+        }
+        self.directory = directory
+        let meta = self.database.columnFamily(ColumnFamilies.meta)
+        do {
+            self.databaseID = try self.database.get(meta, MetaKeys.databaseID).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            self.replicaOf = try self.database.get(meta, MetaKeys.replicaOf).map { String(decoding: $0, as: UTF8.self) }
+        } catch {
+            self.database.close()
+            throw EngineErrors.storage(error, while: "reading \(directory)'s database id")
+        }
+        do {
+            self.prunedThrough = try Engine.logPrunedThrough(in: self.database)
+        } catch {
+            self.database.close()
+            throw error
+        }
+    }
+
+    /// True when this is the log of database `id` (or of a replica of it).
+    public func belongs(to id: String) -> Bool { self.databaseID == id || self.replicaOf == id }
+
+    /// Up to `limit` decoded entries after `after` and at or before `through`, in log order.
+    public func entries(after: LogID?, through: LogID, limit: Int) throws(EddyError) -> [LogEntry] {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        if let after {
+            iterator.seek(Array(after.rawValue.utf8))
+            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
+        } else {
+            iterator.seekToFirst()
+        }
+        var entries: [LogEntry] = []
+        while iterator.isValid, entries.count < limit {
+            let key = String(decoding: iterator.key, as: UTF8.self)
+            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) in \(self.directory) is not a push ID") }
+            if through < id { break }
+            entries.append(try LogEntryCodec.decode(id: id, iterator.value))
+            iterator.next()
+        }
+        do {
+            try iterator.checkError()
+        } catch {
+            throw EngineErrors.storage(error, while: "reading the log in \(self.directory)")
+        }
+        return entries
+    }
+
+    public func close() { self.database.close() }
+}
