@@ -106,11 +106,14 @@ public final class DataDirectory: Sendable {
     }
 
     /// Namespaces present on disk.
-    public func namespacesOnDisk() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: self.path)) ?? []
+    public func namespacesOnDisk() -> [String] { Self.listing(self.path) }
+
+    /// The namespaces in the data directory at `path`, without opening (or locking) it.
+    public static func listing(_ path: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         return names.filter { name in
             (try? Self.validateNamespace(name)) != nil
-                && FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
+                && FileManager.default.fileExists(atPath: path + "/" + name + "/CURRENT")
         }.sorted()
     }
 

@@ -7,7 +7,7 @@ import EddyModel
 import EddyStorage
 
 public final class ReadOnlyLog {
-    private let database: Database
+    let database: Database
     public let directory: String
     /// The database's id, and on a follower's replica the id of the leader's database.
     public let databaseID: String
@@ -69,4 +69,32 @@ public final class ReadOnlyLog {
     }
 
     public func close() { self.database.close() }
+}
+
+extension ReadOnlyLog {
+    /// `eddy stats`: what a namespace's directory holds, read beside a running daemon or on a
+    /// stopped one: its ids, the log's extent and size, RocksDB's byte figures, its indexes.
+    public static func stats(directory: String) throws(EddyError) -> Value {
+        let log = try ReadOnlyLog(directory: directory)
+        defer { log.close() }
+        let database = log.database
+        let last = try Engine.lastLogID(database)
+        let (definitions, _) = try IndexCatalog.load(database)
+        var figures: [String: Value] = [
+            "databaseId": .string(log.databaseID),
+            "replicaOf": log.replicaOf.map { .string($0) } ?? .null,
+            "last": last.map { .string($0.rawValue) } ?? .null,
+            "prunedThrough": log.prunedThrough.map { .string($0.rawValue) } ?? .null,
+            "indexes": .number(Double(definitions.count)),
+            "indexesBuilding": .number(Double(definitions.count { !$0.isReady })),
+        ]
+        let sizes: [(String, String)] = [("sstBytes", "rocksdb.live-sst-files-size"), ("pendingCompactionBytes", "rocksdb.estimate-pending-compaction-bytes")]
+        for (name, property) in sizes {
+            figures[name] = database.integerPropertySummed(property).map { .number(Double($0)) } ?? .null
+        }
+        figures["logBytes"] =
+            (try? database.approximateSize(database.columnFamily(ColumnFamilies.log), from: [], to: [UInt8](repeating: 0xFF, count: 32)))
+            .map { .number(Double($0)) } ?? .null
+        return .object(figures)
+    }
 }

@@ -188,7 +188,7 @@ public enum EddyServer {
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
                 origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
-                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logger: logger),
+                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests, logger: logger),
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",

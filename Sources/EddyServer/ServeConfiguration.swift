@@ -117,6 +117,8 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var metricsListen: String? = nil
     /// The `--config` file these options came from (reread on SIGHUP); nil: none.
     public var configFile: String? = nil
+    /// One info line per HTTP request: method, path (no query string), status, milliseconds.
+    public var logRequests = false
     /// `/.health/ready` fails on a follower whose replica is further behind than this. Default 10.
     public var readyLagMaxSeconds = 10
 
@@ -329,6 +331,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("metrics", .string(let s)): self.metricsListen = s
+            case ("log-requests", .bool(let b)), ("log_requests", .bool(let b)): self.logRequests = b
             case ("ready-lag-max-seconds", .integer(let n)), ("ready_lag_max_seconds", .integer(let n)): self.readyLagMaxSeconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
@@ -344,7 +347,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
                 )
             }
         }

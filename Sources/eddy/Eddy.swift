@@ -14,7 +14,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
-        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self, Digest.self, Followers.self, Tail.self, TokenCommand.self, BackupCommand.self, RestoreCommand.self, ImportCommand.self, ExportCommand.self]
+        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self, Digest.self, Followers.self, Tail.self, TokenCommand.self, BackupCommand.self, RestoreCommand.self, ImportCommand.self, ExportCommand.self, StatsCommand.self]
     )
 }
 

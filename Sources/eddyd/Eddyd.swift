@@ -157,6 +157,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("metrics"), help: "HOST:PORT of a listener serving /metrics (Prometheus) and /.health/* with no credential. Default: none (the HTTP listener serves /metrics, to the admin once auth is configured)")
     var metrics: String?
 
+    @Flag(name: .customLong("log-requests"), help: "Log one line per HTTP request: method, path, status, milliseconds. Default: off")
+    var logRequests = false
+
     @Option(name: .customLong("ready-lag-max-seconds"), help: "/.health/ready fails on a follower further behind its leader than this (1 to 86400). Default: 10")
     var readyLagMaxSeconds: Int?
 
@@ -232,6 +235,7 @@ struct Serve: AsyncParsableCommand {
         if let tlsKeyFile { configuration.tlsKeyFile = tlsKeyFile }
         if let tlsCAFile { configuration.tlsCAFile = tlsCAFile }
         if let metrics { configuration.metricsListen = metrics }
+        if logRequests { configuration.logRequests = true }
         if let readyLagMaxSeconds { configuration.readyLagMaxSeconds = readyLagMaxSeconds }
         if let durability {
             guard let d = Durability(rawValue: durability) else {

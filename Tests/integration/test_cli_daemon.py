@@ -3,6 +3,7 @@ and remove round-trip with what HTTP clients see, the admin token once credentia
 configured (rules apply otherwise), and offline work when no daemon answers."""
 
 import json
+import time
 
 import requests
 
@@ -64,3 +65,32 @@ def test_offline_when_no_daemon_answers(daemon_factory):
     eddy(daemon, "set", "/offline", "true")
     daemon.start()
     assert requests.get(daemon.url("/offline")).json() is True
+
+
+def test_stats_beside_a_running_daemon(daemon):
+    for i in range(10):
+        requests.post(daemon.url("/s"), data=json.dumps({"i": i}))
+    requests.put(daemon.url("/other", ns="second"), data="1")
+    rules = {"rules": {".read": True, ".write": True, "s": {".indexOn": "i"}}}
+    assert requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps(rules)).status_code == 200
+    lines = [json.loads(line) for line in run_eddy("stats", "--data", daemon.data_dir).stdout.splitlines()]
+    by_ns = {line["namespace"]: line for line in lines}
+    assert set(by_ns) == {"default", "second"}
+    default = by_ns["default"]
+    assert default["last"] == requests.get(daemon.base_url + "/.status.json").json()["last"]
+    assert default["indexes"] == 1 and default["databaseId"] and default["prunedThrough"] is None
+    result = run_eddy("stats", "--data", "/nonexistent-eddy-dir", check=False)
+    assert result.returncode == 1 and b"no namespace" in result.stderr
+
+
+def test_request_log_lines(daemon_factory):
+    daemon = daemon_factory("--log-requests")
+    assert requests.get(daemon.url("/a", auth="not-in-the-log")).status_code == 200
+    requests.put(daemon.url("/a"), data="{bad")
+    deadline = time.monotonic() + 10
+    while b"eddy.status=400" not in open(daemon.log_path, "rb").read():
+        assert time.monotonic() < deadline, daemon.log_tail()
+        time.sleep(0.05)
+    log = open(daemon.log_path).read()
+    assert "request eddy.method=GET eddy.ms=" in log and "eddy.path=/a.json" in log and "eddy.status=200" in log
+    assert "not-in-the-log" not in log

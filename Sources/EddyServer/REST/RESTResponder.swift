@@ -44,14 +44,18 @@ public struct RESTResponder: HTTPResponder {
     let metrics: MetricsEndpoint?
     /// `/.health/live` and `/.health/ready`.
     let health: HealthEndpoint
+    /// One info line per request (`--log-requests`).
+    let logRequests: Bool
     let logger: Logger
 
     init(
         data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 30, streamBufferBatches: Int = 1024,
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
-        origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logger: Logger
+        origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logRequests: Bool = false,
+        logger: Logger
     ) {
+        self.logRequests = logRequests
         self.metrics = metrics
         self.health = HealthEndpoint(data: data, replication: replication, readyLagMaxSeconds: readyLagMaxSeconds)
         self.authenticator = authenticator
@@ -78,9 +82,22 @@ public struct RESTResponder: HTTPResponder {
             }
             return Response(status: .noContent, headers: headers)
         }
+        let started = self.logRequests ? ContinuousClock.now : nil
         var response = await self.answer(request)
         if request.headers[.origin] != nil {
             for field in self.origins.corsHeaders(request.headers, host: request.head.authority) { response.headers.append(field) }
+        }
+        if let started {
+            // One line per request (streams: when the answer starts). The query string is left
+            // out: it may carry a credential (`auth=`).
+            let elapsed = (ContinuousClock.now - started).components
+            let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+            self.logger.info(
+                "request",
+                metadata: [
+                    "eddy.method": "\(request.method.rawValue)", "eddy.path": "\(request.uri.path)", "eddy.status": "\(response.status.code)",
+                    "eddy.ms": "\(String(format: "%.3f", milliseconds))",
+                ])
         }
         return response
     }
