@@ -31,12 +31,15 @@ def firebase_view(value):
 
 def generate(path, children, text_bytes, seed):
     rng = random.Random(seed)
+    # Texts are slices of one random string at random offsets: varied, and fast to make for 1 GiB.
+    source = "".join(rng.choice("abcdefgh ") for _ in range(max(1 << 16, 2 * text_bytes)))
     with open(path, "w") as f:
         f.write('{"items": {')
         for i in range(children):
             if i:
                 f.write(",")
-            item = {"n": i, "s": "".join(rng.choice("abcdefgh ") for _ in range(text_bytes)), "tags": ["x", None, i % 7], "none": None}
+            start = rng.randrange(len(source) - text_bytes)
+            item = {"n": i, "s": source[start:start + text_bytes], "tags": ["x", None, i % 7], "none": None}
             f.write(json.dumps(f"k{i:07d}") + ":" + json.dumps(item))
         f.write('}, "meta": {"exported": "yes", "nested": {"deep": [1, {"a": true}]}}}')
 
