@@ -132,7 +132,7 @@ def test_refusals(daemon, tmp_path):
 @pytest.mark.skipif(os.environ.get("EDDY_IMPORT_GIB") != "1", reason="set EDDY_IMPORT_GIB=1 to import a generated 1 GiB export")
 def test_one_gib_import(daemon, tmp_path):
     doc = tmp_path / "gib.json"
-    generate(doc, 1_000_000, 1_000, seed=4)
+    generate(doc, 1_000_000, 1_050, seed=4)
     assert doc.stat().st_size >= 1 << 30
     started = time.monotonic()
     result, peak = import_with_peak_rss([doc, "--data", daemon.data_dir])
