@@ -65,28 +65,16 @@ struct BackupCommand: AsyncParsableCommand {
         try FileCopy.makeDirectory(self.to)
         store.removeLeftovers()
         let socketPath = self.socket ?? self.data + "/eddyd.sock"
-        let client: NativeClient
-        do {
-            client = try NativeClient(path: socketPath)
-        } catch {
+        guard let daemon = try DaemonConnection.connect(socketPath: socketPath, adminTokenFile: self.adminTokenFile) else {
             throw EddyError(
                 .unavailable,
-                "no daemon answers on \(socketPath) (\(error.message)); `eddy backup` copies a running daemon's data: start eddyd, or pass --socket (a stopped daemon's data directory can be copied as it is)")
+                "no daemon answers on \(socketPath); `eddy backup` copies a running daemon's data: start eddyd, or pass --socket (a stopped daemon's data directory can be copied as it is)")
         }
-        if let file = self.adminTokenFile {
-            let token: String
-            do {
-                token = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            } catch {
-                throw EddyError(.invalidArgument, "--admin-token-file \(file) cannot be read: \(error.localizedDescription)")
-            }
-            _ = try Self.request(client, .auth, .object(["token": .string(token)]))
-        }
-        let checkpoint = try Self.request(client, .checkpoint, .object([:]))
+        let checkpoint = try daemon.request(.checkpoint, [:])["value"]
         guard case .string(let id) = checkpoint["id"], case .object(let namespaces) = checkpoint["namespaces"] else {
             throw EddyError(.internal, "the daemon's checkpoint answer lacks id or namespaces: \(JSONWriter.string(checkpoint))")
         }
-        defer { _ = try? Self.request(client, .releaseCheckpoint, .object(["id": .string(id)])) }
+        defer { _ = try? daemon.request(.releaseCheckpoint, ["id": .string(id)]) }
 
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyyMMdd-HHmmss"
@@ -144,30 +132,6 @@ struct BackupCommand: AsyncParsableCommand {
         printLine(
             "backup \(self.to)/\(name): \(manifest.namespaces.count) namespaces, \(Self.mebibytes(copiedBytes + linkedBytes)) MiB (\(Self.mebibytes(copiedBytes)) copied, \(Self.mebibytes(linkedBytes)) linked) in \(String(format: "%.2f", seconds)) s"
         )
-    }
-
-    /// One request on the native socket; its `value`, or the daemon's error as an EddyError.
-    static func request(_ client: NativeClient, _ kind: Frame.Kind, _ body: Value) throws(EddyError) -> Value {
-        let answer: Frame?
-        do {
-            try client.send(Frame(kind: kind, requestID: 1, payload: JSONWriter.bytes(body)))
-            answer = try client.receive()
-        } catch {
-            throw EddyError(.unavailable, "talking to the daemon: \(error.message)")
-        }
-        guard let frame = answer else { throw EddyError(.unavailable, "the daemon closed the connection") }
-        let payload: Value
-        do {
-            payload = try JSONParser.parse(frame.payload)
-        } catch {
-            throw EddyError(.internal, "the daemon answered with invalid JSON: \(error.message)")
-        }
-        guard frame.kind == .value else {
-            let message: String
-            if case .string(let m) = payload["message"] { message = m } else { message = JSONWriter.string(payload) }
-            throw EddyError(.unavailable, "the daemon refused the request: \(message)")
-        }
-        return payload["value"]
     }
 }
 
