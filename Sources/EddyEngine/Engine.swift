@@ -24,7 +24,9 @@ public final class Engine: Sendable {
     private let committerDone = DispatchSemaphore(value: 0)
     /// Signalled when the first `close()` finished; later callers wait on it and pass it on.
     private let closeDone = DispatchSemaphore(value: 0)
-    private let readers: NIOThreadPool
+    let readers: NIOThreadPool
+    /// The open streamed reads; released before the database closes.
+    let streams = TreeStreamRegistry()
     private let closed = Mutex(false)
     private let readsInFlight = Mutex(0)
     /// The index catalog as last published by the committer.
@@ -149,6 +151,7 @@ public final class Engine: Sendable {
         self.queue.stop()
         self.committerDone.wait()
         try? self.readers.syncShutdownGracefully()  // only fails when already shut down
+        self.streams.closeAll()
         if self.options.durability == .none, self.committer.failed == nil {
             do {
                 try self.database.flushMemtables()

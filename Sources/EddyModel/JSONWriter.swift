@@ -138,7 +138,7 @@ public enum JSONWriter {
     }
 
     /// `0|[1-9][0-9]*` as an Int small enough to index an array, else nil.
-    private static func arrayIndex(_ key: String) -> Int? {
+    public static func arrayIndex(_ key: String) -> Int? {
         let utf8 = key.utf8
         guard let first = utf8.first, utf8.count <= 9 else { return nil }
         if first == UInt8(ascii: "0") { return utf8.count == 1 ? 0 : nil }
