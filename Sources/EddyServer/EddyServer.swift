@@ -23,13 +23,18 @@ import Glibc
 public enum EddyServer {
     /// The credentials the configuration names, read from their files.
     static func authenticator(_ configuration: ServeConfiguration) async throws(EddyError) -> Authenticator {
+        try await Authenticator.make(try Self.authenticatorConfiguration(configuration))
+    }
+
+    /// The credentials of `configuration`, its files read now.
+    static func authenticatorConfiguration(_ configuration: ServeConfiguration) throws(EddyError) -> Authenticator.Configuration {
         var auth = Authenticator.Configuration()
         auth.adminSecret = try configuration.adminTokenFile.map { file throws(EddyError) in try self.secret(file, option: "admin-token-file") }
         auth.hmacSecret = try configuration.jwtSecretFile.map { file throws(EddyError) in try self.secret(file, option: "jwt-secret-file") }
         auth.rsaKeysJSON = try configuration.jwtKeysFile.map { file throws(EddyError) in try self.secret(file, option: "jwt-keys-file") }
         auth.projectID = configuration.projectID
         auth.emulatorConventions = configuration.emulatorConventions
-        return try await Authenticator.make(auth)
+        return auth
     }
 
     /// A secret file's contents, trimmed; refused when unreadable or empty.
@@ -69,9 +74,10 @@ public enum EddyServer {
         DataDirectoryPermissions.warnIfOpen(configuration.dataDirectory, logger: logger)
         let authenticator = try await Self.authenticator(configuration)
         let replicationSecret = try configuration.replicationSecretFile.map { file throws(EddyError) in try Self.secret(file, option: "replication-secret-file") }
-        let tls = try configuration.tlsCertificateFile.map { file throws(EddyError) in
-            try ServerTLS.configuration(certificateFile: file, keyFile: configuration.tlsKeyFile ?? "")
+        let certificate = try configuration.tlsCertificateFile.map { file throws(EddyError) in
+            try ServerCertificate(certificateFile: file, keyFile: configuration.tlsKeyFile ?? "")
         }
+        let tls = certificate?.configuration
         let tlsContext = try tls.map { configuration throws(EddyError) in try ServerTLS.context(configuration) }
         var engineOptions = EngineOptions(durability: configuration.durability)
         // Firebase: a new database is locked unless it is the emulator's.
@@ -96,6 +102,7 @@ public enum EddyServer {
                     logger: logger)
             }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
+            if let rulesFile = configuration.rulesFile { _ = try await RulesFile.apply(rulesFile, to: data, logger: logger) }
         } catch {
             data.close()
             throw error
@@ -216,7 +223,8 @@ public enum EddyServer {
         for service in nativeTCP { services.append(.init(service: service)) }
         for service in replicationServices { services.append(.init(service: service)) }
         services.append(.init(service: retention))
-        services.append(.init(service: ReloadService(configFile: configuration.configFile, control: logLevel, logger: logger)))
+        services.append(.init(service: ReloadService(
+                    started: configuration, control: logLevel, certificate: certificate, authenticator: authenticator, data: data, logger: logger)))
         for service in metricsListener { services.append(.init(service: service)) }
         services.append(.init(service: app))
         let group = ServiceGroup(

@@ -115,6 +115,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// HOST:PORT of a listener that serves `/metrics` (and the health probes) with no
     /// credential; nil: none (the HTTP listener serves `/metrics` to the admin).
     public var metricsListen: String? = nil
+    /// A JSON rules document (`{"rules": {...}}`) the default namespace's rules are set to at
+    /// start and on SIGHUP (rules kept as a file, e.g. under /etc/eddy). A leader's only: a
+    /// follower takes its leader's rules. nil: the rules are whatever was last set.
+    public var rulesFile: String? = nil
     /// The `--config` file these options came from (reread on SIGHUP); nil: none.
     public var configFile: String? = nil
     /// One info line per HTTP request: method, path (no query string), status, milliseconds.
@@ -210,6 +214,9 @@ public struct ServeConfiguration: Sendable, Equatable {
             throw EddyError(
                 .invalidArgument, "sync-followers-timeout-ms \(self.syncFollowersTimeoutMilliseconds) is out of range 1...600000 (milliseconds)")
         }
+        if self.rulesFile != nil, self.leader != nil {
+            throw EddyError(.invalidArgument, "rules-file is for a leader; a follower takes its leader's rules")
+        }
         if let listen = self.replicationListen { _ = try Self.parseHostPort(listen) }
         if let listen = self.nativeListen { _ = try Self.parseHostPort(listen) }
         if let listen = self.metricsListen { _ = try Self.parseHostPort(listen) }
@@ -298,6 +305,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("admin-token-file", .string(let s)), ("admin_token_file", .string(let s)): self.adminTokenFile = s
             case ("jwt-secret-file", .string(let s)), ("jwt_secret_file", .string(let s)): self.jwtSecretFile = s
             case ("jwt-keys-file", .string(let s)), ("jwt_keys_file", .string(let s)): self.jwtKeysFile = s
+            case ("rules-file", .string(let s)), ("rules_file", .string(let s)): self.rulesFile = s
             case ("project-id", .string(let s)), ("project_id", .string(let s)): self.projectID = s
             case ("replication-secret-file", .string(let s)), ("replication_secret_file", .string(let s)): self.replicationSecretFile = s
             case ("tls-cert-file", .string(let s)), ("tls_cert_file", .string(let s)): self.tlsCertificateFile = s
@@ -347,7 +355,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
                 )
             }
         }

@@ -133,6 +133,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("jwt-keys-file"), help: "File with RS256 keys for Firebase ID tokens: the x509 map {kid: PEM} or a JWKS. Default: none")
     var jwtKeysFile: String?
 
+    @Option(name: .customLong("rules-file"), help: "JSON rules document the default namespace's rules are set to at start and on SIGHUP. Default: none")
+    var rulesFile: String?
+
     @Option(name: .customLong("project-id"), help: "Project id ID tokens must carry (aud; iss https://securetoken.google.com/<id>). Default: eddy")
     var projectID: String?
 
@@ -227,6 +230,7 @@ struct Serve: AsyncParsableCommand {
         if let adminTokenFile { configuration.adminTokenFile = adminTokenFile }
         if let jwtSecretFile { configuration.jwtSecretFile = jwtSecretFile }
         if let jwtKeysFile { configuration.jwtKeysFile = jwtKeysFile }
+        if let rulesFile { configuration.rulesFile = rulesFile }
         if let projectID { configuration.projectID = projectID }
         if let allowedHost { configuration.allowedHosts = ServeConfiguration.list(allowedHost) }
         if let corsOrigin { configuration.corsOrigins = ServeConfiguration.list(corsOrigin) }

@@ -18,6 +18,8 @@
 // anyway (`owner` is the admin).
 // `auth_variable_override=<json>` (admin only) evaluates rules as that `auth`.
 //
+// SIGHUP rereads the secret and key files (`reload`): rotation without a restart.
+//
 // Verified tokens are cached (by their text, until they expire; at most `cacheCountMax`), so a
 // client that sends the same token with every request pays for its signature once.
 
@@ -52,22 +54,51 @@ public final class Authenticator: Sendable {
         public var expires: Date?
     }
 
-    let configuration: Configuration
-    private let keys: JWTKeyCollection
+    /// The secrets and keys in force; replaced whole by `reload` (SIGHUP).
+    private struct Loaded: Sendable {
+        var configuration: Configuration
+        var keys: JWTKeyCollection
+    }
+
+    private let loaded: Mutex<Loaded>
     private let cache = Mutex<[String: Identity]>([:])
     static let cacheCountMax = 10_000
+
+    var configuration: Configuration { self.loaded.withLock { $0.configuration } }
+    /// Whether tokens or an admin secret are configured; fixed for the process (`reload` keeps it).
+    let isConfigured: Bool
+    private var keys: JWTKeyCollection { self.loaded.withLock { $0.keys } }
 
     /// The Firebase emulator's conventions and no keys: `owner` is the admin, nobody else is
     /// authenticated.
     public static let emulator = Authenticator(configuration: Configuration(), keys: JWTKeyCollection())
 
     private init(configuration: Configuration, keys: JWTKeyCollection) {
-        self.configuration = configuration
-        self.keys = keys
+        self.loaded = Mutex(Loaded(configuration: configuration, keys: keys))
+        self.isConfigured = configuration.isConfigured
     }
 
     /// Builds the key collection; throws a message naming the bad key file content.
     public static func make(_ configuration: Configuration) async throws(EddyError) -> Authenticator {
+        Authenticator(configuration: configuration, keys: try await Self.keys(configuration))
+    }
+
+    /// Replaces the secrets and keys (a rotation: a new admin secret, Firebase's next public
+    /// keys), dropping every cached verification. Connections already authenticated keep their
+    /// identity until their token expires. Refused, changing nothing, when it would change
+    /// whether credentials are configured (that changes the default rules: a restart).
+    public func reload(_ configuration: Configuration) async throws(EddyError) {
+        guard configuration.isConfigured == self.isConfigured else {
+            throw EddyError(
+                .invalidArgument,
+                "credentials would go from \(self.isConfigured ? "configured" : "none") to \(configuration.isConfigured ? "configured" : "none"); that needs a restart")
+        }
+        let keys = try await Self.keys(configuration)
+        self.loaded.withLock { $0 = Loaded(configuration: configuration, keys: keys) }
+        self.cache.withLock { $0.removeAll() }
+    }
+
+    private static func keys(_ configuration: Configuration) async throws(EddyError) -> JWTKeyCollection {
         let keys = JWTKeyCollection()
         if let secret = configuration.hmacSecret {
             await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: "eddy-hs256")
@@ -79,7 +110,7 @@ public final class Authenticator: Sendable {
                 throw EddyError(.invalidArgument, "jwt-keys-file: \(error)")
             }
         }
-        return Authenticator(configuration: configuration, keys: keys)
+        return keys
     }
 
     private static func addRSAKeys(_ json: String, to keys: JWTKeyCollection) async throws {
@@ -116,9 +147,10 @@ public final class Authenticator: Sendable {
 
     private func known(_ credential: String?) -> Identity? {
         guard let credential, !credential.isEmpty else { return Identity(access: .unauthenticated, expires: nil) }
-        if let secret = self.configuration.adminSecret {
+        let configuration = self.configuration
+        if let secret = configuration.adminSecret {
             if ConstantTime.equal(credential, secret) { return Identity(access: .admin, expires: nil) }
-        } else if self.configuration.emulatorConventions, credential == "owner" {
+        } else if configuration.emulatorConventions, credential == "owner" {
             return Identity(access: .admin, expires: nil)
         }
         let now = Date()
@@ -160,8 +192,9 @@ public final class Authenticator: Sendable {
 
     /// The verified claims of an ID token, as rules' `auth`.
     private func verify(_ token: String, now: Date) async throws(EddyError) -> Identity {
-        guard self.configuration.hmacSecret != nil || self.configuration.rsaKeysJSON != nil else {
-            guard self.configuration.emulatorConventions else {
+        let configuration = self.configuration
+        guard configuration.hmacSecret != nil || configuration.rsaKeysJSON != nil else {
+            guard configuration.emulatorConventions else {
                 throw EddyError(.unauthenticated, "Could not parse auth token: no token keys are configured (--jwt-secret-file, --jwt-keys-file)")
             }
             return Self.unverified(token)
@@ -178,7 +211,7 @@ public final class Authenticator: Sendable {
         guard parts.count == 3, let payload = Self.base64URLDecode(parts[1]), case .object(let claims) = try? JSONParser.parse(payload) else {
             throw EddyError(.unauthenticated, "Could not parse auth token: the payload is not a JSON object")
         }
-        let project = self.configuration.projectID
+        let project = configuration.projectID
         guard case .number(let exp)? = claims["exp"], Date(timeIntervalSince1970: exp) > now else {
             throw EddyError(.unauthenticated, "Auth token is expired")
         }

@@ -11,7 +11,7 @@ import Logging
 
 extension NativeConnection {
     func checkpointRequest(_ frame: Frame, _ body: Value, access: Access) async throws(EddyError) {
-        guard access.isAdmin || !self.authenticator.configuration.isConfigured else {
+        guard access.isAdmin || !self.authenticator.isConfigured else {
             throw EddyError(.permissionDenied, "Permission denied: backups are for the admin credential only (send it in an auth request first)")
         }
         switch frame.kind {

@@ -176,7 +176,7 @@ public struct RESTResponder: HTTPResponder {
             // Figures reveal namespaces and load: the admin's once credentials are configured
             // (Prometheus sends the secret with `authorization: credentials_file`); a separate
             // `--metrics` listener serves them without one.
-            if self.authenticator.configuration.isConfigured {
+            if self.authenticator.isConfigured {
                 let identity: Authenticator.Identity?
                 do {
                     identity = try self.authenticator.identifyWithoutVerifying(credential: Self.credential(request.headers), override: nil)
@@ -208,12 +208,12 @@ public struct RESTResponder: HTTPResponder {
         do {
             // Once authentication is configured only the admin creates namespaces; in the
             // emulator mode any caller does, as the Firebase emulator lets it.
-            engine = try self.data.engine(namespace: rest.namespace, create: access.isAdmin || !self.authenticator.configuration.isConfigured)
+            engine = try self.data.engine(namespace: rest.namespace, create: access.isAdmin || !self.authenticator.isConfigured)
         } catch {
             throw RESTError(error)
         }
         if rest.isStatus { return try self.status(rest, engine: engine) }
-        if rest.isRules || rest.isFollowers || rest.isIndexes, !access.isAdmin, self.authenticator.configuration.isConfigured {
+        if rest.isRules || rest.isFollowers || rest.isIndexes, !access.isAdmin, self.authenticator.isConfigured {
             // Firebase: the rules (and Eddy's other settings) are the admin's. Without any
             // credential configured (the loopback emulator mode) they stay open, as everything is.
             throw RESTError(EddyError(.permissionDenied, "Permission denied: /.settings is for the admin credential only"))
@@ -332,6 +332,9 @@ public struct RESTResponder: HTTPResponder {
             let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
         }
+        if rest.query == nil, !rest.shallow, !wantsETag, headers[.ifNoneMatch] == nil, rest.print != .silent {
+            return try await self.streamedGet(rest, engine: engine, access: access)
+        }
         let value: Value
         do {
             if let query = rest.query {
@@ -351,6 +354,41 @@ public struct RESTResponder: HTTPResponder {
         }
         return Self.json(value, rest, etag: wantsETag ? ETag.of(value) : nil)
     }
+
+    /// A whole-value GET: written straight from the tree, never built as a `Value`. An answer
+    /// of at most `streamFirstChunkBytes` goes out with a Content-Length as before; a larger one
+    /// is sent chunked, `streamChunkBytes` at a time as the client reads (the writer waits for
+    /// the connection to drain), all from one snapshot. A failure mid-answer (the database
+    /// closing) ends the connection, so a client never takes a cut answer for a whole one.
+    private func streamedGet(_ rest: RESTRequest, engine: Engine, access: Access) async throws -> Response {
+        let opened: (stream: TreeJSONStream, first: [UInt8])
+        do {
+            opened = try await engine.openJSONStream(
+                rest.path, pretty: rest.print == .pretty, access: access, firstChunkBytes: Self.streamFirstChunkBytes)
+        } catch {
+            throw RESTError(error)
+        }
+        let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        let stream = opened.stream
+        if stream.isFinished {
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: opened.first)))
+        }
+        let first = opened.first
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                try await writer.write(ByteBuffer(bytes: first))
+                while let chunk = try await engine.nextChunk(of: stream, bytesMax: Self.streamChunkBytes) {
+                    try await writer.write(ByteBuffer(bytes: chunk))
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// Answers up to this size are built whole and sent with a Content-Length.
+    static let streamFirstChunkBytes = 1 << 20
+    /// The pieces of a larger answer.
+    static let streamChunkBytes = 256 << 10
 
     private func write(_ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?, access: Access) async throws
         -> Response
