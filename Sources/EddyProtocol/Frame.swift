@@ -61,6 +61,12 @@ public struct Frame: Sendable, Equatable {
         case checkpoint = 9
         /// `{"id": "<checkpoint id>"}`: deletes that checkpoint (answer: `value` `{"released": bool}`).
         case releaseCheckpoint = 10
+        /// `{"ns": "<name>"?}`: the rules document `{"rules": {...}}` (answer: `value`). The
+        /// admin's once credentials are configured. Added without a version change (`eddy rules`).
+        case getRules = 11
+        /// `{"ns": "<name>"?, "document": {"rules": {...}}}`: validates and replaces the rules
+        /// (answer: `value` with `{"indexes": <.indexOn declarations>}`). The admin's, as above.
+        case setRules = 12
         // server -> client
         /// `{"value": ..., "etag": "..."?}`
         case value = 20

@@ -10,10 +10,11 @@ import EddyModel
 import EddyProtocol
 import Foundation
 
-final class DaemonConnection {
+final class DaemonConnection: DaemonLink {
     private let client: NativeClient
     private var nextRequestID: UInt64 = 1
     let socketPath: String
+    var address: String { self.socketPath }
 
     private init(client: NativeClient, socketPath: String) {
         self.client = client
@@ -32,15 +33,18 @@ final class DaemonConnection {
         }
         let connection = DaemonConnection(client: client, socketPath: socketPath)
         if let file = adminTokenFile {
-            let token: String
-            do {
-                token = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            } catch {
-                throw EddyError(.invalidArgument, "--admin-token-file \(file) cannot be read: \(error.localizedDescription)")
-            }
-            _ = try connection.request(.auth, ["token": .string(token)])
+            _ = try connection.request(.auth, ["token": .string(try Self.readToken(file))])
         }
         return connection
+    }
+
+    /// The admin secret in `file` (trimmed).
+    static func readToken(_ file: String) throws(EddyError) -> String {
+        do {
+            return try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            throw EddyError(.invalidArgument, "--admin-token-file \(file) cannot be read: \(error.localizedDescription)")
+        }
     }
 
     /// One request; the answer's payload, or the daemon's error (its code and message).
@@ -84,5 +88,16 @@ final class DaemonConnection {
         var body: [String: Value] = ["op": .string(op), "path": .string(path.description), "ns": .string(ns)]
         if let value { body["value"] = value }
         return try self.request(.write, body)
+    }
+
+    func rules(ns: String) throws(EddyError) -> Value {
+        try self.request(.getRules, ["ns": .string(ns)])["value"]
+    }
+
+    func setRules(_ document: Value, ns: String) throws(EddyError) -> Int {
+        guard case .number(let count) = try self.request(.setRules, ["ns": .string(ns), "document": document])["value"]["indexes"] else {
+            throw EddyError(.internal, "the daemon's answer to setRules has no index count")
+        }
+        return Int(count)
     }
 }

@@ -1,5 +1,6 @@
-// eddy: the command-line tool. This version works offline on a data directory (the daemon
-// must not be running: the directory lock refuses both at once). Thin: every command is a
+// eddy: the command-line tool. Data commands reach a running daemon (its socket, or HTTP with
+// --url; `DaemonLink`) and otherwise open the data directory themselves (offline: the directory
+// lock refuses that while a daemon holds it). Thin: every command is a request to the daemon or a
 // call into EddyEngine.
 
 import ArgumentParser
@@ -13,7 +14,7 @@ import Logging
 struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
-        abstract: "Read, write, inspect and verify an Eddy data directory (offline: stop eddyd first).",
+        abstract: "Read, write, inspect and verify an Eddy database: through a running eddyd (socket or --url) or offline.",
         subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self, Digest.self, Followers.self, Tail.self, TokenCommand.self, BackupCommand.self, RestoreCommand.self, ImportCommand.self, ExportCommand.self, StatsCommand.self]
     )
 }
@@ -31,13 +32,21 @@ struct DataOptions: ParsableArguments {
     @Option(name: .customLong("admin-token-file"), help: "File holding the daemon's admin secret (when credentials are configured).")
     var adminTokenFile: String?
 
+    @Option(name: .long, help: "A running daemon's HTTP address, e.g. http://127.0.0.1:9000 (instead of its socket; never offline).")
+    var url: String?
+
     @Flag(name: .long, help: "Open the data directory directly, never a running daemon (the daemon must be stopped).")
     var offline = false
 
-    /// The running daemon to send requests to; nil: none answers (or --offline), work offline.
-    func daemon() throws -> DaemonConnection? {
-        guard !self.offline else { return nil }
-        do {
+    /// The running daemon to send requests to: over HTTP with --url, else its socket when a
+    /// daemon answers there; nil: none answers (or --offline), work offline.
+    func daemon() throws -> (any DaemonLink)? {
+        do throws(EddyError) {
+            if let url = self.url {
+                guard !self.offline else { throw EddyError(.invalidArgument, "--url and --offline contradict each other; give one") }
+                return try DaemonHTTPConnection(url: url, adminTokenFile: self.adminTokenFile)
+            }
+            guard !self.offline else { return nil }
             return try DaemonConnection.connect(socketPath: self.socket ?? self.data + "/eddyd.sock", adminTokenFile: self.adminTokenFile)
         } catch {
             FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
@@ -46,7 +55,7 @@ struct DataOptions: ParsableArguments {
     }
 
     /// Runs `body` against the daemon; prints EddyErrors as `eddy: message`, exit 1.
-    func online<T>(_ daemon: DaemonConnection, _ body: (DaemonConnection) throws(EddyError) -> T) throws -> T {
+    func online<T>(_ daemon: any DaemonLink, _ body: (any DaemonLink) throws(EddyError) -> T) throws -> T {
         do {
             return try body(daemon)
         } catch {
@@ -185,6 +194,11 @@ struct RulesGet: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
 
     func run() async throws {
+        if let daemon = try self.options.daemon() {
+            let document = try self.options.online(daemon) { daemon throws(EddyError) in try daemon.rules(ns: self.options.ns) }
+            printLine(JSONWriter.string(document, pretty: true))
+            return
+        }
         let rules = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in try engine.rules() }
         printLine(JSONWriter.string(rules.json, pretty: true))
     }
@@ -197,19 +211,25 @@ struct RulesSet: AsyncParsableCommand {
     @Argument(help: "File holding {\"rules\": {...}}, or -") var file: String
 
     func run() async throws {
-        let rules = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
-            let document: Value
-            if self.file == "-" {
-                document = try parseJSONArgument("-")
-            } else {
-                guard let data = FileManager.default.contents(atPath: self.file) else {
-                    throw EddyError(.notFound, "cannot read rules file \(self.file)")
-                }
-                document = try JSONParser.parse(Array(data))
+        if let daemon = try self.options.daemon() {
+            let count = try self.options.online(daemon) { daemon throws(EddyError) in
+                try daemon.setRules(try self.document(), ns: self.options.ns)
             }
-            return try await engine.setRules(document)
+            printLine("rules set: \(count) .indexOn declaration(s)")
+            return
+        }
+        let rules = try await self.options.withEngine(mustExist: false) { engine throws(EddyError) in
+            try await engine.setRules(try self.document())
         }
         printLine("rules set: \(rules.indexes.count) .indexOn declaration(s)")
+    }
+
+    private func document() throws(EddyError) -> Value {
+        if self.file == "-" { return try parseJSONArgument("-") }
+        guard let data = FileManager.default.contents(atPath: self.file) else {
+            throw EddyError(.notFound, "cannot read rules file \(self.file)")
+        }
+        return try JSONParser.parse(Array(data))
     }
 }
 

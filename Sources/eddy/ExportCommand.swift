@@ -3,6 +3,9 @@
 // directory or a stopped one alike: it reads a read-only RocksDB instance, so the export is the
 // database as of the moment it started, whatever is written meanwhile. `--out` writes FILE.partial
 // and renames it when complete, so a FILE that exists is whole.
+// `--url http://HOST:PORT` exports through the daemon's REST API instead (a GET that the daemon
+// streams from one snapshot), for a daemon on another machine; arrays then come out as
+// Firebase's REST answers render them, which imports back to the same data.
 
 import ArgumentParser
 import EddyEngine
@@ -18,6 +21,9 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Namespace. Default: default") var ns = DataDirectory.defaultNamespace
     @Argument(help: "Location to export, e.g. /users. Default: /") var path = "/"
     @Option(name: .long, help: "Write to this file (FILE.partial, renamed when complete) instead of standard output.") var out: String?
+    @Option(name: .long, help: "Export through a running daemon's HTTP address (e.g. http://127.0.0.1:9000) instead of reading --data.")
+    var url: String?
+    @Option(name: .customLong("admin-token-file"), help: "With --url: file holding the daemon's admin secret.") var adminTokenFile: String?
 
     func run() async throws {
         do {
@@ -32,7 +38,8 @@ struct ExportCommand: AsyncParsableCommand {
         try DataDirectory.validateNamespace(self.ns)
         let location = try Path(self.path)
         let directory = self.data + "/" + self.ns
-        guard FileManager.default.fileExists(atPath: directory + "/CURRENT") else {
+        let http = try self.url.map { url throws(EddyError) in try DaemonHTTPConnection(url: url, adminTokenFile: self.adminTokenFile) }
+        guard http != nil || FileManager.default.fileExists(atPath: directory + "/CURRENT") else {
             throw EddyError(.notFound, "namespace \(self.ns) does not exist in \(self.data)")
         }
         let started = Date()
@@ -48,12 +55,31 @@ struct ExportCommand: AsyncParsableCommand {
         } else {
             target = FileHandle.standardOutput
         }
-        let leaves = try TreeExport.export(directory: directory, path: location) { bytes in
-            try target.write(contentsOf: bytes)
-            written += bytes.count
+        func report() {
             if self.out != nil, Date().timeIntervalSince(lastReport) >= 5 {
                 lastReport = Date()
                 FileHandle.standardError.write(Data("exported \(String(format: "%.1f", Double(written) / 1_048_576)) MiB\n".utf8))
+            }
+        }
+        var leaves: Int? = nil
+        if let http {
+            nonisolated(unsafe) var failure: (any Error)? = nil
+            try http.stream(location, ns: self.ns, parameters: ["format": "export"]) { data in
+                guard failure == nil else { return }
+                do {
+                    try target.write(contentsOf: data)
+                } catch {
+                    failure = error
+                }
+                written += data.count
+                report()
+            }
+            if let failure { throw EddyError(.io, "writing the export: \(failure.localizedDescription)") }
+        } else {
+            leaves = try TreeExport.export(directory: directory, path: location) { bytes in
+                try target.write(contentsOf: bytes)
+                written += bytes.count
+                report()
             }
         }
         if let partial, let out = self.out {
@@ -64,7 +90,7 @@ struct ExportCommand: AsyncParsableCommand {
             let seconds = Date().timeIntervalSince(started)
             FileHandle.standardError.write(
                 Data(
-                    "exported \(location) to \(out): \(String(format: "%.1f", Double(written) / 1_048_576)) MiB, \(leaves) values in \(String(format: "%.1f", seconds)) s\n"
+                    "exported \(location) to \(out): \(String(format: "%.1f", Double(written) / 1_048_576)) MiB\(leaves.map { ", \($0) values" } ?? "") in \(String(format: "%.1f", seconds)) s\n"
                         .utf8))
         } else {
             try target.write(contentsOf: Array("\n".utf8))

@@ -165,7 +165,7 @@ struct ImportCommand: AsyncParsableCommand {
 /// Writes are synchronous (an offline write waits for the committer's completion on a
 /// semaphore, never on a Swift concurrency thread).
 final class ImportSink {
-    private let daemon: DaemonConnection?
+    private let daemon: (any DaemonLink)?
     private let directory: DataDirectory?
     private let engine: Engine?
     private let ns: String

@@ -247,7 +247,7 @@ final class NativeConnection: Sendable {
             }
             let engine = try self.data.engine(
                 namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace,
-                create: access.isAdmin || !self.authenticator.configuration.isConfigured)
+                create: access.isAdmin || !self.authenticator.isConfigured)
             if frame.kind != .write { await self.waitForWrites(atMost: 0) }
             switch frame.kind {
             case .get:
@@ -271,6 +271,16 @@ final class NativeConnection: Sendable {
                     guard readable else { throw EddyError(.permissionDenied, "Permission denied") }
                 }
                 try self.tail(frame.requestID, body, engine)
+            case .getRules, .setRules:
+                guard access.isAdmin || !self.authenticator.isConfigured else {
+                    throw EddyError(.permissionDenied, "Permission denied: the rules are for the admin credential only")
+                }
+                if frame.kind == .getRules {
+                    self.answer(.value, frame.requestID, .object(["value": try engine.rules().json]))
+                } else {
+                    let rules = try await engine.setRules(body["document"])
+                    self.answer(.value, frame.requestID, .object(["value": .object(["indexes": .number(Double(rules.indexes.count))])]))
+                }
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
             case .unsubscribe:
