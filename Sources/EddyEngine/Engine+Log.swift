@@ -23,4 +23,33 @@ extension Engine {
     public func lastLogID() throws(EddyError) -> LogID? {
         self.committer.durableLogID
     }
+
+    /// How many acknowledged entries come after `after` (every one when nil), counting at most
+    /// `countMax` (the answer then is `countMax`). Blocking; reads keys only, so counting
+    /// 100,000 entries costs a few milliseconds (a follower's lag in entries, for `/metrics`).
+    public func countLogEntries(after: LogID?, countMax: Int) throws(EddyError) -> Int {
+        guard let durable = self.committer.durableLogID else { return 0 }
+        if let after, !(after < durable) { return 0 }
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        if let after {
+            iterator.seek(Array(after.rawValue.utf8))
+            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
+        } else {
+            iterator.seekToFirst()
+        }
+        let end = Array(durable.rawValue.utf8)
+        var count = 0
+        while iterator.isValid, count < countMax {
+            let beyond = iterator.withKey { key in key.lexicographicallyPrecedes(end) == false && !key.elementsEqual(end) }
+            if beyond { break }
+            count += 1
+            iterator.next()
+        }
+        do {
+            try iterator.checkError()
+        } catch {
+            throw EngineErrors.storage(error, while: "counting log entries")
+        }
+        return count
+    }
 }

@@ -67,6 +67,12 @@ import Testing
             #expect(try engine.readLogEntries(after: beforeAll, limit: 100).map(\.id) == written)
             // The async variant agrees.
             #expect(try await engine.logEntries(after: written[20], limit: 100).map(\.id) == Array(written[21...]))
+            // Counting (a follower's lag in entries): strictly after, capped.
+            #expect(try engine.countLogEntries(after: nil, countMax: 100) == 25)
+            #expect(try engine.countLogEntries(after: written[9], countMax: 100) == 15)
+            #expect(try engine.countLogEntries(after: written[9], countMax: 4) == 4)
+            #expect(try engine.countLogEntries(after: between, countMax: 100) == written.filter { $0 > between }.count)
+            #expect(try engine.countLogEntries(after: written.last!, countMax: 100) == 0)
         }
     }
 

@@ -136,6 +136,18 @@ def test_health_on_a_leader_and_its_follower(daemon_factory):
         time.sleep(0.1)
     leader_figures = scrape(leader.base_url + "/metrics")
     assert value(leader_figures, "eddy_followers_connected") == 1
+    # Caught up: lag 0 in entries and seconds, per follower.
+    for i in range(5):
+        requests.put(leader.url(f"/lag/{i}"), data=str(i)).raise_for_status()
+    deadline = time.monotonic() + 20
+    while True:
+        figures = scrape(leader.base_url + "/metrics")
+        lag_entries = [v for (name, _), v in figures.items() if name == "eddy_follower_lag_entries"]
+        if lag_entries == [0.0]:
+            break
+        assert time.monotonic() < deadline, lag_entries
+        time.sleep(0.1)
+    assert [v for (name, _), v in figures.items() if name == "eddy_follower_lag_seconds"] == [0.0]
     assert value(scrape(follower.base_url + "/metrics"), "eddy_follower_connected") == 1
 
     # The leader goes away: the follower stays live but is no longer ready, and says why.

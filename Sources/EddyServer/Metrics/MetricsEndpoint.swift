@@ -9,7 +9,9 @@
 //   `eddy_log_last_entry_timestamp_seconds`, `eddy_log_retained_since_timestamp_seconds`;
 // - on a follower: `eddy_follower_connected` (to its leader), `eddy_replica_lag_seconds` (how far
 //   its replica is behind the leader's last entry); on a leader: `eddy_followers_connected` and
-//   per follower `eddy_follower_lag_seconds{follower}`;
+//   per follower `eddy_follower_lag_seconds{follower}` and `eddy_follower_lag_entries{follower}`
+//   (entries after the follower's last applied one, counted up to `lagEntriesCountMax`: the
+//   gauge saturates there, as a follower that far behind is simply far behind);
 // - the process: `eddy_process_resident_memory_bytes`, `eddy_process_open_fds`.
 // A scrape costs a few RocksDB property reads per namespace and a directory listing of
 // /proc/self/fd: nothing on the write path.
@@ -25,7 +27,9 @@ public final class MetricsEndpoint: Sendable {
     let registry: PrometheusCollectorRegistry
     let data: DataDirectory
     let replication: ReplicationRole
-    private let followerLagGauges = Mutex<[String: Gauge]>([:])
+    private let followerLagGauges = Mutex<[String: [Gauge]]>([:])
+    /// Where `eddy_follower_lag_entries` stops counting.
+    static let lagEntriesCountMax = 100_000
 
     init(registry: PrometheusCollectorRegistry, data: DataDirectory, replication: ReplicationRole) {
         self.registry = registry
@@ -81,17 +85,24 @@ public final class MetricsEndpoint: Sendable {
             guard case .object(let followers)? = status["followers"] else { return }
             // The registry lists the followers connected now.
             self.gauge("eddy_followers_connected", [], Double(followers.count))
-            var current: [String: Gauge] = [:]
+            var current: [String: [Gauge]] = [:]
             for (name, follower) in followers {
                 guard case .object(let fields) = follower, case .number(let lag)? = fields["lagMilliseconds"] else { continue }
-                let gauge = self.registry.makeGauge(name: "eddy_follower_lag_seconds", labels: [("follower", name)])
-                gauge.set(lag / 1000)
-                current[name] = gauge
+                let seconds = self.registry.makeGauge(name: "eddy_follower_lag_seconds", labels: [("follower", name)])
+                seconds.set(lag / 1000)
+                current[name] = [seconds]
+                var applied: LogID? = nil
+                if case .string(let id)? = fields["applied"] { applied = LogID(id) }
+                if let behind = try? engine.countLogEntries(after: applied, countMax: Self.lagEntriesCountMax) {
+                    let entries = self.registry.makeGauge(name: "eddy_follower_lag_entries", labels: [("follower", name)])
+                    entries.set(Double(behind))
+                    current[name]?.append(entries)
+                }
             }
             // A follower that went away takes its lag with it (no stale series to alert on).
             let gone = self.followerLagGauges.withLock { previous in
                 defer { previous = current }
-                return previous.filter { current[$0.key] == nil }.map(\.value)
+                return previous.filter { current[$0.key] == nil }.flatMap(\.value)
             }
             for gauge in gone { self.registry.unregisterGauge(gauge) }
         }
