@@ -137,4 +137,10 @@ extension Engine {
         for change in changes where !rules.canWrite(change.path, context) { return .denied }
         return .allowed(version)
     }
+
+    /// Counts a write refused before it reached the engine (a body that is not JSON, a bad
+    /// update): `eddy_writes_total{outcome=<code>}`, as the engine's own refusals.
+    public func recordRefusedWrite(_ error: EddyError) {
+        self.metrics.recordRefusal(error)
+    }
 }

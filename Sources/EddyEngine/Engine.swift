@@ -186,7 +186,13 @@ public final class Engine: Sendable {
     ) async throws(EddyError) -> WriteOutcome {
         try self.checkLeader()
         var approximateBytes = 0
-        let validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+        let validated: WriteOperation
+        do {
+            validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+        } catch {
+            self.metrics.recordRefusal(error)
+            throw error
+        }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
             self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access) {
                 continuation.resume(returning: $0)

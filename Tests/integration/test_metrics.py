@@ -52,6 +52,9 @@ def test_counters_follow_the_work_done(daemon):
     # A refused write (rules), and an if-match that does not match.
     assert requests.put(daemon.url("/locked/a"), data="1").status_code == 401
     assert requests.put(daemon.url("/items/z"), data="1", headers={"if-match": "nope"}).status_code == 412
+    # Refused before reaching the engine: a body that is not JSON, an update with a bad path.
+    assert requests.put(daemon.url("/items/y"), data="{not json").status_code == 400
+    assert requests.patch(daemon.url("/items"), data=json.dumps({"a/b": 1, "a": 2})).status_code == 400
     assert requests.get(daemon.url("/items", orderBy='"n"', limitToFirst=5)).status_code == 200
     assert requests.get(daemon.url("/items", orderBy='"$key"', limitToFirst=5)).status_code == 200
     after = scrape(daemon.base_url + "/metrics")
@@ -62,6 +65,8 @@ def test_counters_follow_the_work_done(daemon):
     assert delta("eddy_writes_total", namespace="default", outcome="committed") == 20
     assert delta("eddy_writes_total", namespace="default", outcome="permissionDenied") == 1
     assert delta("eddy_writes_total", namespace="default", outcome="precondition_failed") == 1
+    assert delta("eddy_writes_total", namespace="default", outcome="invalidJSON") == 1
+    assert delta("eddy_writes_total", namespace="default", outcome="invalidPath") == 1
     assert delta("eddy_write_bytes_total", namespace="default", outcome="committed") >= 20 * 100
     assert delta("eddy_commit_group_writes_sum", namespace="default") == 20
     assert 1 <= delta("eddy_commit_group_writes_count", namespace="default") <= 20

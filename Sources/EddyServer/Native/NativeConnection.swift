@@ -362,8 +362,8 @@ final class NativeConnection: Sendable {
         return members[name] != nil
     }
 
-    private func write(_ requestID: UInt64, _ body: Value, _ engine: Engine, access: Access) async throws(EddyError) {
-        let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
+    /// A write request's operation, `ifMatch` and silenced subscriptions; throws on bad input.
+    private func parseWrite(_ body: Value) throws(EddyError) -> (WriteOperation, String?, Set<ListenerID>) {
         let path = try Self.path(body)
         let value = body["value"]
         let operation: WriteOperation
@@ -390,6 +390,18 @@ final class NativeConnection: Sendable {
             }
         default:
             throw EddyError(.invalidArgument, "field \"silence\" must be a list of subscription ids, not \(JSONWriter.string(body["silence"]))")
+        }
+        return (operation, ifMatch, silenced)
+    }
+
+    private func write(_ requestID: UInt64, _ body: Value, _ engine: Engine, access: Access) async throws(EddyError) {
+        let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
+        let (operation, ifMatch, silenced): (WriteOperation, String?, Set<ListenerID>)
+        do {
+            (operation, ifMatch, silenced) = try self.parseWrite(body)
+        } catch {
+            engine.recordRefusedWrite(error)  // counted like a refusal made by the engine
+            throw error
         }
         await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
         self.state.withLock { $0.writesInFlight += 1 }

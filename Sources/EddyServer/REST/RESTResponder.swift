@@ -264,6 +264,7 @@ public struct RESTResponder: HTTPResponder {
             }
             value = try JSONParser.parse(Array(body.readableBytesView))
         } catch {
+            engine.recordRefusedWrite(error)
             throw RESTError(error)
         }
         switch method {
@@ -276,6 +277,7 @@ public struct RESTResponder: HTTPResponder {
             do {
                 update = try WriteOperation.update(at: rest.path, body: value)
             } catch {
+                engine.recordRefusedWrite(error)
                 throw RESTError(error)
             }
             return try await self.write(update, rest, engine: engine, ifMatch: nil, access: access)
