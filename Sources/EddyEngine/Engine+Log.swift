@@ -30,25 +30,11 @@ extension Engine {
     public func countLogEntries(after: LogID?, countMax: Int) throws(EddyError) -> Int {
         guard let durable = self.committer.durableLogID else { return 0 }
         if let after, !(after < durable) { return 0 }
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
-        if let after {
-            iterator.seek(Array(after.rawValue.utf8))
-            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
-        } else {
-            iterator.seekToFirst()
-        }
-        let end = Array(durable.rawValue.utf8)
         var count = 0
-        while iterator.isValid, count < countMax {
-            let beyond = iterator.withKey { key in key.lexicographicallyPrecedes(end) == false && !key.elementsEqual(end) }
-            if beyond { break }
+        guard countMax > 0 else { return 0 }
+        try LogScan.forEach(self.database, after: after, through: durable, directory: self.directory) { _, _ in
             count += 1
-            iterator.next()
-        }
-        do {
-            try iterator.checkError()
-        } catch {
-            throw EngineErrors.storage(error, while: "counting log entries")
+            return count < countMax
         }
         return count
     }

@@ -11,28 +11,14 @@ extension Engine {
     public func readStoredLogEntries(after: LogID?, limit: Int, bytesMax: Int) throws(EddyError) -> [(id: LogID, bytes: [UInt8])] {
         guard let durable = self.committer.durableLogID else { return [] }
         if let after, !(after < durable) { return [] }
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
-        if let after {
-            iterator.seek(Array(after.rawValue.utf8))
-            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
-        } else {
-            iterator.seekToFirst()
-        }
         var entries: [(id: LogID, bytes: [UInt8])] = []
+        guard limit > 0 else { return entries }
         var bytes = 0
-        while iterator.isValid, entries.count < limit, entries.isEmpty || bytes < bytesMax {
-            let key = String(decoding: iterator.key, as: UTF8.self)
-            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
-            if durable < id { break }
+        try LogScan.forEach(self.database, after: after, through: durable, directory: self.directory) { id, iterator in
             let value = iterator.value
             bytes += value.count + 32
             entries.append((id, value))
-            iterator.next()
-        }
-        do {
-            try iterator.checkError()
-        } catch {
-            throw EngineErrors.storage(error, while: "reading the log")
+            return entries.count < limit && bytes < bytesMax
         }
         return entries
     }

@@ -45,25 +45,11 @@ public final class ReadOnlyLog {
 
     /// Up to `limit` decoded entries after `after` and at or before `through`, in log order.
     public func entries(after: LogID?, through: LogID, limit: Int) throws(EddyError) -> [LogEntry] {
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
-        if let after {
-            iterator.seek(Array(after.rawValue.utf8))
-            if iterator.isValid, iterator.key == Array(after.rawValue.utf8) { iterator.next() }
-        } else {
-            iterator.seekToFirst()
-        }
         var entries: [LogEntry] = []
-        while iterator.isValid, entries.count < limit {
-            let key = String(decoding: iterator.key, as: UTF8.self)
-            guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) in \(self.directory) is not a push ID") }
-            if through < id { break }
+        guard limit > 0 else { return entries }
+        try LogScan.forEach(self.database, after: after, through: through, directory: self.directory) { id, iterator throws(EddyError) in
             entries.append(try LogEntryCodec.decode(id: id, iterator.value))
-            iterator.next()
-        }
-        do {
-            try iterator.checkError()
-        } catch {
-            throw EngineErrors.storage(error, while: "reading the log in \(self.directory)")
+            return entries.count < limit
         }
         return entries
     }
