@@ -34,12 +34,14 @@ public enum FollowerBootstrap {
     }
 
     public static func prepare(
-        dataDirectory: String, leader: String, name: String, secret: String? = nil, caFile: String? = nil, logger: Logger
+        dataDirectory: String, leader: String, name: String, namespace: String = DataDirectory.defaultNamespace, secret: String? = nil,
+        caFile: String? = nil, logger: Logger
     ) throws(EddyError) {
         var delay = Self.retryDelayFirst
         while true {
             do {
-                try self.run(dataDirectory: dataDirectory, leader: leader, name: name, secret: secret, caFile: caFile, logger: logger)
+                try self.run(
+                    dataDirectory: dataDirectory, leader: leader, name: name, namespace: namespace, secret: secret, caFile: caFile, logger: logger)
                 return
             } catch let failure as TransferFailure {
                 logger.error(
@@ -93,8 +95,9 @@ public enum FollowerBootstrap {
         close(fd)
     }
 
-    private static func run(dataDirectory: String, leader: String, name: String, secret: String?, caFile: String?, logger: Logger) throws {
-        let namespace = DataDirectory.defaultNamespace
+    private static func run(
+        dataDirectory: String, leader: String, name: String, namespace: String, secret: String?, caFile: String?, logger: Logger
+    ) throws {
         let directory = dataDirectory + "/" + namespace
         let incoming = directory + ".incoming"
         let files = FileManager.default

@@ -1,4 +1,5 @@
-// The follower runtime (`eddyd follow`): connects to the leader's log server, says which
+// The follower runtime of one namespace (`eddyd follow` runs one per namespace of the leader;
+// see FollowerSupervisor): connects to the leader's log server, says which namespace and
 // database it replicates and the last entry it applied, and applies every entry the leader
 // sends through the engine (`Engine.submitReplicated`: tree, indexes, events, its own copy of
 // the log, the last applied id in the same batch). It acknowledges applied entries, takes the
@@ -8,6 +9,10 @@
 // A frame that fails its checksum or cannot be decoded resets the connection; nothing of it is
 // applied. An entry the replica cannot apply (it diverged) stops replication for good: the
 // status says why, reads go on being served.
+//
+// A namespace the follower does not have yet is first bootstrapped (`FollowerBootstrap`, a
+// snapshot when the leader's log no longer starts at the beginning). The default namespace's
+// connection hands the leader's namespace list to `onNamespaces`.
 //
 // Runs on its own thread with a blocking socket; at most `batchesInFlightMax` entry frames are
 // being applied at once (the engine's commit queue bounds the rest).
@@ -33,8 +38,14 @@ public final class FollowerService: Service, Sendable {
     }
 
     public let leader: String
+    /// The namespace this service replicates.
+    public let namespace: String
     let name: String
     let data: DataDirectory
+    /// Called with the leader's namespaces (default namespace's service only).
+    let onNamespaces: @Sendable ([String]) -> Void
+    /// Bootstrap the namespace before the first session (one that was not on disk at start).
+    let bootstrapFirst: Bool
     let logger: Logger
     private let state = Mutex<(status: Status, client: (any FrameChannel)?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
 
@@ -44,12 +55,20 @@ public final class FollowerService: Service, Sendable {
     /// The CA that signed the leader's certificate: TLS to a HOST:PORT leader (nil: plain).
     let caFile: String?
 
-    public init(leader: String, name: String, data: DataDirectory, secret: String? = nil, caFile: String? = nil, logger: Logger) {
+    public init(
+        leader: String, name: String, data: DataDirectory, namespace: String = DataDirectory.defaultNamespace, bootstrapFirst: Bool = false,
+        secret: String? = nil, caFile: String? = nil, logger: Logger, onNamespaces: @escaping @Sendable ([String]) -> Void = { _ in }
+    ) {
+        self.namespace = namespace
+        self.bootstrapFirst = bootstrapFirst
+        self.onNamespaces = onNamespaces
         self.secret = secret
         self.caFile = caFile
         self.leader = leader
         self.name = name
         self.data = data
+        var logger = logger
+        logger[metadataKey: "eddy.ns"] = "\(namespace)"
         self.logger = logger
     }
 
@@ -87,18 +106,31 @@ public final class FollowerService: Service, Sendable {
 
     private func loop() {
         var backoff: Duration = .milliseconds(100)
+        var bootstrapped = !self.bootstrapFirst
         while !self.stopping {
-            let outcome = self.session()
-            self.state.withLock {
-                $0.client = nil
-                $0.status.connected = false
-            }
-            switch outcome {
-            case .stopped: return
-            case .diverged: return
-            case .snapshotNeeded: return
-            case .connectedThenLost: backoff = .milliseconds(100)
-            case .failed: break
+            if !bootstrapped {
+                do throws(EddyError) {
+                    try FollowerBootstrap.prepare(
+                        dataDirectory: self.data.path, leader: self.leader, name: self.name, namespace: self.namespace, secret: self.secret,
+                        caFile: self.caFile, logger: self.logger)
+                    bootstrapped = true
+                    continue
+                } catch {
+                    self.fail("bootstrapping namespace \(self.namespace): \(error.message)")
+                }
+            } else {
+                let outcome = self.session()
+                self.state.withLock {
+                    $0.client = nil
+                    $0.status.connected = false
+                }
+                switch outcome {
+                case .stopped: return
+                case .diverged: return
+                case .snapshotNeeded: return
+                case .connectedThenLost: backoff = .milliseconds(100)
+                case .failed: break
+                }
             }
             if self.stopping { return }
             Thread.sleep(forTimeInterval: Double(backoff.components.seconds) + Double(backoff.components.attoseconds) / 1e18)
@@ -118,7 +150,7 @@ public final class FollowerService: Service, Sendable {
         let engine: Engine
         let client: any FrameChannel
         do {
-            engine = try self.data.engine(namespace: DataDirectory.defaultNamespace)
+            engine = try self.data.replicaEngine(namespace: self.namespace)
             client = try connectToLeader(self.leader, caFile: self.caFile)
         } catch let error as EddyError {
             self.fail(error.message)
@@ -135,7 +167,7 @@ public final class FollowerService: Service, Sendable {
         do {
             let lastApplied = try engine.lastLogID()
             var hello: Value = .object([
-                "protocol": .number(1), "ns": .string(DataDirectory.defaultNamespace), "follower": .string(self.name),
+                "protocol": .number(1), "ns": .string(self.namespace), "follower": .string(self.name),
                 "databaseID": try engine.replicaOf().map { .string($0) } ?? .null,
                 "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
             ])
@@ -156,6 +188,7 @@ public final class FollowerService: Service, Sendable {
                 return .failed
             }
             let welcome = try JSONParser.parse(first.payload)
+            self.announce(welcome["namespaces"])
             if case .string(let databaseID) = welcome["databaseID"], try engine.replicaOf() == nil { try engine.setReplicaOf(databaseID) }
             try self.adoptRules(welcome["rules"], engine)
             self.state.withLock {
@@ -176,6 +209,16 @@ public final class FollowerService: Service, Sendable {
             self.fail("\(error)")
             return .failed
         }
+    }
+
+    /// Hands a `namespaces` list from the leader to `onNamespaces` (absent: nothing).
+    private func announce(_ list: Value) {
+        guard case .object(let members) = list else { return }
+        let names = members.values.compactMap { value -> String? in
+            if case .string(let name) = value { return name }
+            return nil
+        }
+        self.onNamespaces(names.sorted())
     }
 
     private func adoptRules(_ document: Value, _ engine: Engine) throws(EddyError) {
@@ -239,9 +282,11 @@ public final class FollowerService: Service, Sendable {
                 }
                 self.state.withLock { if $0.status.leaderLast.map({ $0 < last }) ?? true { $0.status.leaderLast = last } }
             case .heartbeat:
-                if case .string(let text)? = try? JSONParser.parse(frame.payload)["leaderLast"], let id = LogID(text) {
+                let heartbeat = (try? JSONParser.parse(frame.payload)) ?? .null
+                if case .string(let text) = heartbeat["leaderLast"], let id = LogID(text) {
                     self.state.withLock { $0.status.leaderLast = id }
                 }
+                self.announce(heartbeat["namespaces"])
             case .rules:
                 try self.adoptRules(try JSONParser.parse(frame.payload), engine)
             case .refused:

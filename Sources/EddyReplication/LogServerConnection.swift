@@ -1,7 +1,10 @@
 // One follower's connection to the leader's log server. After the follower's `hello` it sends
 // `welcome`, then every durable entry after the follower's last applied id, in `entries` frames
 // of at most `entriesPerFrameMax` entries / about `frameBytesMax` bytes, then the live tail; the
-// rules document whenever it changes; a `heartbeat` when idle for `heartbeatInterval`. Each
+// rules document whenever it changes; a `heartbeat` when idle for `heartbeatInterval`. On the
+// default namespace's connection, the welcome and a heartbeat whenever the list changes carry
+// `namespaces`, every namespace the leader has (the follower replicates each on its own
+// connection); a hello for a namespace the leader does not have is refused. Each
 // frame is written before the next is read from the log (the socket is the only buffer: a slow
 // follower slows only its own connection). The follower's `applied` frames update the registry.
 //
@@ -137,7 +140,8 @@ final class LogServerConnection: Sendable {
         if case .string(let ns) = hello["ns"] { namespace = ns }
         let engine: Engine
         do {
-            engine = try self.data.engine(namespace: namespace)
+            // A follower replicates the leader's namespaces; it never creates one here.
+            engine = try self.data.engine(namespace: namespace, create: false)
         } catch {
             return self.refuse(error.message)
         }
@@ -188,10 +192,17 @@ final class LogServerConnection: Sendable {
         defer { heartbeat.cancel() }
         do {
             var rules = try engine.rules().json
-            let welcome: Value = .object([
+            // The default namespace's connection also says which namespaces exist, in the
+            // welcome and then whenever the list changes (looked at once per heartbeat interval):
+            // the follower replicates each of them on its own connection.
+            let announcesNamespaces = namespace == DataDirectory.defaultNamespace
+            var namespaces = announcesNamespaces ? self.data.namespacesOnDisk() : []
+            var namespacesCheckedAt = ContinuousClock.now
+            var welcome: Value = .object([
                 "databaseID": .string(engine.databaseID), "leaderLast": (try engine.lastLogID()).map { .string($0.rawValue) } ?? .null,
                 "rules": rules,
             ])
+            if announcesNamespaces { welcome.set(.object(Self.namespaceList(namespaces)), at: Path(validatedKeys: ["namespaces"])) }
             try await self.send(.welcome, JSONWriter.bytes(welcome))
             if needsSnapshot {
                 position = try await self.sendSnapshot(engine, follower: name)
@@ -215,6 +226,20 @@ final class LogServerConnection: Sendable {
                     try await self.send(.rules, JSONWriter.bytes(current))
                     lastSentAt = .now
                 }
+                if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
+                    namespacesCheckedAt = .now
+                    let current = self.data.namespacesOnDisk()
+                    if current != namespaces {
+                        namespaces = current
+                        try await self.send(
+                            .heartbeat,
+                            JSONWriter.bytes(
+                                .object([
+                                    "leaderLast": position.map { .string($0.rawValue) } ?? .null, "namespaces": .object(Self.namespaceList(current)),
+                                ])))
+                        lastSentAt = .now
+                    }
+                }
                 if ContinuousClock.now - lastSentAt >= Self.heartbeatInterval {
                     try await self.send(.heartbeat, JSONWriter.bytes(.object(["leaderLast": position.map { .string($0.rawValue) } ?? .null])))
                     lastSentAt = .now
@@ -225,5 +250,12 @@ final class LogServerConnection: Sendable {
             self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
             self.channel.close(promise: nil)
         }
+    }
+
+    /// A JSON list (an object keyed "0", "1", ... as `Value` holds arrays).
+    static func namespaceList(_ names: [String]) -> [String: Value] {
+        var list: [String: Value] = [:]
+        for (i, name) in names.enumerated() { list[String(i)] = .string(name) }
+        return list
     }
 }

@@ -3,7 +3,8 @@
 // `status` request, `eddy followers`):
 //   leader:   {"role": "leader", "last": <log id>, "followers": {<name>: {applied, lagMilliseconds, ...}}}
 //   follower: {"role": "follower", "leader": <socket>, "connected": bool, "applied": <log id>,
-//              "leaderLast": <log id>, "lagMilliseconds": n, "error": <text>|null, "stopped": bool}
+//              "leaderLast": <log id>, "lagMilliseconds": n, "error": <text>|null, "stopped": bool,
+//              "namespaces": [<every namespace replicated>]}  (the figures are the namespace asked for)
 
 import EddyEngine
 import EddyModel
@@ -11,7 +12,7 @@ import EddyModel
 public enum ReplicationRole: Sendable {
     /// `syncFollowers`: writes are confirmed only once this many followers applied them.
     case leader(FollowerRegistry, syncFollowers: Int = 0, syncTimeout: Duration = .seconds(5))
-    case follower(FollowerService)
+    case follower(FollowerSupervisor)
 
     /// With `--sync-followers N` on a leader: returns once N connected followers applied the
     /// committed write `id`; throws `unavailable` when that takes longer than the timeout. The
@@ -40,7 +41,7 @@ public enum ReplicationRole: Sendable {
                 "followers": .object(registry.status(namespace: namespace, leaderLast: last)),
             ])
         case .follower(let service):
-            let status = service.status
+            let status = service.status(namespace: namespace)
             let applied = try engine.lastLogID()
             let lag = FollowerRegistry.lagMilliseconds(leaderLast: status.leaderLast, applied: applied)
             return .object([
@@ -52,6 +53,7 @@ public enum ReplicationRole: Sendable {
                 "lagMilliseconds": .number(lag),
                 "error": status.lastError.map { .string($0) } ?? .null,
                 "stopped": .bool(status.stopped),
+                "namespaces": .object(Dictionary(uniqueKeysWithValues: service.namespaces.enumerated().map { (String($0.offset), Value.string($0.element)) })),
             ])
         }
     }

@@ -97,9 +97,12 @@ public enum EddyServer {
         // a follower first replaces its replica with a snapshot when the leader says it must.
         do {
             if let leader = configuration.leader {
-                try FollowerBootstrap.prepare(
-                    dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, secret: replicationSecret, caFile: configuration.tlsCAFile,
-                    logger: logger)
+                // Every namespace replicated before, before any of them opens.
+                for namespace in Set([DataDirectory.defaultNamespace] + data.namespacesOnDisk()).sorted() {
+                    try FollowerBootstrap.prepare(
+                        dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, namespace: namespace,
+                        secret: replicationSecret, caFile: configuration.tlsCAFile, logger: logger)
+                }
             }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
             if let rulesFile = configuration.rulesFile { _ = try await RulesFile.apply(rulesFile, to: data, logger: logger) }
@@ -130,7 +133,7 @@ public enum EddyServer {
         let nativeTCPAddress = BoundAddress()
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
-            let follower = FollowerService(
+            let follower = FollowerSupervisor(
                 leader: leader, name: followerName, data: data, secret: replicationSecret, caFile: configuration.tlsCAFile, logger: logger)
             replication = .follower(follower)
             replicationServices.append(follower)

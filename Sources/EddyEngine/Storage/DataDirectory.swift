@@ -73,17 +73,33 @@ public final class DataDirectory: Sendable {
         self.state.withLock { state in state.engines.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
     }
 
-    /// The engine of namespace `name`, opened on first use. A follower's data directory holds
-    /// only the replica of the leader's default namespace.
+    /// The engine of namespace `name`, opened on first use.
     /// `create: false`: a namespace that is neither open nor on disk is `notFound` (only the
-    /// admin creates namespaces once authentication is configured).
+    /// admin creates namespaces once authentication is configured). On a follower, only
+    /// replication creates namespaces (`replicaEngine`): a client asking for one the leader has
+    /// not replicated here yet gets `notFound`.
     public func engine(namespace name: String, create: Bool = true) throws(EddyError) -> Engine {
         try Self.validateNamespace(name)
-        if let leader = self.options.leader, name != Self.defaultNamespace {
+        if self.options.leader != nil, name != Self.defaultNamespace, !self.isOpenOrOnDisk(name) {
             throw EddyError(
-                .unsupported, "this follower replicates only the default namespace; read namespace \(name) from the leader at \(leader)")
+                .notFound,
+                "namespace \(name) does not exist on this follower (a namespace created on the leader appears here once replication brings it)")
         }
-        return try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Engine in
+        return try self.openEngine(name, create: create)
+    }
+
+    /// A follower's replica of the leader's namespace `name`, created empty when missing.
+    public func replicaEngine(namespace name: String) throws(EddyError) -> Engine {
+        try Self.validateNamespace(name)
+        return try self.openEngine(name, create: true)
+    }
+
+    private func isOpenOrOnDisk(_ name: String) -> Bool {
+        self.state.withLock { $0.engines[name] != nil } || FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
+    }
+
+    private func openEngine(_ name: String, create: Bool) throws(EddyError) -> Engine {
+        try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Engine in
             if state.closed {
                 throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
             }
