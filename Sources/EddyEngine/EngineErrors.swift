@@ -3,8 +3,8 @@
 import EddyModel
 import EddyStorage
 
-enum EngineErrors {
-    static func storage(_ error: RocksDBError, while doing: String) -> EddyError {
+package enum EngineErrors {
+    package static func storage(_ error: RocksDBError, while doing: String) -> EddyError {
         let code: EddyError.Code
         switch error.code {
         case .corruption: code = .corruption

@@ -40,7 +40,7 @@ extension Engine {
     public func indexStatus() -> [IndexStatus] {
         self.indexCatalog.definitions.map { definition in
             var position: String? = nil
-            if case .building(let resumeKey) = definition.state {
+            if case .building(resumeKey: let resumeKey) = definition.state {
                 position = Self.describeTreeKey(
                     resumeKey.isEmpty ? definition.literalTreePrefix : resumeKey, segmentsMax: definition.depth + 1)
             }

@@ -7,21 +7,21 @@ import EddyModel
 import EddyStorage
 import Synchronization
 
-final class IndexCatalog: Sendable {
+package final class IndexCatalog: Sendable {
     private let current: Mutex<[IndexDefinition]>
 
-    init(_ definitions: [IndexDefinition]) {
+    package init(_ definitions: [IndexDefinition]) {
         self.current = Mutex(definitions)
     }
 
-    var definitions: [IndexDefinition] { self.current.withLock { $0 } }
+    package var definitions: [IndexDefinition] { self.current.withLock { $0 } }
 
-    func publish(_ definitions: [IndexDefinition]) {
+    package func publish(_ definitions: [IndexDefinition]) {
         self.current.withLock { $0 = definitions }
     }
 
     /// Reads every catalog record and the next id from `meta`.
-    static func load(_ database: Database, snapshot: Snapshot? = nil) throws(EddyError) -> (definitions: [IndexDefinition], nextID: UInt32) {
+    package static func load(_ database: Database, snapshot: Snapshot? = nil) throws(EddyError) -> (definitions: [IndexDefinition], nextID: UInt32) {
         let meta = database.columnFamily(ColumnFamilies.meta)
         let iterator = database.makeIterator(meta, snapshot: snapshot)
         var definitions: [IndexDefinition] = []

@@ -6,8 +6,8 @@
 import EddyModel
 import EddyStorage
 
-struct IndexChildScan {
-    struct Child {
+package struct IndexChildScan {
+    package struct Child {
         /// Encoded child path; `childKeyBytes[..<locationEnd]` is the encoded location.
         var childPrefix: [UInt8]
         var locationEnd: Int
@@ -23,7 +23,7 @@ struct IndexChildScan {
     /// read with a seek; every later child starts exactly where the iterator stands.
     private var resumed = false
 
-    init(definition: IndexDefinition, tree: Iterator, from resumeKey: [UInt8]?) {
+    package init(definition: IndexDefinition, tree: Iterator, from resumeKey: [UInt8]?) {
         self.definition = definition
         self.tree = tree
         self.scanPrefix = definition.literalTreePrefix
@@ -38,12 +38,12 @@ struct IndexChildScan {
     }
 
     /// The tree key the scan continues from; nil when it is done.
-    var resumeKey: [UInt8]? {
+    package var resumeKey: [UInt8]? {
         guard self.tree.isValid, self.tree.keyHasPrefix(self.scanPrefix) else { return nil }
         return self.tree.key
     }
 
-    mutating func next() throws(EddyError) -> Child? {
+    package mutating func next() throws(EddyError) -> Child? {
         let depth = self.definition.depth
         outer: while self.tree.isValid, self.tree.keyHasPrefix(self.scanPrefix) {
             let key = self.tree.key
@@ -80,7 +80,7 @@ struct IndexChildScan {
 
 extension IndexDefinition {
     /// The entry (key, value) of a scanned child.
-    func entry(_ child: IndexChildScan.Child) -> (key: [UInt8], value: [UInt8]) {
+    package func entry(_ child: IndexChildScan.Child) -> (key: [UInt8], value: [UInt8]) {
         let key = self.entryKey(
             location: Array(child.childPrefix[..<child.locationEnd]), sortValue: self.sortValue(of: child.value),
             childSegment: child.childPrefix[child.locationEnd...])

@@ -18,36 +18,47 @@
 
 import EddyModel
 
-struct IndexDefinition: Sendable, Equatable {
-    enum State: Sendable, Equatable {
+package struct IndexDefinition: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         /// Children at tree keys below `resumeKey` (within the pattern's scan) are indexed.
         case building(resumeKey: [UInt8])
         case ready
     }
 
-    let id: UInt32
-    let declaration: Rules.IndexDeclaration
-    var state: State
+    package let id: UInt32
+    package let declaration: Rules.IndexDeclaration
+    package var state: State
     /// Children indexed by the build so far (writes during the build are not counted).
-    var indexedCount: Int
-    var createdMilliseconds: UInt64
-    var readyMilliseconds: UInt64?
+    package var indexedCount: Int
+    package var createdMilliseconds: UInt64
+    package var readyMilliseconds: UInt64?
 
-    var isReady: Bool { self.state == .ready }
+    package init(
+        id: UInt32, declaration: Rules.IndexDeclaration, state: State, indexedCount: Int, createdMilliseconds: UInt64, readyMilliseconds: UInt64?
+    ) {
+        self.id = id
+        self.declaration = declaration
+        self.state = state
+        self.indexedCount = indexedCount
+        self.createdMilliseconds = createdMilliseconds
+        self.readyMilliseconds = readyMilliseconds
+    }
+
+    package var isReady: Bool { self.state == .ready }
 
     /// The entries' key prefix.
-    var keyPrefix: [UInt8] { Self.keyPrefix(self.id) }
+    package var keyPrefix: [UInt8] { Self.keyPrefix(self.id) }
 
-    static func keyPrefix(_ id: UInt32) -> [UInt8] {
+    package static func keyPrefix(_ id: UInt32) -> [UInt8] {
         [UInt8(truncatingIfNeeded: id >> 24), UInt8(truncatingIfNeeded: id >> 16), UInt8(truncatingIfNeeded: id >> 8), UInt8(truncatingIfNeeded: id)]
     }
 
-    var depth: Int { self.declaration.location.count }
+    package var depth: Int { self.declaration.location.count }
 
     /// Declarations that differ only in wildcard names are the same index.
-    var identity: String { Self.identity(self.declaration) }
+    package var identity: String { Self.identity(self.declaration) }
 
-    static func identity(_ declaration: Rules.IndexDeclaration) -> String {
+    package static func identity(_ declaration: Rules.IndexDeclaration) -> String {
         let location = declaration.location.map { segment -> String in
             switch segment {
             case .key(let k): return k
@@ -61,7 +72,7 @@ struct IndexDefinition: Sendable, Equatable {
     }
 
     /// "/posts/$uid"
-    var locationText: String { Self.locationText(self.declaration) }
+    package var locationText: String { Self.locationText(self.declaration) }
 
     static func locationText(_ declaration: Rules.IndexDeclaration) -> String {
         "/" + declaration.location.map { segment -> String in
@@ -73,18 +84,18 @@ struct IndexDefinition: Sendable, Equatable {
     }
 
     /// ".value" or "metrics/views"
-    var onText: String {
+    package var onText: String {
         switch self.declaration.on {
         case .value: return ".value"
         case .child(let path): return path.keys.joined(separator: "/")
         }
     }
 
-    var description: String { "\(self.locationText) .indexOn \(self.onText)" }
+    package var description: String { "\(self.locationText) .indexOn \(self.onText)" }
 
     /// The tree keys of locations the pattern can match all start with this (the encoded
     /// literal segments before the first wildcard).
-    var literalTreePrefix: [UInt8] {
+    package var literalTreePrefix: [UInt8] {
         var out: [UInt8] = []
         for segment in self.declaration.location {
             guard case .key(let k) = segment else { break }
@@ -153,10 +164,10 @@ struct IndexDefinition: Sendable, Equatable {
 
 extension IndexDefinition {
     /// Meta key of this definition: "index/" ++ u32be(id).
-    var metaKey: [UInt8] { MetaKeys.indexPrefix + self.keyPrefix }
+    package var metaKey: [UInt8] { MetaKeys.indexPrefix + self.keyPrefix }
 
     /// The record as JSON (canonical, via `JSONWriter`).
-    var record: Value {
+    package var record: Value {
         var object: [String: Value] = [
             "location": .string(self.locationText),
             "on": .string(self.onText),

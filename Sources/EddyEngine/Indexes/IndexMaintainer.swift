@@ -17,18 +17,18 @@
 import EddyModel
 import EddyStorage
 
-final class IndexMaintainer {
+package final class IndexMaintainer {
     let family: ColumnFamily
     let batch: WriteBatchWithIndex
     /// Every index that must be maintained (building and ready), set by the committer.
-    var definitions: [IndexDefinition] = []
+    package var definitions: [IndexDefinition] = []
 
-    init(family: ColumnFamily, batch: WriteBatchWithIndex) {
+    package init(family: ColumnFamily, batch: WriteBatchWithIndex) {
         self.family = family
         self.batch = batch
     }
 
-    enum Plan {
+    package enum Plan {
         /// p == d + 1.
         case child(IndexDefinition, childEnd: Int)
         /// p > d + 1; `oldSortValue` nil when the child did not exist.
@@ -39,7 +39,7 @@ final class IndexMaintainer {
 
     /// Reads what must be known before the change at `path` (encoded as `prefix`, whose
     /// segment `i` ends at `segmentEnds[i]`) is applied.
-    func prepare(path: Path, prefix: [UInt8], segmentEnds: [Int], tree: Iterator) throws(EddyError) -> [Plan] {
+    package func prepare(path: Path, prefix: [UInt8], segmentEnds: [Int], tree: Iterator) throws(EddyError) -> [Plan] {
         var plans: [Plan] = []
         let keys = path.keys[...]
         for definition in self.definitions {
@@ -61,7 +61,7 @@ final class IndexMaintainer {
 
     /// Rewrites the affected entries after the change: `old` and `new` are the values at
     /// `path` before and after it.
-    func finish(
+    package func finish(
         _ plans: [Plan], path: Path, prefix: [UInt8], segmentEnds: [Int], old: Value, new: Value, tree: Iterator
     ) throws(EddyError) {
         var newEntryValue: [UInt8]? = nil
@@ -166,15 +166,15 @@ final class IndexMaintainer {
     private func delete(_ key: [UInt8]) { self.pending.append((key, nil)) }
 
     /// Marks the start of a write; `rollbackToSavePoint` drops what it added.
-    func setSavePoint() { self.savePoint = self.pending.count }
+    package func setSavePoint() { self.savePoint = self.pending.count }
 
-    func rollbackToSavePoint() { self.pending.removeSubrange(self.savePoint...) }
+    package func rollbackToSavePoint() { self.pending.removeSubrange(self.savePoint...) }
 
     /// Adds the pending entry changes to the batch in key order (the last change of a key wins).
     /// Called when a group ends, before the batch is written, and before anything reads the
     /// index family through the batch (live-event windows). What it added is covered by the
     /// batch's own save point, so a rollback of the current write needs nothing from here.
-    func flushPending() {
+    package func flushPending() {
         defer {
             self.pending.removeAll(keepingCapacity: true)
             self.savePoint = 0
@@ -216,7 +216,7 @@ final class IndexMaintainer {
         for key in live { self.delete(key) }
     }
 
-    enum BoundedChild {
+    package enum BoundedChild {
         case absent
         case value(Value, entryValue: [UInt8])
         case tooLarge

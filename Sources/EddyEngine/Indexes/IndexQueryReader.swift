@@ -17,7 +17,7 @@
 import EddyModel
 import EddyStorage
 
-final class IndexQueryReader {
+package final class IndexQueryReader {
     let definition: IndexDefinition
     let index: Iterator
     /// Made on the first uncovered entry: creating an iterator costs more than reading a
@@ -27,7 +27,7 @@ final class IndexQueryReader {
     let location: [UInt8]
     let query: Query
 
-    init(definition: IndexDefinition, index: Iterator, makeTree: @escaping () -> Iterator, location: [UInt8], query: Query) {
+    package init(definition: IndexDefinition, index: Iterator, makeTree: @escaping () -> Iterator, location: [UInt8], query: Query) {
         self.definition = definition
         self.index = index
         self.makeTree = makeTree
@@ -36,7 +36,7 @@ final class IndexQueryReader {
     }
 
     /// The selected children as a `Value` (`.null` when none).
-    func read() throws(EddyError) -> Value {
+    package func read() throws(EddyError) -> Value {
         var children: [String: Value] = [:]
         try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
             var bytes = Array(segment)[...]
@@ -57,7 +57,7 @@ final class IndexQueryReader {
     /// or an array when the keys qualify; `null` when none), joined from covered entries
     /// without decoding them: keys are transcoded from their encoded segments, covered values
     /// copied. Members come in query order.
-    func readJSON() throws(EddyError) -> [UInt8] {
+    package func readJSON() throws(EddyError) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(4096)
         // Where each member's value sits in `out`, and its array index (nil: not one), for

@@ -9,13 +9,19 @@
 import EddyModel
 import EddyStorage
 
-struct IndexVerifier {
+package struct IndexVerifier {
     let database: Database
     let snapshot: Snapshot
     let definitions: [IndexDefinition]
 
+    package init(database: Database, snapshot: Snapshot, definitions: [IndexDefinition]) {
+        self.database = database
+        self.snapshot = snapshot
+        self.definitions = definitions
+    }
+
     /// Checked entry count, or the first problem.
-    func verify(entryCount: inout Int) throws(EddyError) -> String? {
+    package func verify(entryCount: inout Int) throws(EddyError) -> String? {
         let index = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index), snapshot: self.snapshot)
         // Every id in the index column family must belong to a catalog entry.
         let known = Set(self.definitions.map(\.id))

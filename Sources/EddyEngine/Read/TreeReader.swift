@@ -9,12 +9,12 @@
 import EddyModel
 import EddyStorage
 
-enum TreeReader {
+package enum TreeReader {
     /// The value stored at the path whose encoding is `prefix`, and the keys of its leaves when
     /// `collectKeys` (the committer deletes them). `positioned`: the iterator is already on the
     /// subtree's first key (or past it when the subtree is empty), so no seek is needed.
     /// Leaves the iterator on the first key after the subtree.
-    static func readSubtree(
+    package static func readSubtree(
         _ iterator: Iterator, prefix: [UInt8], collectKeys: Bool = false, positioned: Bool = false
     ) throws(EddyError) -> (value: Value, leafKeys: [[UInt8]]) {
         var leafKeys: [[UInt8]] = []
@@ -65,7 +65,7 @@ enum TreeReader {
 
     /// Firebase `shallow=true`: a primitive as is; an object's children each as `true`.
     /// Skips every child's subtree with one seek.
-    static func readShallow(_ iterator: Iterator, prefix: [UInt8]) throws(EddyError) -> Value {
+    package static func readShallow(_ iterator: Iterator, prefix: [UInt8]) throws(EddyError) -> Value {
         iterator.seek(prefix)
         var children: [String: Value] = [:]
         while iterator.isValid, iterator.keyHasPrefix(prefix) {
@@ -84,7 +84,7 @@ enum TreeReader {
         return children.isEmpty ? .null : .object(children)
     }
 
-    static func check(_ iterator: Iterator) throws(EddyError) {
+    package static func check(_ iterator: Iterator) throws(EddyError) {
         do {
             try iterator.checkError()
         } catch {

@@ -4,21 +4,21 @@
 import Glibc
 
 /// Negative, zero or positive as `a` sorts before, equal to or after `b`.
-func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
     let n = min(a.count, b.count)
     let order = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
     if order != 0 { return order < 0 ? -1 : 1 }
     return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
 }
 
-func compareBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
+package func compareBytes(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
     b.withUnsafeBytes { compareBytes(a, $0) }
 }
 
-func compareBytes(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Int {
+package func compareBytes(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Int {
     a.withUnsafeBytes { a in b.withUnsafeBytes { compareBytes(a, $0) } }
 }
 
-func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+package func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
     a.withUnsafeBytes { a in b.withUnsafeBytes { compareBytes(a, $0) } }
 }

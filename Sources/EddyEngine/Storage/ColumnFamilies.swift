@@ -1,31 +1,31 @@
 // Names of the column families of an Eddy database and the keys of `meta`.
 
-enum ColumnFamilies {
+package enum ColumnFamilies {
     /// One record per leaf; see `TreeReader` and `PathKeyEncoding`.
-    static let tree = "tree"
+    package static let tree = "tree"
     /// Secondary index entries; see `IndexDefinition`.
-    static let index = "index"
+    package static let index = "index"
     /// The operation log: key = log ID, value = `LogEntryCodec`.
-    static let log = "log"
+    package static let log = "log"
     /// Format version, database id, later the index catalog and rules.
-    static let meta = "meta"
+    package static let meta = "meta"
 
-    static let all = [tree, index, log, meta]
+    package static let all = [tree, index, log, meta]
 }
 
-enum MetaKeys {
-    static let formatVersion = Array("format-version".utf8)
-    static let databaseID = Array("database-id".utf8)
+package enum MetaKeys {
+    package static let formatVersion = Array("format-version".utf8)
+    package static let databaseID = Array("database-id".utf8)
     /// The rules document (canonical JSON), absent until rules are set.
-    static let rules = Array("rules".utf8)
+    package static let rules = Array("rules".utf8)
     /// Index catalog records: "index/" ++ u32be(id) -> JSON (`IndexDefinition.record`).
-    static let indexPrefix = Array("index/".utf8)
+    package static let indexPrefix = Array("index/".utf8)
     /// The next index id to hand out (u32be); ids are never reused, so entries of a dropped
     /// index can never be mistaken for a new one's.
-    static let indexNextID = Array("index-next-id".utf8)
+    package static let indexNextID = Array("index-next-id".utf8)
     /// On a follower's replica: the database id of the leader's database it replicates (set at
     /// the first connection; an optional key, so no format change).
-    static let replicaOf = Array("replica-of".utf8)
+    package static let replicaOf = Array("replica-of".utf8)
 }
 
 public enum StorageFormat {
