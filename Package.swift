@@ -44,10 +44,16 @@ let package = Package(
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
         .target(name: "EddyModel", swiftSettings: swiftSettings),
         .target(name: "EddyStorage", dependencies: ["CRocksDB"], swiftSettings: swiftSettings),
+        // The on-disk layout the engine's parts share: column families, meta keys, tree reads,
+        // storage errors.
+        .target(name: "EddyTree", dependencies: ["EddyModel", "EddyStorage"], swiftSettings: swiftSettings),
+        // Secondary indexes: definitions, catalog, maintenance, scans, queries, verification.
+        // Their own target so the engine reaches them only through what they declare `package`.
+        .target(name: "EddyIndexes", dependencies: ["EddyModel", "EddyStorage", "EddyTree"], swiftSettings: swiftSettings),
         .target(
             name: "EddyEngine",
             dependencies: [
-                "EddyModel", "EddyStorage",
+                "EddyModel", "EddyStorage", "EddyTree", "EddyIndexes",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,7 +141,7 @@ let package = Package(
         .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",
-            dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting"],
+            dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting", "EddyTree", "EddyIndexes"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -13,8 +13,10 @@
 //    (`IndexVerifier`); no entries of unknown index ids.
 // All reads use one RocksDB snapshot, so concurrent writes do not cause false reports.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 public struct VerifyReport: Sendable, CustomStringConvertible {
     public var leafCount = 0

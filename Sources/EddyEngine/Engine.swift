@@ -6,8 +6,10 @@
 // everything already queued, stops the threads and closes RocksDB. Readers and writers may
 // call from any task or thread.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 import Foundation
 import Logging
 import NIOPosix

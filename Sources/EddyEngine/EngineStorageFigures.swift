@@ -3,6 +3,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 public struct EngineStorageFigures: Sendable {
     /// Bytes in memtables (active and immutable), all column families.

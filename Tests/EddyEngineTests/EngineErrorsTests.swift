@@ -3,6 +3,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 import Testing
 
 @testable import EddyEngine

@@ -6,6 +6,7 @@ import EddyEngine
 import EddyModel
 import EddyTesting
 import EddyStorage
+import EddyTree
 import Foundation
 import Testing
 

@@ -12,8 +12,10 @@
 // of a large database pays for each change, not for the child it lands in. Owned by the
 // committer thread.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 final class EventRouter {
     private var windows: [ListenerWindow.ID: ListenerWindow] = [:]

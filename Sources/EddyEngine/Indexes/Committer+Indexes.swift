@@ -8,8 +8,10 @@
 //   has to cover the children that existed when it started; re-putting an entry a write
 //   already made is harmless (same key, same value).
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 import Logging
 
 extension Committer {

@@ -1,6 +1,7 @@
 // Index status for operators (`GET /.settings/indexes.json`, `eddy index status`) and a wait
 // for builds to finish (tests, benchmarks, `eddy index build`).
 
+import EddyIndexes
 import EddyModel
 
 /// One index as an operator sees it.

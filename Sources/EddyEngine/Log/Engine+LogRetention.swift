@@ -11,6 +11,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 import Logging
 
 public struct LogRetention: Sendable, Equatable {

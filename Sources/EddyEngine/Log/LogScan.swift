@@ -5,6 +5,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 enum LogScan {
     /// Calls `body` with each entry's id and the iterator standing on it, in id order, while it

@@ -3,8 +3,10 @@
 // a backup. It says which database it is the log of (its own id, or on a follower's replica the
 // leader's), and from where it is complete (entries up to `prunedThrough` were pruned).
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 public final class ReadOnlyLog {
     let database: Database

@@ -5,8 +5,10 @@
 // they are refused with Firebase's "Index not defined" text, which is what Firebase's REST API
 // answers for an unindexed query.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 extension Engine {
     /// The children of `path` that `query` selects, as an object (`.null` when none). A query on

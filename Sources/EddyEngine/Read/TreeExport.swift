@@ -10,6 +10,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 public enum TreeExport {
     /// Writes the JSON of the value at `path` to `write`, in pieces of about `chunkBytes`.

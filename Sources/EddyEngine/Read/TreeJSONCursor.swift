@@ -5,6 +5,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 import Foundation
 
 final class TreeJSONCursor: @unchecked Sendable {

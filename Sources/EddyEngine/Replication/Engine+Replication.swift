@@ -2,8 +2,10 @@
 // sends them unchanged), and a digest of the tree, the indexes and the log to check that a
 // replica equals its leader.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 extension Engine {
     /// Up to `limit` stored entries (at most about `bytesMax` bytes, always at least one) with

@@ -5,6 +5,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 public final class EngineSnapshotReader: @unchecked Sendable {
     // @unchecked: used by one task at a time (the log server connection sending it).

@@ -10,6 +10,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 extension Committer {
     func authorize(_ operation: WriteOperation, _ access: Access, nowMilliseconds now: UInt64, pushedKey: String) throws(EddyError) {

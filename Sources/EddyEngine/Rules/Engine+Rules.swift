@@ -6,6 +6,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 extension Engine {
     /// The stored rules, or `options.defaultRules` when none were set.

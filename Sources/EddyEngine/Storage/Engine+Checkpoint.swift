@@ -4,6 +4,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 import Foundation
 
 public struct CheckpointInfo: Sendable {

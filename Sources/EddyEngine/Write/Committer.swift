@@ -17,8 +17,10 @@
 // Thread-safety: `run()` is called once, on the committer thread; nothing else touches `batch`.
 // The syncer thread only calls `syncAndAcknowledge`.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 import Foundation
 import Logging
 import Synchronization

@@ -17,8 +17,10 @@
 //   every leaf put removes its key, so an entry stays true across groups; it is cleared after
 //   a rollback and when it reaches `keysWithoutPrimitiveMax`.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
+import EddyTree
 
 final class TreeWriter {
     let tree: ColumnFamily

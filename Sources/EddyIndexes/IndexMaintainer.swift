@@ -16,6 +16,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 package final class IndexMaintainer {
     let family: ColumnFamily

@@ -16,6 +16,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 package final class IndexQueryReader {
     let definition: IndexDefinition

@@ -8,6 +8,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 package struct IndexVerifier {
     let database: Database

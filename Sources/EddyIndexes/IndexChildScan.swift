@@ -5,6 +5,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 package struct IndexChildScan {
     package struct Child {

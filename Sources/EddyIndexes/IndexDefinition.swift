@@ -17,6 +17,7 @@
 // location has exactly one entry.
 
 import EddyModel
+import EddyTree
 
 package struct IndexDefinition: Sendable, Equatable {
     package enum State: Sendable, Equatable {

@@ -5,6 +5,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 import Synchronization
 
 package final class IndexCatalog: Sendable {
