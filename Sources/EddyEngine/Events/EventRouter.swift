@@ -1,3 +1,7 @@
+// Folder Events/: live events: this router, the trie of listener locations, each listener's
+// window and the child events it yields. Invariant: events go out after their entry is durable,
+// in log order, each tagged with its entry's id.
+//
 // Live events, computed by the committer as it applies each change (so every read sees exactly
 // the state after that change) and delivered after the entry is durable, in log order, with the
 // acknowledgements (`SyncTicket.deliveries`).

@@ -1,3 +1,7 @@
+// Folder Indexes/: the engine's wiring of EddyIndexes (the committer maintains entries and
+// applies rules changes to the catalog; the engine reports status). The index logic itself is
+// the EddyIndexes target.
+//
 // Index status for operators (`GET /.settings/indexes.json`, `eddy index status`) and a wait
 // for builds to finish (tests, benchmarks, `eddy index build`).
 

@@ -1,3 +1,7 @@
+// Folder Log/: the operation log: entries and their codec (each entry's bytes are what
+// followers receive), the one scan over the log family, retention, and the read-only log used
+// beside a running daemon. Invariant: ids strictly increase; an entry is never rewritten.
+//
 // One operation-log entry: an accepted write, resolved (server values replaced by their
 // results) so every replica applies exactly the same thing, plus the before-image of every
 // location it changed. Its key in the `log` column family is `id`.

@@ -1,3 +1,7 @@
+// Folder Read/: reads that never mutate: key-ordered queries here (index-ordered ones through
+// EddyIndexes), exports and streamed reads (TreeJSONStream). Invariant: a read sees one
+// consistent state (one iterator or one snapshot).
+//
 // Ordered queries. Key order needs no index: children of a location are a contiguous,
 // key-ordered range of the tree, so a query seeks to its window and reads exactly the children
 // in it (forward, or backward for limitToLast), skipping nothing it did not need.

@@ -1,3 +1,7 @@
+// Folder Replication/: what the engine offers replication: stored entries as they are, digests,
+// snapshots for bootstrapping, and the committer's apply of replicated entries (same ids,
+// before-images checked). Invariant: a replica applies exactly the leader's entries, in order.
+//
 // What replication needs from an engine: the log's stored entries as they are (the leader
 // sends them unchanged), and a digest of the tree, the indexes and the log to check that a
 // replica equals its leader.

@@ -1,3 +1,7 @@
+// Folder Rules/: security rules as the engine enforces them: who acts (`Access`), read checks on
+// reader threads, write checks in the committer, rules changes. Invariant: a denied request
+// applies and logs nothing.
+//
 // Who an operation acts for, as the engine's security-rules checks see it, and the compiled rules
 // those checks use.
 //

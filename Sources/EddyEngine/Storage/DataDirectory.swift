@@ -1,3 +1,6 @@
+// Folder Storage/: where databases live on disk: the data directory and its lock, namespaces,
+// checkpoints for backups.
+//
 // The data directory of a daemon: one subdirectory per namespace (`?ns=`), each its own
 // RocksDB database, plus `eddyd.lock`, an advisory lock (flock) held while a daemon or an
 // offline `eddy` command uses the directory, so the two refuse each other clearly.

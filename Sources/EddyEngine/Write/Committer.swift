@@ -1,3 +1,7 @@
+// Folder Write/: the write path from a validated request to a durable batch: the bounded commit
+// queue, this committer (the only mutator), the syncer hand-off, the tree writer and the disk
+// reserve. Invariant: a write's tree changes, index entries and log entry go in one batch.
+//
 // The single committer: the only code that mutates a database. It runs on its own thread,
 // takes groups of queued writes, applies each to one write batch (tree changes and the log
 // entry together), writes the batch once (one fsync per group under `sync` durability), and
