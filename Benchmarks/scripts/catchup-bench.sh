@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Follower catch-up (issue 15's figure; goal >= 200,000 entries/s): a release leader's log is
+# filled with small entries (64 writer connections pushing `{"n":1,"s":"small"}` for
+# FILL_SECONDS, as replication-bench.sh's phase 1), then ROUNDS fresh followers replay it, one
+# after the other, each into an empty directory: entries/s from the follower process's start
+# until it applied the leader's newest entry. Prints each round and the median.
+# With PERF=1 the last round's follower runs under `perf record -g` (report in $PERF_OUT,
+# default /tmp/eddy-catchup.perf).
+#
+# Usage: Benchmarks/scripts/catchup-bench.sh [ROUNDS] [FILL_SECONDS]   (defaults 3, 20)
+# EDDY_SKIP_BUILD=1 uses the release binaries as they are.
+set -euo pipefail
+
+rounds=${1:-3}
+fill_seconds=${2:-20}
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+eddyd=.build/release/eddyd
+eddy=.build/release/eddy
+driver=Benchmarks/.build/release/ReplicationProfile
+work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-catchup-bench.XXXXXX")
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+    wait 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
+    echo "== build (release)"
+    swift build -c release --product eddyd 2>&1 | tail -1
+    swift build -c release --product eddy 2>&1 | tail -1
+    rm -f Benchmarks/.build/workspace-state.json
+    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+fi
+
+start() {
+    local name=$1
+    shift
+    "$@" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
+    started_pid=$!
+    pids+=("$started_pid")
+    for _ in $(seq 1 1200); do
+        if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
+        sleep 0.05
+    done
+    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
+    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
+}
+stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
+
+start leader "$eddyd" serve --data "$work/leader"
+leader_url=$started_url
+echo "== fill: 64 writers for $fill_seconds s"
+"$driver" load "$work/leader/eddyd.sock" "$fill_seconds" 64
+leader_last=$(python3 -c "import json, urllib.request; print(json.load(urllib.request.urlopen('$leader_url/.settings/followers.json'))['last'])")
+
+rates=()
+for round in $(seq 1 "$rounds"); do
+    rm -rf "$work/follower"
+    command=("$eddyd" follow --leader "$work/leader/replication.sock" --data "$work/follower")
+    if [ "${PERF:-}" = 1 ] && [ "$round" = "$rounds" ]; then
+        command=(perf record -g -o "${PERF_OUT:-/tmp/eddy-catchup.perf}" -- "${command[@]}")
+    fi
+    start_time=$(date +%s.%N)
+    start "follower-$round" "${command[@]}"
+    python3 - "$started_url" "$leader_last" << 'PY'
+import json, sys, time, urllib.request
+url, last = sys.argv[1], sys.argv[2]
+deadline = time.monotonic() + 900
+while json.load(urllib.request.urlopen(url + "/.settings/followers.json", timeout=10))["applied"] != last:
+    if time.monotonic() > deadline:
+        sys.exit("the follower did not catch up within 900 s")
+    time.sleep(0.01)
+PY
+    end_time=$(date +%s.%N)
+    if [ "${PERF:-}" = 1 ] && [ "$round" = "$rounds" ]; then
+        kill -INT "$started_pid" 2> /dev/null || true
+        pkill -INT -f "eddyd follow --leader $work/leader/replication.sock" 2> /dev/null || true
+    fi
+    stop "$started_pid"
+    count=$("$eddy" digest --data "$work/follower" | python3 -c 'import json, sys; print(json.load(sys.stdin)["log"]["count"])')
+    rate=$(python3 -c "print(int($count / ($end_time - $start_time)))")
+    rates+=("$rate")
+    echo "round $round: $count entries in $(python3 -c "print(f'{$end_time - $start_time:.2f}')") s: $rate entries/s"
+done
+median=$(python3 -c 'import statistics, sys; print(int(statistics.median(int(x) for x in sys.argv[1:])))' "${rates[@]}")
+echo "catch-up median: $median entries/s (goal >= 200,000): $([ "$median" -ge 200000 ] && echo met || echo missed)"
