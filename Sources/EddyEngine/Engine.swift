@@ -195,12 +195,26 @@ public final class Engine: Sendable {
             self.metrics.recordRefusal(error)
             throw error
         }
+        await self.waitForCommitRoom()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
             self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access) {
                 continuation.resume(returning: $0)
             }
         }
         return try result.get()
+    }
+
+    /// Waits, without holding a thread, while the commit queue holds `commitQueueCountMax`
+    /// writes. A caller that holds its client back meanwhile (a connection that stops reading)
+    /// turns a full queue into backpressure instead of `busy` refusals. Returns at once when
+    /// there is room; polls every 1 to 8 ms while full (the committer drains a group in about
+    /// that time).
+    public func waitForCommitRoom() async {
+        var milliseconds = 1
+        while self.queue.isFull {
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+            milliseconds = min(milliseconds * 2, 8)
+        }
     }
 
     /// Validates a write and queues it before returning, so writes submitted one after the

@@ -1,8 +1,12 @@
 // The bounded queue between writers (any thread or task) and the single committer thread.
 //
 // Thread-safety: every field is guarded by `condition`'s lock.
-// Invariants: `pending.count <= capacity`; once `stopping`, nothing new is accepted, but
+// Invariants: `pending.count <= 2 × capacity`; once `stopping`, nothing new is accepted, but
 // everything already queued is still committed (drain on shutdown).
+// Two bounds: writers that can hold their client back wait while `capacity` writes are queued
+// (`isFull`, `Engine.waitForCommitRoom`), so a full queue is backpressure; a write is refused
+// `busy` only past twice that, which only writers that do not wait can reach (the slack absorbs
+// the waiters that wake together and all find room).
 
 import EddyModel
 import Foundation
@@ -61,6 +65,13 @@ final class CommitQueue: @unchecked Sendable {
         self.capacity = capacity
     }
 
+    /// True when `capacity` writes are queued: a writer that can wait should (a hint).
+    var isFull: Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.pending.count >= self.capacity
+    }
+
     /// True when no write is waiting (a hint: writers may arrive right after).
     var isEmpty: Bool {
         self.condition.lock()
@@ -73,10 +84,10 @@ final class CommitQueue: @unchecked Sendable {
         self.condition.lock()
         defer { self.condition.unlock() }
         if self.stopping { return EddyError(.shuttingDown, "the database is shutting down; the write was not applied") }
-        if self.pending.count >= self.capacity {
+        if self.pending.count >= 2 * self.capacity {
             return EddyError(
                 .busy,
-                "commit queue is full (commitQueueCountMax is \(self.capacity)); the write was not applied, retry")
+                "commit queue is full (\(2 * self.capacity) writes: twice commitQueueCountMax, \(self.capacity)); the write was not applied, retry")
         }
         self.pending.append(write)
         self.condition.signal()

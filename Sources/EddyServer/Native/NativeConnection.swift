@@ -404,6 +404,9 @@ final class NativeConnection: Sendable {
             throw error
         }
         await self.waitForWrites(atMost: Self.writesInFlightMax - 1)
+        // A full commit queue (many connections writing at once) holds this connection back
+        // too: its unread requests stay in the socket.
+        await engine.waitForCommitRoom()
         self.state.withLock { $0.writesInFlight += 1 }
         do {
             try engine.submit(operation, ifMatch: ifMatch, silencing: silenced, access: access) { result in
