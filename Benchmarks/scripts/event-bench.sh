@@ -14,6 +14,8 @@
 #   100), rounds (default 3). Installs redis-server with apt-get when it is missing and we are root.
 # Harness and servers share the machine's cores, so the figures include their competition.
 set -euo pipefail
+# A harness that fails must end at once, not spend minutes backtracing 100 threads.
+export SWIFT_BACKTRACE=enable=no
 
 rate=${1:-2000}
 run_seconds=${2:-10}
