@@ -188,13 +188,7 @@ public final class Engine: Sendable {
     ) async throws(EddyError) -> WriteOutcome {
         try self.checkLeader()
         var approximateBytes = 0
-        let validated: WriteOperation
-        do {
-            validated = try Self.validate(operation, approximateBytes: &approximateBytes)
-        } catch {
-            self.metrics.recordRefusal(error)
-            throw error
-        }
+        let validated = try self.validateCounted(operation, approximateBytes: &approximateBytes)
         await self.waitForCommitRoom()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<WriteOutcome, EddyError>, Never>) in
             self.enqueue(validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access) {
@@ -228,15 +222,19 @@ public final class Engine: Sendable {
     ) throws(EddyError) {
         try self.checkLeader()
         var approximateBytes = 0
-        let validated: WriteOperation
+        let validated = try self.validateCounted(operation, approximateBytes: &approximateBytes)
+        self.enqueue(
+            validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access, completion: completion)
+    }
+
+    /// `validate`, counting a refusal in `eddy_writes_total`.
+    private func validateCounted(_ operation: WriteOperation, approximateBytes: inout Int) throws(EddyError) -> WriteOperation {
         do {
-            validated = try Self.validate(operation, approximateBytes: &approximateBytes)
+            return try Self.validate(operation, approximateBytes: &approximateBytes)
         } catch {
             self.metrics.recordRefusal(error)
             throw error
         }
-        self.enqueue(
-            validated, ifMatch: ifMatch, approximateBytes: approximateBytes, silencing: silencing, access: access, completion: completion)
     }
 
     /// Refuses writes on a follower, naming its leader.
