@@ -97,7 +97,7 @@ final class LogServerConnection: Sendable {
     }
 
     /// Streams a consistent copy of the database and returns the log id it is the state after.
-    private func sendSnapshot(_ engine: Engine, follower name: String) async throws -> LogID? {
+    private func sendSnapshot(_ engine: Engine, follower name: String, registered id: UInt64) async throws -> LogID? {
         let reader = try engine.makeSnapshotReader()
         self.logger.info("sending a snapshot to a follower", metadata: ["eddy.follower": "\(name)", "eddy.at": "\(reader.at?.rawValue ?? "none")"])
         try await self.send(
@@ -113,6 +113,7 @@ final class LogServerConnection: Sendable {
         // they are durable.
         if let at = reader.at {
             while try engine.lastLogID().map({ $0 < at }) ?? true { try await Task.sleep(for: .milliseconds(1)) }
+            self.registry.sent(id, upTo: at, count: 0)  // before the end frame the follower acknowledges
         }
         try await self.send(.snapshotEnd, JSONWriter.bytes(.object(["records": .number(Double(count))])))
         self.logger.info("snapshot sent", metadata: ["eddy.follower": "\(name)", "eddy.records": "\(count)"])
@@ -205,8 +206,7 @@ final class LogServerConnection: Sendable {
             if announcesNamespaces { welcome.set(.object(Self.namespaceList(namespaces)), at: Path(validatedKeys: ["namespaces"])) }
             try await self.send(.welcome, JSONWriter.bytes(welcome))
             if needsSnapshot {
-                position = try await self.sendSnapshot(engine, follower: name)
-                if let position { self.registry.sent(id, upTo: position, count: 0) }
+                position = try await self.sendSnapshot(engine, follower: name, registered: id)
             }
             var lastSentAt = ContinuousClock.now
             var bell = self.doorbell.stream.makeAsyncIterator()
@@ -215,10 +215,13 @@ final class LogServerConnection: Sendable {
                 while true {
                     let entries = try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax)
                     guard let last = entries.last else { break }
+                    // Recorded before the write: the follower may apply and acknowledge the frame
+                    // before this task resumes from the write, and an acknowledgement beyond
+                    // what was recorded as sent disconnects it as forged.
+                    self.registry.sent(id, upTo: last.id, count: entries.count)
                     try await self.send(.entries, ReplicatedEntries.encode(entries.map { ($0.id.rawValue, $0.bytes) }))
                     position = last.id
                     lastSentAt = .now
-                    self.registry.sent(id, upTo: last.id, count: entries.count)
                 }
                 let current = try engine.rules().json
                 if current != rules {

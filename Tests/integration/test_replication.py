@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import follower_of, put_rules, run_eddy
-from test_native import EVENTS, SUBSCRIBE, SUBSCRIBED, WRITE, Native
+from test_native import EVENTS, SUBSCRIBE, SUBSCRIBED, WRITE, WRITTEN, Native
 
 SEED = int(os.environ.get("EDDY_SEED", random.randrange(1 << 30)))
 print(f"test_replication: EDDY_SEED={SEED}")
@@ -207,6 +207,55 @@ def test_subscribers_on_a_follower_get_the_leaders_events_and_log_ids(daemon_fac
         c.close()
     assert len(streams[0]) > 60
     assert streams[1] == streams[0]
+
+
+def test_a_steady_write_stream_never_disconnects_the_follower(daemon_factory):
+    """A fast follower acknowledges an entries frame before the leader's sending task resumes
+    from writing it; the leader once recorded the frame as sent only then, took the
+    acknowledgement for a forged one and disconnected the follower (a 100 ms stall each time,
+    several times a second at 1,000 writes/s). Writes paced one by one, as a live app sends
+    them, must stream on one connection, and a subscriber on the follower must get every one."""
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    wait_caught_up(leader, follower)
+    subscriber = Native(follower)
+    subscriber.send(SUBSCRIBE, 1, {"path": "/pace", "events": "value"})
+    assert subscriber.recv()[0] == SUBSCRIBED
+    writer = Native(leader)
+    count = 1500
+    answers = []
+    frames = []
+
+    def read_events():
+        seen = -1
+        while seen != count - 1:
+            kind, _, payload = subscriber.recv()
+            frames.append((kind, payload))
+            if kind != EVENTS:
+                return
+            for event in payload["events"]:
+                if event.get("changes"):
+                    seen = event["changes"][-1]["data"]
+
+    readers = [
+        threading.Thread(target=lambda: answers.extend(writer.recv() for _ in range(count))),
+        threading.Thread(target=read_events),
+    ]
+    for reader in readers:
+        reader.start()
+    for i in range(count):
+        writer.send(WRITE, i, {"op": "set", "path": "/pace", "value": i})
+        time.sleep(0.0005)
+    for reader in readers:
+        reader.join(timeout=60)
+    assert len(answers) == count and all(kind == WRITTEN for kind, _, _ in answers), answers[-1:]
+    assert all(kind == EVENTS for kind, _ in frames), frames[-1]
+    assert frames[-1][1]["events"][-1]["changes"][-1]["data"] == count - 1, frames[-1]
+    wait_caught_up(leader, follower)
+    assert status(follower)["error"] is None, status(follower)
+    assert "ended replication" not in open(follower.log_path).read(), follower.log_tail(2000)
+    writer.close()
+    subscriber.close()
 
 
 class FlippingProxy:
