@@ -14,8 +14,8 @@
 // snapshot when the leader's log no longer starts at the beginning). The default namespace's
 // connection hands the leader's namespace list to `onNamespaces`.
 //
-// Runs on its own thread with a blocking socket; at most `batchesInFlightMax` entry frames are
-// being applied at once (the engine's commit queue bounds the rest).
+// Runs on its own thread with a blocking socket; at most `entriesInFlightMax` entries are
+// being applied at once (`AppliedWindow`; the engine's commit queue bounds the rest).
 
 import EddyEngine
 import EddyModel
@@ -26,8 +26,9 @@ import ServiceLifecycle
 import Synchronization
 
 public final class FollowerService: Service, Sendable {
-    /// Three frames of at most 1,024 entries stay below the commit queue's 4,096.
-    static let batchesInFlightMax = 3
+    /// Stays below the commit queue's 4,096 writes, so a replica's apply never meets a full
+    /// queue; at 1,000 entries/s this rides out a 3-second fsync stall.
+    static let entriesInFlightMax = 3072
 
     public struct Status: Sendable {
         public var connected = false
@@ -238,13 +239,10 @@ public final class FollowerService: Service, Sendable {
     }
 
     private func receiveEntries(_ client: any FrameChannel, _ engine: Engine) throws -> Outcome {
-        let inFlight = DispatchSemaphore(value: Self.batchesInFlightMax)
+        let window = AppliedWindow(entriesMax: Self.entriesInFlightMax)
         let failure = Mutex<EddyError?>(nil)
-        defer {
-            // Wait for the batches still being applied before the next session reads lastLogID.
-            for _ in 0..<Self.batchesInFlightMax { inFlight.wait() }
-            for _ in 0..<Self.batchesInFlightMax { inFlight.signal() }
-        }
+        // Wait for the entries still being applied before the next session reads lastLogID.
+        defer { window.drain() }
         while let frame = try client.receive() {
             if let error = failure.withLock({ $0 }) {
                 self.logger.critical("replication stopped: this replica cannot apply the leader's entries", metadata: ["eddy.error": "\(error)"])
@@ -268,9 +266,9 @@ public final class FollowerService: Service, Sendable {
                     }
                 }
                 guard let last = entries.last?.id else { continue }
-                inFlight.wait()
-                engine.submitReplicated(entries, stored: stored.map(\.bytes)) { result in
-                    defer { inFlight.signal() }
+                window.admit(entries.count)
+                engine.submitReplicated(entries, stored: stored.map(\.bytes)) { [count = entries.count] result in
+                    defer { window.release(count) }
                     switch result {
                     case .success:
                         self.state.withLock { $0.status.applied = last }
