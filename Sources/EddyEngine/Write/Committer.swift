@@ -208,12 +208,19 @@ final class Committer: @unchecked Sendable {
         // Alone (nothing waiting, syncer idle), a synced write acknowledges right here with one
         // fsync and no thread hop; otherwise the group is pipelined through the syncer.
         let alone = self.options.durability == .sync && self.queue.isEmpty && self.syncQueue.isIdle
+        // A follower's group holds only entries its leader already made durable, so their
+        // events need not wait for this replica's own fsync: they go out as soon as the batch is
+        // in the memtable (readers see it there too). A crash before the fsync loses nothing a
+        // subscriber saw: the follower resumes after its last durable entry and applies the rest
+        // again from the leader. The acknowledgements (`applied`, which --sync-followers counts)
+        // still wait for the fsync.
+        let eventsBeforeSync = self.deliversBeforeSync && !entries.isEmpty
         if !entries.isEmpty {
             self.metrics.recordGroup(writes: group.count)
             let start = ContinuousClock.now
             defer { self.metrics.commitWrite.recordSince(start) }
             do {
-                try self.database.write(self.batch, durability: alone ? .sync : self.storageDurability)
+                try self.database.write(self.batch, durability: alone && !eventsBeforeSync ? .sync : self.storageDurability)
                 if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = .now }
             } catch {
                 self.treeWriter.forgetCachedFacts()
@@ -223,8 +230,15 @@ final class Committer: @unchecked Sendable {
                 return
             }
         }
-        let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries, deliveries: self.events.takeDeliveries())
-        guard self.options.durability == .sync, !alone else {
+        var deliveries = self.events.takeDeliveries()
+        if eventsBeforeSync {
+            for delivery in deliveries { delivery() }
+            deliveries = []
+        }
+        let ticket = SyncTicket(writes: group, outcomes: outcomes, entries: entries, deliveries: deliveries)
+        // (A replica's group always goes through the syncer: an fsync that stalls there holds
+        // back acknowledgements only, while the committer goes on applying and delivering.)
+        guard self.options.durability == .sync, !alone || eventsBeforeSync else {
             self.acknowledge([ticket])
             return
         }
@@ -237,8 +251,17 @@ final class Committer: @unchecked Sendable {
         self.syncQueue.enqueue(ticket)
     }
 
-    /// Delivers events outside a group, after everything already in the sync pipeline.
+    /// A follower's replica (synced durability) delivers events before its own fsync: see
+    /// `commit`. Its groups are all replicated entries (client writes are refused).
+    var deliversBeforeSync: Bool { self.options.leader != nil && self.options.durability == .sync }
+
+    /// Delivers events outside a group, after everything already in the sync pipeline (on a
+    /// replica every earlier group's events are out already, so at once).
     func deliver(_ deliveries: [Delivery]) {
+        if self.deliversBeforeSync {
+            for delivery in deliveries { delivery() }
+            return
+        }
         let ticket = SyncTicket(writes: [], outcomes: [], entries: [], deliveries: deliveries)
         if self.syncQueue.isIdle { self.acknowledge([ticket]) } else { self.syncQueue.enqueue(ticket) }
     }
