@@ -13,6 +13,9 @@
 #
 # Usage: Benchmarks/scripts/replication-bench.sh [ROUNDS] [LOAD_SECONDS] [FANOUT_SECONDS]
 #   defaults 3, 5, 10. A missed target is reported, not failed.
+#   PHASES="throughput catchup fanout" (the default) selects phases, e.g. PHASES=fanout;
+#   catchup replays the log that throughput wrote, so it needs throughput. EDDY_SKIP_BUILD=1
+#   uses the release binaries as they are.
 set -euo pipefail
 
 rounds=${1:-3}
@@ -31,11 +34,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== build (release)"
-swift build -c release --product eddyd 2>&1 | tail -1
-swift build -c release --product eddy 2>&1 | tail -1
-rm -f Benchmarks/.build/workspace-state.json
-swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+phases=${PHASES:-throughput catchup fanout}
+has_phase() { [[ " $phases " == *" $1 "* ]]; }
+if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
+    echo "== build (release)"
+    swift build -c release --product eddyd 2>&1 | tail -1
+    swift build -c release --product eddy 2>&1 | tail -1
+    rm -f Benchmarks/.build/workspace-state.json
+    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+fi
 
 # start NAME ARGS...: starts eddyd with ARGS, logs to $work/NAME.log, waits for its HTTP line;
 # sets $started_pid and $started_url.
@@ -73,6 +80,7 @@ PY
 }
 median() { python3 -c 'import statistics, sys; print(int(statistics.median(float(x) for x in sys.argv[1:])))' "$@"; }
 
+if has_phase throughput; then
 echo "== throughput: 64 writers, $load_seconds s per run, $rounds rounds"
 # Stand-in followers (ReplicationProfile consume) cost the leader what real ones do (hello,
 # every entry streamed, an ack per frame) without applying anything, so the leader's log-server
@@ -127,6 +135,9 @@ for followers in 1 2; do
     for pid in "${fpids[@]}"; do stop "$pid"; done
 done
 
+fi
+
+if has_phase catchup; then
 echo "== catch-up: a new follower replays the leader's log"
 start_time=$(date +%s.%N)
 start catchup follow --leader "$work/leader/replication.sock" --data "$work/catchup"
@@ -139,6 +150,8 @@ python3 -c "
 n, t = $count, $end_time - $start_time
 print(f'catch-up: {n} entries in {t:.2f} s (from process start): {n / t:,.0f} entries/s, target >= 100,000: ' + ('met' if n / t >= 100000 else 'missed'))
 "
+
+fi
 
 echo "== fan-out: 2,000 writes/s, 2 followers x 100 subscribers, $fanout_seconds s"
 start fanleader serve --data "$work/fanleader"

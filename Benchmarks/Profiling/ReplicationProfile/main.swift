@@ -8,6 +8,8 @@
 //                                 SUBSCRIBERS connections on each FOLLOWER socket, each
 //                                 subscribed to /feed/latest: events received and lost, events/s,
 //                                 latency from the leader's acknowledgement to each receipt.
+//                                 FANOUT_SLOW=1 also lists the first subscriber's receipts over
+//                                 20 ms late (when acknowledged, how late): stalls show as runs.
 //   consume REPLICATION NATIVE NAME
 //                                 a stand-in follower that costs the leader exactly what a real
 //                                 one does (hello, every entry streamed, an `applied` ack per
@@ -139,6 +141,16 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
         for (id, time) in receipt.times {
             if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
         }
+    }
+    if ProcessInfo.processInfo.environment["FANOUT_SLOW"] != nil {
+        var slow: [(Double, Double)] = []
+        for receipt in receipts.prefix(1) {
+            for (id, time) in receipt.times {
+                if let ack = acks.times[id], seconds(time - ack) > 0.02 { slow.append((seconds(ack - start), seconds(time - ack) * 1e3)) }
+            }
+        }
+        slow.sort { $0.0 < $1.0 }
+        print("slow (ack s since start, ms late): " + slow.map { "\(format($0.0, 3)):\(format($0.1, 1))" }.joined(separator: " "))
     }
     fromAck.sort()
     let expected = total * subscribers * followers.count
