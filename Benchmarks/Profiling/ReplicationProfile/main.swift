@@ -67,6 +67,7 @@ final class Receipts: @unchecked Sendable {
     // @unchecked: each instance is written by one thread, read after it finished.
     var times: [String: ContinuousClock.Instant] = [:]
     var count = 0
+    var cutOff = false
 
     /// Sized up front: 100 dictionaries growing (rehashing) at the same moment put a
     /// many-millisecond stall into the harness, which showed up as the server's p99.
@@ -92,8 +93,14 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
                 var attached = false
                 while let frame = try? client.receive() {
                     let now = ContinuousClock.now
-                    if frame.kind == .error || frame.kind == .behind {
+                    if frame.kind == .error {
                         fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
+                    }
+                    if frame.kind == .behind {
+                        // Cut off for lagging (the follower is saturated): counted, not fatal.
+                        mine.cutOff = true
+                        if !attached { ready.signal() }
+                        return
                     }
                     guard frame.kind == .events else { continue }
                     if !attached {
@@ -155,7 +162,9 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     fromAck.sort()
     let expected = total * subscribers * followers.count
     print("follower fan-out: \(total) writes at \(rate)/s to the leader, \(followers.count) followers x \(subscribers) subscribers, \(format(elapsed, 2)) s")
+    let cutOff = receipts.count { $0.cutOff }
     print("  events received \(received) of \(expected) (lost \(expected - received)), \(Int(Double(received) / elapsed)) events/s")
+    if cutOff > 0 { print("  subscribers cut off for lagging behind (saturated): \(cutOff) of \(receipts.count)") }
     if !fromAck.isEmpty {
         print("  leader acknowledgement to follower-subscriber receipt: p50 \(format(percentile(fromAck, 0.5))) us, p99 \(format(percentile(fromAck, 0.99))) us")
     }
