@@ -1,7 +1,10 @@
-// The payload of an `events` frame, encoded once per batch and shared by every subscriber that
+// The `events` frame of a batch, encoded once per batch and shared by every subscriber that
 // receives the same batch. The engine hands listeners that share a window the very same
 // `[ChildEvent]` array, one sink after the other on one thread; so the last batch encoded is
-// remembered and recognised by its storage.
+// remembered and recognised by its storage. The frame differs between subscribers only in its
+// request id (the subscription's), so the finished frame buffer is kept per request id too
+// (at most `framesPerBatchMax`): subscribers whose clients numbered their subscriptions alike
+// share one buffer, written to each socket without a copy or an allocation of its own.
 //
 // Soundness: the cache holds the array it encoded, so that storage stays alive and cannot be
 // reused by another array; an array with the same storage address and count is therefore the
@@ -9,20 +12,53 @@
 
 import EddyEngine
 import EddyModel
+import EddyProtocol
+import EddyReplication
+import NIOCore
 import Synchronization
 
 final class EventsPayloadCache: Sendable {
-    private let last = Mutex<(events: [ChildEvent], payload: [UInt8])?>(nil)
+    private struct Batch {
+        let events: [ChildEvent]
+        let payload: [UInt8]
+        var frames: [UInt64: ByteBuffer] = [:]
+    }
+
+    /// Frame buffers kept per batch (one per distinct request id).
+    static let framesPerBatchMax = 16
+
+    private let last = Mutex<Batch?>(nil)
+    private let allocator = ByteBufferAllocator()
 
     func payload(for events: [ChildEvent]) -> [UInt8] {
         let hit = self.last.withLock { last -> [UInt8]? in
-            guard let last, last.events.count == events.count, Self.storage(of: last.events) == Self.storage(of: events) else { return nil }
+            guard let last, Self.same(last.events, events) else { return nil }
             return last.payload
         }
         if let hit { return hit }
         let payload = Self.encode(events)
-        self.last.withLock { $0 = (events, payload) }
+        self.last.withLock { $0 = Batch(events: events, payload: payload) }
         return payload
+    }
+
+    /// The whole `events` frame of `events` for the subscription `requestID`.
+    func frame(for events: [ChildEvent], requestID: UInt64) -> ByteBuffer {
+        let hit = self.last.withLock { last -> ByteBuffer? in
+            guard let last, Self.same(last.events, events) else { return nil }
+            return last.frames[requestID]
+        }
+        if let hit { return hit }
+        let payload = self.payload(for: events)
+        let frame = ByteBuffer.frame(Frame(kind: .events, requestID: requestID, payload: payload), allocator: self.allocator)
+        self.last.withLock { last in
+            guard last != nil, Self.same(last!.events, events), last!.frames.count < Self.framesPerBatchMax else { return }
+            last!.frames[requestID] = frame
+        }
+        return frame
+    }
+
+    private static func same(_ a: [ChildEvent], _ b: [ChildEvent]) -> Bool {
+        a.count == b.count && Self.storage(of: a) == Self.storage(of: b)
     }
 
     private static func storage(of events: [ChildEvent]) -> UnsafeRawPointer? {

@@ -106,10 +106,14 @@ final class NativeConnection: Sendable {
     /// loop, which takes every queued frame and flushes once (`flushOutbox`): a burst of events
     /// costs one hop and one write call, not one per frame.
     func send(_ frame: Frame, logID: LogID? = nil) {
-        let buffer = ByteBuffer.frame(frame, allocator: self.channel.allocator)
+        self.send(encoded: ByteBuffer.frame(frame, allocator: self.channel.allocator), kind: frame.kind, logID: logID)
+    }
+
+    /// Queues an encoded frame of `kind` (the buffer may be shared with other connections).
+    private func send(encoded buffer: ByteBuffer, kind: Frame.Kind, logID: LogID?) {
         let admission = self.state.withLock { state -> Admission in
             if state.closed { return .closed }
-            let isEvents = frame.kind == .events || frame.kind == .changes
+            let isEvents = kind == .events || kind == .changes
             let eventBytes = isEvents ? buffer.readableBytes : 0
             if isEvents {
                 guard state.outstandingEvents < self.outstandingMax else { return .overflow }
@@ -541,7 +545,7 @@ final class NativeConnection: Sendable {
 
     private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent]) {
         ServerMetrics.delivered(.native, events: events.count)
-        self.send(Frame(kind: .events, requestID: requestID, payload: self.payloads.payload(for: events)), logID: events.last?.logID)
+        self.send(encoded: self.payloads.frame(for: events, requestID: requestID), kind: .events, logID: events.last?.logID)
     }
 
     /// The connection closed (or was cut off): its listeners go.
