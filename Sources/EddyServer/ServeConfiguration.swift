@@ -43,8 +43,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Seconds between keep-alive events on an idle event stream (SSE). Default 30 (Firebase's).
     public var sseKeepAliveSeconds = 30
     /// Event batches (one per log entry) an event stream may fall behind before it is cut off
-    /// with `cancel` and the id to resume after. Default 1024 (each stream also stops at 16 MiB).
-    public var streamBufferBatches = 1024
+    /// with `cancel` and the id to resume after. Default 8192: about a second of a busy location
+    /// (a subscriber descheduled for a moment is not cut off and made to resume); the bytes
+    /// bounds below are what bound memory (each stream also stops at 16 MiB).
+    public var streamBufferBatches = 8192
     /// Bytes of events one SSE stream or native subscriber may have waiting (not yet written to
     /// its socket) before it is cut off with the id to resume after. One batch always gets
     /// through to a client with nothing waiting. Default 16 MiB.

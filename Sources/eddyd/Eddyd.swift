@@ -71,7 +71,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("sse-keep-alive-seconds"), help: "Seconds between keep-alive events on an idle event stream (1 to 3600). Default: 30")
     var sseKeepAliveSeconds: Int?
 
-    @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 1024")
+    @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 8192")
     var streamBufferBatches: Int?
 
     @Option(name: .customLong("disk-reserve-bytes"), help: "Refuse writes (507) while the data volume has less than this free; they resume by themselves. 0: off. Default: 67108864")
