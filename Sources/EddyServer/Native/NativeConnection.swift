@@ -149,10 +149,15 @@ final class NativeConnection: Sendable {
         }
         guard !frames.isEmpty else { return nil }
         let written = self.channel.eventLoop.makePromise(of: Void.self)
-        for (i, frame) in frames.enumerated() {
-            self.channel.write(frame.buffer, promise: i == frames.count - 1 ? written : nil)
+        if frames.count == 1 {
+            self.channel.writeAndFlush(frames[0].buffer, promise: written)
+        } else {
+            // Many small frames (a subscriber behind a busy location): one buffer through the
+            // pipeline instead of one pipeline write per frame.
+            var joined = self.channel.allocator.buffer(capacity: frames.reduce(0) { $0 + $1.buffer.readableBytes })
+            for frame in frames { joined.writeImmutableBuffer(frame.buffer) }
+            self.channel.writeAndFlush(joined, promise: written)
         }
-        self.channel.flush()
         let events = frames.count { $0.eventBytes > 0 }
         let eventBytes = frames.reduce(0) { $0 + $1.eventBytes }
         let answerBytes = frames.reduce(0) { $0 + $1.answerBytes }
