@@ -27,30 +27,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
-    echo "== build (release)"
-    swift build -c release --product eddyd 2>&1 | tail -1
-    swift build -c release --product eddy 2>&1 | tail -1
-    rm -f Benchmarks/.build/workspace-state.json
-    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
-fi
+source Benchmarks/scripts/lib/daemons.sh
+build_replication_tools
 
-start() {
-    local name=$1
-    shift
-    "$@" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
-    started_pid=$!
-    pids+=("$started_pid")
-    for _ in $(seq 1 1200); do
-        if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
-        sleep 0.05
-    done
-    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
-    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
-}
-stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
-
-start leader "$eddyd" serve --data "$work/leader"
+start_command leader "$eddyd" serve --data "$work/leader"
 leader_url=$started_url
 echo "== fill: 64 writers for $fill_seconds s"
 "$driver" load "$work/leader/eddyd.sock" "$fill_seconds" 64
@@ -64,7 +44,7 @@ for round in $(seq 1 "$rounds"); do
         command=(perf record -g -o "${PERF_OUT:-/tmp/eddy-catchup.perf}" -- "${command[@]}")
     fi
     start_time=$(date +%s.%N)
-    start "follower-$round" "${command[@]}"
+    start_command "follower-$round" "${command[@]}"
     python3 - "$started_url" "$leader_last" << 'PY'
 import json, sys, time, urllib.request
 url, last = sys.argv[1], sys.argv[2]

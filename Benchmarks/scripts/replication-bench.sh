@@ -36,30 +36,15 @@ trap cleanup EXIT
 
 phases=${PHASES:-throughput catchup fanout}
 has_phase() { [[ " $phases " == *" $1 "* ]]; }
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
-    echo "== build (release)"
-    swift build -c release --product eddyd 2>&1 | tail -1
-    swift build -c release --product eddy 2>&1 | tail -1
-    rm -f Benchmarks/.build/workspace-state.json
-    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
-fi
+source Benchmarks/scripts/lib/daemons.sh
+build_replication_tools
 
-# start NAME ARGS...: starts eddyd with ARGS, logs to $work/NAME.log, waits for its HTTP line;
-# sets $started_pid and $started_url.
+# start NAME ARGS...: `eddyd ARGS` through start_command.
 start() {
     local name=$1
     shift
-    "$eddyd" "$@" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
-    started_pid=$!
-    pids+=("$started_pid")
-    for _ in $(seq 1 600); do
-        if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
-        sleep 0.05
-    done
-    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
-    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
+    start_command "$name" "$eddyd" "$@"
 }
-stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
 # caught_up LEADER_URL FOLLOWER_URL...: waits until every follower applied the leader's newest entry.
 caught_up() {
     local leader=$1

@@ -1,0 +1,33 @@
+# Shared by the replication scripts (replication-bench.sh, catchup-bench.sh): sourced, not run.
+# The caller sets `work` (a temporary directory) and `pids=()` before sourcing; every process
+# started here is added to `pids`, which the caller's cleanup kills.
+
+# build_replication_tools: release eddyd, eddy and ReplicationProfile, unless EDDY_SKIP_BUILD=1.
+build_replication_tools() {
+    [ -z "${EDDY_SKIP_BUILD:-}" ] || return 0
+    echo "== build (release)"
+    swift build -c release --product eddyd 2>&1 | tail -1
+    swift build -c release --product eddy 2>&1 | tail -1
+    rm -f Benchmarks/.build/workspace-state.json
+    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+}
+
+# start_command NAME COMMAND...: runs COMMAND (an eddyd invocation, possibly wrapped, e.g. in
+# perf) with a free HTTP port, output in $work/NAME.out and .log; waits up to 60 s for its
+# "listening on" line. Sets $started_pid and $started_url.
+start_command() {
+    local name=$1
+    shift
+    "$@" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
+    started_pid=$!
+    pids+=("$started_pid")
+    for _ in $(seq 1 1200); do
+        if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
+        sleep 0.05
+    done
+    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
+    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
+}
+
+# stop PID: ends a process started here and waits for it.
+stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
