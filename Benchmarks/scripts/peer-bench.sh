@@ -82,14 +82,7 @@ apt_install() {
     apt-get install -y -qq "$@" > "$work/apt.log" 2>&1 || { apt-get update > /dev/null 2>&1 && apt-get install -y -qq "$@" > "$work/apt.log" 2>&1; }
 }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# stop PID: stops one of our servers and forgets it, so the cleanup never signals a reused pid.
-stop() {
-    local kept=() pid
-    kill "$1" 2> /dev/null || true
-    wait "$1" 2> /dev/null || true
-    for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
-    pids=("${kept[@]}")
-}
+source Benchmarks/scripts/lib/daemons.sh  # start_command, stop
 
 # --- peers: find or install them
 redis_skip=""
@@ -168,16 +161,13 @@ fi
 start() {
     local name=$1
     rm -rf "${work:?}/$name"
-    "$eddyd" serve --data "$work/$name" --http 127.0.0.1:0 --log-level warning > "$work/$name.out" 2> "$work/$name.log" &
-    started_pid=$!
-    pids+=("$started_pid")
-    for _ in $(seq 1 1200); do
-        if grep -q "listening on" "$work/$name.out" 2> /dev/null && [ -S "$work/$name/eddyd.sock" ]; then break; fi
-        kill -0 "$started_pid" 2> /dev/null || break
+    start_command "$name" "$eddyd" serve --data "$work/$name"
+    for _ in $(seq 1 200); do
+        [ -S "$work/$name/eddyd.sock" ] && return
         sleep 0.05
     done
-    started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
-    [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
+    echo "$name has no native socket: $(tail -5 "$work/$name.log")" >&2
+    exit 1
 }
 
 # wrk: http-post.lua (counts non-200 answers) with this benchmark's path and body.

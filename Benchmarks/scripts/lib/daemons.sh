@@ -1,4 +1,5 @@
-# Shared by the replication scripts (replication-bench.sh, catchup-bench.sh): sourced, not run.
+# Shared by the scripts that start eddyd (replication-bench.sh, catchup-bench.sh,
+# peer-bench.sh): sourced, not run.
 # The caller sets `work` (a temporary directory) and `pids=()` before sourcing; every process
 # started here is added to `pids`, which the caller's cleanup kills.
 
@@ -14,7 +15,7 @@ build_replication_tools() {
 
 # start_command NAME COMMAND...: runs COMMAND (an eddyd invocation, possibly wrapped, e.g. in
 # perf) with a free HTTP port, output in $work/NAME.out and .log; waits up to 60 s for its
-# "listening on" line. Sets $started_pid and $started_url.
+# "listening on" line (less if it exits). Sets $started_pid and $started_url.
 start_command() {
     local name=$1
     shift
@@ -23,11 +24,19 @@ start_command() {
     pids+=("$started_pid")
     for _ in $(seq 1 1200); do
         if grep -q "listening on" "$work/$name.out" 2> /dev/null; then break; fi
+        kill -0 "$started_pid" 2> /dev/null || break
         sleep 0.05
     done
     started_url=$(grep -o 'http://[0-9.:]*' "$work/$name.out" | head -1)
     [ -n "$started_url" ] || { echo "$name did not start: $(tail -5 "$work/$name.log")" >&2; exit 1; }
 }
 
-# stop PID: ends a process started here and waits for it.
-stop() { kill "$1" 2> /dev/null || true; wait "$1" 2> /dev/null || true; }
+# stop PID: ends a process started here, waits for it and forgets it (so a cleanup never
+# signals a reused pid).
+stop() {
+    local kept=() pid
+    kill "$1" 2> /dev/null || true
+    wait "$1" 2> /dev/null || true
+    for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+    pids=("${kept[@]}")
+}
