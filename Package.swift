@@ -128,6 +128,31 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The profiling drivers of Benchmarks/scripts (sources under Benchmarks/Profiling). They
+        // need nothing beyond this package's own dependencies, so they build with it: `make test`
+        // builds them in debug for its short run of every script (Benchmarks/scripts/smoke.sh)
+        // without compiling the graph a second time. `make build` (eddyd, eddy) leaves them out.
+        // Drivers that need package-benchmark or async-http-client stay in Benchmarks/Package.swift.
+        .executableTarget(
+            name: "EngineWriteProfile",
+            dependencies: ["EddyEngine", "EddyStorage", "EddyModel", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/Profiling/EngineWriteProfile"
+        ),
+        .executableTarget(
+            name: "IndexQueryProfile",
+            dependencies: ["EddyEngine", "EddyStorage", "EddyModel", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/Profiling/IndexQueryProfile"
+        ),
+        .executableTarget(
+            name: "EventProfile",
+            dependencies: ["EddyEngine", "EddyProtocol", "EddyModel", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/Profiling/EventProfile"
+        ),
+        .executableTarget(
+            name: "ReplicationProfile",
+            dependencies: ["EddyProtocol", "EddyModel"],
+            path: "Benchmarks/Profiling/ReplicationProfile"
+        ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
         .testTarget(

@@ -32,51 +32,8 @@ let package = Package(
             path: "Benchmarks/EngineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // The same write paths as a plain executable, for perf/callgrind and interleaved ratios.
-        // Its directory is not `Benchmarks/<Name>`, so the benchmark plugin does not run it.
-        .executableTarget(
-            name: "EngineWriteProfile",
-            dependencies: [
-                .product(name: "EddyEngine", package: "eddy"),
-                .product(name: "EddyStorage", package: "eddy"),
-                .product(name: "EddyModel", package: "eddy"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Profiling/EngineWriteProfile"
-        ),
-        // Index benchmarks (issue 3): indexed query latency, online build rate, push cost with
-        // 0/1/4 indexes. scripts/index-bench.sh runs it against SQLite and over HTTP.
-        .executableTarget(
-            name: "IndexQueryProfile",
-            dependencies: [
-                .product(name: "EddyEngine", package: "eddy"),
-                .product(name: "EddyStorage", package: "eddy"),
-                .product(name: "EddyModel", package: "eddy"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Profiling/IndexQueryProfile"
-        ),
-        // Live-event figures (issue 4): cost of idle listeners, in-process fan-out latency.
-        .executableTarget(
-            name: "EventProfile",
-            dependencies: [
-                .product(name: "EddyEngine", package: "eddy"),
-                .product(name: "EddyProtocol", package: "eddy"),
-                .product(name: "EddyModel", package: "eddy"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Profiling/EventProfile"
-        ),
-        // Replication figures (issue 5) through running leaders and followers;
-        // scripts/replication-bench.sh drives it.
-        .executableTarget(
-            name: "ReplicationProfile",
-            dependencies: [
-                .product(name: "EddyProtocol", package: "eddy"),
-                .product(name: "EddyModel", package: "eddy"),
-            ],
-            path: "Profiling/ReplicationProfile"
-        ),
+        // EngineWriteProfile, IndexQueryProfile, EventProfile and ReplicationProfile (sources under
+        // Profiling/) are targets of the main package (../Package.swift): they need nothing from here.
         // EddyClient figures (issue 12) against REST with async-http-client in the same run;
         // scripts/client-bench.sh drives it.
         .executableTarget(

@@ -8,16 +8,17 @@
 # default /tmp/eddy-catchup.perf).
 #
 # Usage: Benchmarks/scripts/catchup-bench.sh [ROUNDS] [FILL_SECONDS]   (defaults 3, 20)
-# EDDY_SKIP_BUILD=1 uses the release binaries as they are.
+# EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 
 rounds=${1:-3}
 fill_seconds=${2:-20}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-eddyd=.build/release/eddyd
-eddy=.build/release/eddy
-driver=Benchmarks/.build/release/ReplicationProfile
+source Benchmarks/scripts/lib/binaries.sh
+eddyd=$eddy_bin/eddyd
+eddy=$eddy_bin/eddy
+driver=$eddy_bin/ReplicationProfile
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-catchup-bench.XXXXXX")
 pids=()
 cleanup() {

@@ -10,13 +10,15 @@
 # the ratios of each native transport to REST.
 #
 # Usage (from anywhere):  Benchmarks/scripts/client-bench.sh [ROUNDS]   (default 3)
+#   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 
 rounds=${1:-3}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-driver=Benchmarks/.build/release/ClientProfile
-eddyd=.build/release/eddyd
+source Benchmarks/scripts/lib/binaries.sh
+driver=$profile_bin/ClientProfile
+eddyd=$eddy_bin/eddyd
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-client-bench.XXXXXX")
 eddyd_pid=""
@@ -26,17 +28,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-build() {
-    if ! "$@" > "$work/build.log" 2>&1; then
-        tail -30 "$work/build.log" >&2
-        return 1
-    fi
-    tail -1 "$work/build.log"
-}
-echo "== build (release)"
-build swift build -c release --product eddyd
-rm -f Benchmarks/.build/workspace-state.json
-build swift build -c release --package-path Benchmarks --product ClientProfile
+echo "== build ($bench_config)"
+build_eddy eddyd
+build_profile ClientProfile
 
 "$eddyd" serve --data "$work/data" --http 127.0.0.1:0 --native-listen 127.0.0.1:0 > "$work/eddyd.out" 2> "$work/eddyd.err" &
 eddyd_pid=$!

@@ -12,6 +12,7 @@
 # Usage (from anywhere):  Benchmarks/scripts/event-bench.sh [RATE] [SECONDS] [SUBSCRIBERS] [ROUNDS]
 #   writes/s (default 2000), seconds per run (default 10), subscriber connections (default
 #   100), rounds (default 3). Installs redis-server with apt-get when it is missing and we are root.
+#   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
 # Harness and servers share the machine's cores, so the figures include their competition.
 set -euo pipefail
 # A harness that fails must end at once, not spend minutes backtracing 100 threads.
@@ -23,18 +24,10 @@ subscribers=${3:-100}
 rounds=${4:-3}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-driver=Benchmarks/.build/release/EventProfile
-eddyd=.build/release/eddyd
-
-if ! command -v redis-server >/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-        echo "== install redis-server"
-        apt-get install -y redis-server > /dev/null || { apt-get update > /dev/null && apt-get install -y redis-server > /dev/null; }
-    else
-        echo "redis-server is missing: install it (sudo apt-get install -y redis-server) and rerun" >&2
-        exit 1
-    fi
-fi
+source Benchmarks/scripts/lib/binaries.sh
+driver=$eddy_bin/EventProfile
+eddyd=$eddy_bin/eddyd
+require_tool redis-server redis-server
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-event-bench.XXXXXX")
 redis_pid=""
@@ -47,19 +40,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a build quietly; on failure shows the end of its output and stops.
-build() {
-    if ! "$@" > "$work/build.log" 2>&1; then
-        tail -30 "$work/build.log" >&2
-        return 1
-    fi
-    tail -1 "$work/build.log"
-}
-echo "== build (release)"
-[ -x "$eddyd" ] || build swift build -c release --product eddyd
-# SwiftPM may keep the main package's old file list here after files were added to it.
-rm -f Benchmarks/.build/workspace-state.json
-build swift build -c release --package-path Benchmarks --product EventProfile
+echo "== build ($bench_config)"
+build_eddy eddyd
+build_eddy EventProfile
 
 # Waits up to 10 s for a socket file; on timeout shows the server's log and stops.
 wait_socket() {

@@ -4,16 +4,18 @@
 # runs wrk (Debian package) against it, stops it. Client and server share the machine's cores.
 #
 #   Benchmarks/scripts/http-bench.sh [SECONDS] [CONNECTIONS] [RUNS]
+#   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source Benchmarks/scripts/lib/binaries.sh
 seconds=${1:-10}
 connections=${2:-64}
 runs=${3:-3}
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
-swift build -c release --product eddyd >/dev/null
+require_tool wrk wrk
+build_eddy eddyd
 data=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
-./.build/release/eddyd serve --data "$data" --http 127.0.0.1:$port --durability sync --log-level warning > "$data/out.log" 2>&1 &
+"$eddy_bin/eddyd" serve --data "$data" --http 127.0.0.1:$port --durability sync --log-level warning > "$data/out.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do grep -q listening "$data/out.log" && break; sleep 0.1; done

@@ -13,6 +13,7 @@
 # Usage (from anywhere):  Benchmarks/scripts/index-bench.sh [N] [ROUNDS] [HTTP_SECONDS]
 #   N children (default 1000000), ROUNDS (default 3), wrk duration per run (default 10).
 #   PHASES="query http build push" (the default) selects phases, e.g. PHASES=query.
+#   PUSH_ROUNDS: rounds of the push phase (default ROUNDS, at least 5).
 # A missed target is reported, not failed: time figures depend on the machine and its load.
 set -euo pipefail
 
@@ -23,24 +24,13 @@ phases=${PHASES:-query http build push}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 scripts=Benchmarks/scripts
-driver=Benchmarks/.build/release/IndexQueryProfile
+source Benchmarks/scripts/lib/binaries.sh
+driver=$eddy_bin/IndexQueryProfile
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-index-bench.XXXXXX")
-# Runs a build quietly; on failure shows the end of its output and stops.
-build() {
-    if ! "$@" > "$work/build.log" 2>&1; then
-        tail -30 "$work/build.log" >&2
-        return 1
-    fi
-    tail -1 "$work/build.log"
-}
-echo "== build (release)"
-if [[ " $phases " == *" http "* ]]; then build swift build -c release --product eddyd; fi
-if ! build swift build -c release --package-path Benchmarks --product IndexQueryProfile; then
-    echo "retrying without Benchmarks/.build/workspace-state.json (SwiftPM may keep the main package's old file list)"
-    rm -f Benchmarks/.build/workspace-state.json
-    build swift build -c release --package-path Benchmarks --product IndexQueryProfile
-fi
+echo "== build ($bench_config)"
+if [[ " $phases " == *" http "* ]]; then build_eddy eddyd; fi
+build_eddy IndexQueryProfile
 eddyd_pid=""
 cleanup() {
     if [ -n "$eddyd_pid" ]; then kill -TERM "$eddyd_pid" 2>/dev/null || true; wait "$eddyd_pid" 2>/dev/null || true; fi
@@ -98,10 +88,10 @@ EOF
 fi
 
 if [[ " $phases " == *" http "* ]]; then
-    command -v wrk >/dev/null || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
+    require_tool wrk wrk
     [ -d "$eddy_data" ] || "$driver" load "$n" --data "$eddy_data"
     port=$((20000 + RANDOM % 20000))
-    ./.build/release/eddyd serve --data "$work/eddy" --http 127.0.0.1:$port --durability sync --log-level warning \
+    "$eddy_bin/eddyd" serve --data "$work/eddy" --http 127.0.0.1:$port --durability sync --log-level warning \
         > "$work/eddyd.log" 2>&1 &
     eddyd_pid=$!
     for _ in $(seq 100); do grep -q listening "$work/eddyd.log" && break; sleep 0.1; done
@@ -116,15 +106,17 @@ if [[ " $phases " == *" http "* ]]; then
         done
     }
     echo "== http: index build through eddyd ($n children)"
-    curl -sf -X PUT "$url/.settings/rules.json" -d '{"rules":{}}' >/dev/null  # drop what phase 1 built
+    # Open rules (a rules file without .read/.write would deny the queries), first without the
+    # index, to drop what phase 1 built.
+    curl -sf -X PUT "$url/.settings/rules.json" -d '{"rules":{".read":true,".write":true}}' >/dev/null
     t0=$(date +%s.%N)
-    curl -sf -X PUT "$url/.settings/rules.json" -d '{"rules":{"items":{".indexOn":"score"}}}' >/dev/null
+    curl -sf -X PUT "$url/.settings/rules.json" -d '{"rules":{".read":true,".write":true,"items":{".indexOn":"score"}}}' >/dev/null
     status=$(wait_ready)
     t1=$(date +%s.%N)
     echo "$status"
     awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "build over HTTP: %.2f s, %.0f children/s (PUT rules to ready, polled every 50 ms)\n", b - a, n / (b - a) }'
     query="$url/items.json?orderBy=%22score%22&startAt=500000&endAt=510000&limitToFirst=100"
-    curl -sf "$query" | python3 -c 'import json, sys; print("sample range query over HTTP: %d children" % len(json.load(sys.stdin)))'
+    curl -sS --fail-with-body "$query" | python3 -c 'import json, sys; print("sample range query over HTTP: %d children" % len(json.load(sys.stdin)))'
     for connections in 1 16; do
         threads=$(( connections == 1 ? 1 : 2 ))
         echo "== http: range.first100 query, $connections connection(s), ${http_seconds}s"
@@ -141,6 +133,6 @@ fi
 
 if [[ " $phases " == *" push "* ]]; then
     echo "== push: durable pushes with 0, 1 and 4 indexes, interleaved"
-    "$driver" push "$n" $((rounds > 5 ? rounds : 5)) --preload $((n < 100000 ? n : 100000))
+    "$driver" push "$n" "${PUSH_ROUNDS:-$((rounds > 5 ? rounds : 5))}" --preload $((n < 100000 ? n : 100000))
 fi
 echo "== done in $(( $(date +%s) - start_time )) s"

@@ -16,19 +16,24 @@
 # At the end: medians over the rounds, the during/without ratios and the command.
 #
 # Usage: Benchmarks/scripts/ops-bench.sh [ROUNDS] [SECONDS]   (defaults 3, 8)
-#        EDDY_SKIP_BUILD=1 uses the release binaries already built.
+#        OPS_TEXT_CHUNK and OPS_SMALL_CHUNK (children per PUT, defaults 10000 and 20000) scale
+#        the two loads (20 and 50 PUTs).
+#        EDDY_SKIP_BUILD=1 uses the binaries already built; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 rounds=${1:-3}
 seconds=${2:-8}
+# Children per PUT: 20 PUTs of text children for the backup daemon, 50 of small ones for restore.
+text_chunk=${OPS_TEXT_CHUNK:-10000}
+small_chunk=${OPS_SMALL_CHUNK:-20000}
+text_total=$((20 * text_chunk))
+small_total=$((50 * small_chunk))
 command_line="${EDDY_SKIP_BUILD:+EDDY_SKIP_BUILD=$EDDY_SKIP_BUILD }$0 $rounds $seconds"
 cd "$(dirname "$0")/../.."
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
-  echo "== build (release)"
-  swift build -c release --product eddyd 2>&1 | tail -1
-  swift build -c release --product eddy 2>&1 | tail -1
-fi
-eddy=./.build/release/eddy
+source Benchmarks/scripts/lib/binaries.sh
+require_tool wrk wrk
+echo "== build ($bench_config)"
+build_eddy eddyd eddy
+eddy=$eddy_bin/eddy
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-ops-bench.XXXXXX")
 pids=()
 loop_pid=""
@@ -41,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 start() {  # name port
   local name=$1 port=$2
-  ./.build/release/eddyd serve --data "$work/$name" --http 127.0.0.1:$port --durability sync --log-level warning > "$work/$name.log" 2>&1 &
+  "$eddy_bin/eddyd" serve --data "$work/$name" --http 127.0.0.1:$port --durability sync --log-level warning > "$work/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$work/$name.log" && return; sleep 0.1; done
   echo "eddyd $name did not start" >&2; cat "$work/$name.log" >&2; exit 1
@@ -65,32 +70,32 @@ load() {  # port prefix count: PUT $work/gen/PREFIX-N.json to /items/chunkN.json
 
 echo "== generate the load (python3)"
 mkdir -p "$work/gen"
-python3 - "$work/gen" <<'PY'
+python3 - "$work/gen" "$text_chunk" "$small_chunk" <<'PY'
 import json, random, string, sys
-out = sys.argv[1]
+out, text_chunk, small_chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(42)
 letters = string.ascii_lowercase + "      "
-# 20 chunks of 10,000 children with ~100 bytes of text each: 200,000 children.
+# 20 chunks of 10,000 (text_chunk) children with ~100 bytes of text each: 200,000 children.
 for c in range(20):
     chunk = {}
-    for i in range(c * 10000, (c + 1) * 10000):
+    for i in range(c * text_chunk, (c + 1) * text_chunk):
         chunk["k%06d" % i] = {"n": i, "s": "".join(rng.choices(letters, k=100))}
     with open(f"{out}/text-{c}.json", "w") as f:
         json.dump(chunk, f)
-# 50 chunks of 20,000 small children: 1,000,000 children.
+# 50 chunks of 20,000 (small_chunk) small children: 1,000,000 children.
 for c in range(50):
     with open(f"{out}/small-{c}.json", "w") as f:
-        json.dump({"k%07d" % i: {"n": i} for i in range(c * 20000, (c + 1) * 20000)}, f)
+        json.dump({"k%07d" % i: {"n": i} for i in range(c * small_chunk, (c + 1) * small_chunk)}, f)
 PY
 
 port=$((20000 + RANDOM % 10000)); big_port=$((port + 1))
 
-echo "== restore: 1,000,000 children"
+echo "== restore: $small_total children"
 start big $big_port
 big_pid=${pids[-1]}
 t0=$(now); load $big_port small 50; t1=$(now)
 big_load=$(elapsed "$t0" "$t1")
-echo "load 1,000,000 children (50 PUTs of 20,000): $big_load s"
+echo "load $small_total children (50 PUTs of $small_chunk): $big_load s"
 t0=$(now); big_backup_out=$($eddy backup --data "$work/big" --to "$work/big-backup"); t1=$(now)
 big_backup=$(elapsed "$t0" "$t1")
 read -r big_backup_mib _ <<<"$(echo "$big_backup_out" | backup_mib)"
@@ -103,10 +108,10 @@ echo "$restore_out" | grep -E '^(namespace|OK)' || true
 echo "restore: $restore_time s wall, $restore_mib MiB"
 rm -rf "$work/big" "$work/big-backup" "$work/restored"
 
-echo "== backup: 200,000 children"
+echo "== backup: $text_total children"
 start main $port
 t0=$(now); load $port text 20; t1=$(now)
-echo "load 200,000 children (20 PUTs of 10,000): $(elapsed "$t0" "$t1") s"
+echo "load $text_total children (20 PUTs of $text_chunk): $(elapsed "$t0" "$t1") s"
 t0=$(now); full_out=$($eddy backup --data "$work/main" --to "$work/backup"); t1=$(now)
 full_time=$(elapsed "$t0" "$t1")
 read -r full_mib _ <<<"$(echo "$full_out" | backup_mib)"
@@ -185,13 +190,13 @@ backup_copied=$(echo "${results[backup.copied]}" | median)
 backup_total=$(echo "${results[backup.count]}" | tr ' ' '\n' | awk '{s += $1} END {print s}')
 metrics_us=$(echo "${results[metrics]}" | median); status_us=$(echo "${results[status]}" | median)
 echo "== medians of $rounds rounds"
-printf 'backup, 200,000 children:   first (full) %s s, %s MiB; under write load (incremental) median %s s of %s backups, %s MiB (%s copied)\n' \
+printf "backup, $text_total children:   first (full) %s s, %s MiB; under write load (incremental) median %s s of %s backups, %s MiB (%s copied)\n" \
   "$full_time" "$full_mib" "$backup_time" "$backup_total" "$backup_mib" "$backup_copied"
 printf 'write p99 (16 conns):       %s us without, %s us during backup, ratio %.2fx (during / without)\n' \
   "$plain_p99" "$during_p99" "$(echo "$during_p99 / $plain_p99" | bc -l)"
 printf 'writes/s (16 conns):        %s without, %s during backup, ratio %.2fx (during / without)\n' \
   "$plain_rps" "$during_rps" "$(echo "$during_rps / $plain_rps" | bc -l)"
-printf 'restore, 1,000,000 children: %s s, %s MiB (load %s s over HTTP, backup %s s, %s MiB)\n' \
+printf "restore, $small_total children: %s s, %s MiB (load %s s over HTTP, backup %s s, %s MiB)\n" \
   "$restore_time" "$restore_mib" "$big_load" "$big_backup" "$big_backup_mib"
 printf 'GET /metrics (200 seq.):    median %s us vs /.status.json %s us: %+d us per scrape; body %s bytes\n' \
   "$metrics_us" "$status_us" "$(echo "$metrics_us - $status_us" | bc)" "$metrics_bytes"

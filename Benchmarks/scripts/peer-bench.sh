@@ -32,7 +32,7 @@
 #
 # Usage: Benchmarks/scripts/peer-bench.sh [ROUNDS] [SECONDS]   (defaults 3, 10)
 # SHORT=1: 1 round of 2 s (checks that the script runs; the figures mean little).
-# EDDY_SKIP_BUILD=1 uses the release binaries as they are. Installs redis-server, redis-tools,
+# EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds. Installs redis-server, redis-tools,
 # postgresql and wrk with apt-get when they are missing and we are root.
 set -euo pipefail
 # A harness that fails must end at once, not spend minutes backtracing 64 threads.
@@ -47,8 +47,9 @@ fi
 clients=64
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-eddyd=.build/release/eddyd
-driver=Benchmarks/.build/release/ReplicationProfile
+source Benchmarks/scripts/lib/binaries.sh
+eddyd=$eddy_bin/eddyd
+driver=$eddy_bin/ReplicationProfile
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-peer-bench.XXXXXX")
 pids=()
 pg_pid=""
@@ -63,16 +64,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
-    echo "== build (release)"
-    swift build -c release --product eddyd 2>&1 | tail -1
-    rm -f Benchmarks/.build/workspace-state.json
-    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
-fi
-for binary in "$eddyd" "$driver"; do
-    [ -x "$binary" ] || { echo "$binary is missing: build it (or run without EDDY_SKIP_BUILD)" >&2; exit 1; }
-done
-command -v wrk > /dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk > /dev/null; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
+echo "== build ($bench_config)"
+build_eddy eddyd
+build_eddy ReplicationProfile
+require_tool wrk wrk
 
 # apt_install PACKAGE...: installs with apt-get when we are root (updating the lists if the first
 # try fails); fails otherwise.

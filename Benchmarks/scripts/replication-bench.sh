@@ -14,17 +14,22 @@
 # Usage: Benchmarks/scripts/replication-bench.sh [ROUNDS] [LOAD_SECONDS] [FANOUT_SECONDS]
 #   defaults 3, 5, 10. A missed target is reported, not failed.
 #   PHASES="throughput catchup fanout" (the default) selects phases, e.g. PHASES=fanout;
-#   catchup replays the log that throughput wrote, so it needs throughput. EDDY_SKIP_BUILD=1
-#   uses the release binaries as they are.
+#   catchup replays the log that throughput wrote, so it needs throughput. FANOUT_RATE (writes/s,
+#   default 2000) and FANOUT_SUBSCRIBERS (per follower, default 100) set the fan-out's load.
+#   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds
+#   (lib/binaries.sh).
 set -euo pipefail
 
 rounds=${1:-3}
 load_seconds=${2:-5}
 fanout_seconds=${3:-10}
+fanout_rate=${FANOUT_RATE:-2000}
+fanout_subscribers=${FANOUT_SUBSCRIBERS:-100}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-eddyd=.build/release/eddyd
-driver=Benchmarks/.build/release/ReplicationProfile
+source Benchmarks/scripts/lib/binaries.sh
+eddyd=$eddy_bin/eddyd
+driver=$eddy_bin/ReplicationProfile
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-replication-bench.XXXXXX")
 pids=()
 cleanup() {
@@ -130,7 +135,7 @@ caught_up "$leader_url" "$started_url"
 end_time=$(date +%s.%N)
 stop "$started_pid"
 stop "$leader_pid"
-count=$("$root/.build/release/eddy" digest --data "$work/catchup" | python3 -c 'import json, sys; print(json.load(sys.stdin)["log"]["count"])')
+count=$("$root/$eddy_bin/eddy" digest --data "$work/catchup" | python3 -c 'import json, sys; print(json.load(sys.stdin)["log"]["count"])')
 python3 -c "
 n, t = $count, $end_time - $start_time
 print(f'catch-up: {n} entries in {t:.2f} s (from process start): {n / t:,.0f} entries/s, target >= 100,000: ' + ('met' if n / t >= 100000 else 'missed'))
@@ -138,7 +143,8 @@ print(f'catch-up: {n} entries in {t:.2f} s (from process start): {n / t:,.0f} en
 
 fi
 
-echo "== fan-out: 2,000 writes/s, 2 followers x 100 subscribers, $fanout_seconds s"
+if has_phase fanout; then
+echo "== fan-out: $fanout_rate writes/s, 2 followers x $fanout_subscribers subscribers, $fanout_seconds s"
 start fanleader serve --data "$work/fanleader"
 fan_url=$started_url
 start fan1 follow --leader "$work/fanleader/replication.sock" --data "$work/fan1"
@@ -146,4 +152,5 @@ f1=$started_url
 start fan2 follow --leader "$work/fanleader/replication.sock" --data "$work/fan2"
 f2=$started_url
 caught_up "$fan_url" "$f1" "$f2"
-"$driver" fanout "$work/fanleader/eddyd.sock" 2000 "$fanout_seconds" 100 "$work/fan1/eddyd.sock" "$work/fan2/eddyd.sock"
+"$driver" fanout "$work/fanleader/eddyd.sock" "$fanout_rate" "$fanout_seconds" "$fanout_subscribers" "$work/fan1/eddyd.sock" "$work/fan2/eddyd.sock"
+fi

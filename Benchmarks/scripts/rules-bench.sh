@@ -10,17 +10,15 @@
 # At the end: medians over the rounds and the secured/open ratios (goal >= 0.9x).
 #
 # Usage: Benchmarks/scripts/rules-bench.sh [ROUNDS] [SECONDS]   (defaults 3, 8)
-#        EDDY_SKIP_BUILD=1 uses the release binaries already built.
+#        EDDY_SKIP_BUILD=1 uses the binaries already built; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 rounds=${1:-3}
 seconds=${2:-8}
 cd "$(dirname "$0")/../.."
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || { echo "install wrk: sudo apt-get install -y wrk" >&2; exit 1; }
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
-  echo "== build (release)"
-  swift build -c release --product eddyd 2>&1 | tail -1
-  swift build -c release --product eddy 2>&1 | tail -1
-fi
+source Benchmarks/scripts/lib/binaries.sh
+require_tool wrk wrk
+echo "== build ($bench_config)"
+build_eddy eddyd eddy
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-rules-bench.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -29,7 +27,7 @@ head -c 48 /dev/urandom | base64 > "$work/admin"
 head -c 48 /dev/urandom | base64 > "$work/jwt"
 start() {  # name port extra-args...
   local name=$1 port=$2; shift 2
-  ./.build/release/eddyd serve --data "$work/$name" --http 127.0.0.1:$port --durability sync --log-level warning "$@" > "$work/$name.log" 2>&1 &
+  "$eddy_bin/eddyd" serve --data "$work/$name" --http 127.0.0.1:$port --durability sync --log-level warning "$@" > "$work/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q listening "$work/$name.log" && return; sleep 0.1; done
   echo "eddyd $name did not start" >&2; cat "$work/$name.log" >&2; exit 1
@@ -38,7 +36,7 @@ open_port=$((20000 + RANDOM % 10000)); secured_port=$((open_port + 1))
 start open $open_port
 start secured $secured_port --admin-token-file "$work/admin" --jwt-secret-file "$work/jwt"
 admin="Authorization: Bearer $(cat "$work/admin")"
-token=$(./.build/release/eddy token --uid bench-user --secret-file "$work/jwt" --expires-in 86400)
+token=$("$eddy_bin/eddy" token --uid bench-user --secret-file "$work/jwt" --expires-in 86400)
 # A realistic rules file: 30 .read/.write/.validate rules over users, posts, rooms and counters.
 cat > "$work/rules.json" <<'JSON'
 {"rules": {

@@ -6,18 +6,19 @@
 # At the end: medians of the rounds, entries/s, and the TLS/plain ratio.
 #
 # Usage: Benchmarks/scripts/tls-catchup-bench.sh [ROUNDS] [SECONDS_OF_WRITES]   (defaults 3, 10)
-#        EDDY_SKIP_BUILD=1 uses the release binaries already built.
+#        EDDY_SKIP_BUILD=1 uses the binaries already built; EDDY_BENCH_CONFIG=debug runs debug builds.
 set -euo pipefail
 rounds=${1:-3}
 seconds=${2:-10}
 cd "$(dirname "$0")/../.."
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || { echo "install wrk" >&2; exit 1; }
-if [ -z "${EDDY_SKIP_BUILD:-}" ]; then swift build -c release --product eddyd 2>&1 | tail -1; fi
+source Benchmarks/scripts/lib/binaries.sh
+require_tool wrk wrk
+build_eddy eddyd eddy
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-tls-bench.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-eddyd=./.build/release/eddyd
+eddyd=$eddy_bin/eddyd
 # A throwaway CA and a certificate for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=bench CA" 2>/dev/null
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.csr" -subj "/CN=eddyd" 2>/dev/null
@@ -39,7 +40,7 @@ pids+=($!)
 $eddyd serve --data "$work/tls" --http 127.0.0.1:0 --replication-listen 127.0.0.1:$tls_rep --tls-cert-file "$work/cert.pem" --tls-key-file "$work/key.pem" --log-level warning > "$work/tls.log" 2>&1 &
 pids+=($!)
 wait_line "$work/plain.log" listening; wait_line "$work/tls.log" listening
-entries=$(./.build/release/eddy log --data "$work/seed" 2>/dev/null | wc -l || echo 0)
+entries=$("$eddy_bin/eddy" log --data "$work/seed" 2>/dev/null | wc -l || echo 0)
 follow() {  # name rep-port extra... -> seconds until the follower has the leader's last entry
   local name=$1 rep=$2; shift 2
   rm -rf "$work/f-$name"

@@ -1,16 +1,14 @@
 # Shared by the scripts that start eddyd (replication-bench.sh, catchup-bench.sh,
 # peer-bench.sh): sourced, not run.
-# The caller sets `work` (a temporary directory) and `pids=()` before sourcing; every process
-# started here is added to `pids`, which the caller's cleanup kills.
+# The caller sources lib/binaries.sh and sets `work` (a temporary directory) and `pids=()` before
+# sourcing this; every process started here is added to `pids`, which the caller's cleanup kills.
 
-# build_replication_tools: release eddyd, eddy and ReplicationProfile, unless EDDY_SKIP_BUILD=1.
+# build_replication_tools: eddyd, eddy and ReplicationProfile (lib/binaries.sh, which the caller
+# sources first, says which configuration and when nothing is built).
 build_replication_tools() {
-    [ -z "${EDDY_SKIP_BUILD:-}" ] || return 0
-    echo "== build (release)"
-    swift build -c release --product eddyd 2>&1 | tail -1
-    swift build -c release --product eddy 2>&1 | tail -1
-    rm -f Benchmarks/.build/workspace-state.json
-    swift build -c release --package-path Benchmarks --product ReplicationProfile 2>&1 | tail -1
+    echo "== build ($bench_config)"
+    build_eddy eddyd eddy
+    build_eddy ReplicationProfile
 }
 
 # start_command NAME COMMAND...: runs COMMAND (an eddyd invocation, possibly wrapped, e.g. in
