@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .build/pyenv
 SYSTEM_PACKAGES = librocksdb-dev libzstd-dev pkg-config
 
-.PHONY: run test build build-debug deps test-swift test-integration test-fuzz fuzz test-reliability bench clean-data \
+.PHONY: run test build build-debug deps test-swift test-integration test-bench test-fuzz fuzz test-reliability bench clean-data \
 	install uninstall
 
 run: deps build
@@ -21,7 +21,12 @@ build-debug: deps
 	$(SWIFT) build --product eddyd
 	$(SWIFT) build --product eddy
 
-test: deps build-debug test-fuzz test-swift test-integration
+test: deps build-debug test-fuzz test-swift test-integration test-bench
+
+# Every script under Benchmarks/scripts once, in a short mode on debug builds: they must keep
+# running; no figure is asserted (see Benchmarks/scripts/smoke.sh).
+test-bench: build-debug
+	./Benchmarks/scripts/smoke.sh
 
 # Executions per fuzz target inside `make test` (a smoke run that keeps the targets building);
 # `make fuzz` runs 1,000,000 each.
