@@ -1,5 +1,8 @@
 // Names of the column families of an Eddy database and the keys of `meta`.
 
+import EddyModel
+import EddyStorage
+
 package enum ColumnFamilies {
     /// One record per leaf; see `TreeReader` and `PathKeyEncoding`.
     package static let tree = "tree"
@@ -26,6 +29,19 @@ package enum MetaKeys {
     /// On a follower's replica: the database id of the leader's database it replicates (set at
     /// the first connection; an optional key, so no format change).
     package static let replicaOf = Array("replica-of".utf8)
+    /// The newest pruned log entry's id (absent: the log was never pruned and starts with the
+    /// database's first entry).
+    package static let logPrunedThrough = Array("log-pruned-through".utf8)
+
+    /// `logPrunedThrough` as stored: nil when the log holds every entry since the first.
+    package static func readLogPrunedThrough(in database: Database) throws(EddyError) -> LogID? {
+        do {
+            return try database.get(database.columnFamily(ColumnFamilies.meta), MetaKeys.logPrunedThrough)
+                .flatMap { LogID(String(decoding: $0, as: UTF8.self)) }
+        } catch {
+            throw EngineErrors.storage(error, while: "reading how far the log was pruned")
+        }
+    }
 }
 
 public enum StorageFormat {

@@ -16,34 +16,6 @@ public struct ListenerAttachment: Sendable {
     public var liveAfter: LogID?
 }
 
-/// How a listener hears about changes.
-enum ListenerOutput: Sendable {
-    case events(ChildEventSink)
-    case changeSets(ResultChangeSink)
-
-    var isChangeSets: Bool {
-        if case .changeSets = self { return true }
-        return false
-    }
-}
-
-/// Everything that defines a listener.
-struct ListenerSpec: Sendable {
-    var location: Path
-    var query: Query?
-    var keyPaths: [Path]?
-    var output: ListenerOutput
-    /// Which events an `.events` output hears (change-set outputs ignore it).
-    var selection: EventSelection = .firebase
-    /// Resume: instead of the attach batch, the events of every entry after this log id.
-    var since: LogID? = nil
-    /// With `since`: false when the caller reads the entries after `since` up to `liveAfter`
-    /// from the log itself; the listener then gets neither a replay nor an attach batch.
-    var replaysSince = true
-    /// Whom the listener acts for: checked at attach and after every rules change.
-    var access: Access = .admin
-}
-
 extension Engine {
     /// Attaches a listener that receives Firebase child and value events. Value and child orders
     /// need a ready index (as queries do). `keyPaths`: only changes at these paths inside a

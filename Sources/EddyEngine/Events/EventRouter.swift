@@ -41,14 +41,14 @@ final class EventRouter {
     /// Events of the current group, in log order.
     private(set) var deliveries: [Delivery] = []
 
+    /// Committed state, read between groups.
     let database: Database
-    let batch: WriteBatchWithIndex
-    let treeWriter: TreeWriter
+    /// The open group's state, read inside a group.
+    let group: any EventGroupReads
 
-    init(database: Database, batch: WriteBatchWithIndex, treeWriter: TreeWriter) {
+    init(database: Database, group: any EventGroupReads) {
         self.database = database
-        self.batch = batch
-        self.treeWriter = treeWriter
+        self.group = group
     }
 
     var isEmpty: Bool { self.windows.isEmpty }
@@ -64,7 +64,7 @@ final class EventRouter {
                 throw EddyError(
                     .invalidArgument, "cannot resume after log id \(since): it is newer than every entry (\(newest?.rawValue ?? "none"))")
             }
-            if let pruned = try Engine.logPrunedThrough(in: self.database), since < pruned {
+            if let pruned = try MetaKeys.readLogPrunedThrough(in: self.database), since < pruned {
                 throw EddyError(
                     .notFound, "cannot resume after log id \(since): the log was pruned through \(pruned); listen again without resuming")
             }
@@ -214,7 +214,7 @@ final class EventRouter {
         var deliveries: [Delivery] = []
         for window in Array(self.windows.values) where window.query.order != .key && window.query.order != .priority {
             let on: Rules.IndexDeclaration.On = window.query.order == .value ? .value : .child(window.query.childPath!)
-            let indexed = self.treeWriter.indexes.definitions.contains { $0.declaration.on == on && $0.declaration.matches(window.location) }
+            let indexed = self.group.indexDefinitions.contains { $0.declaration.on == on && $0.declaration.matches(window.location) }
             guard !indexed else { continue }
             deliveries.append(
                 window.cancelDelivery(
@@ -271,7 +271,7 @@ final class EventRouter {
             if let read = childReads[childPath] {
                 child = read
             } else {
-                child = try TreeReader.readSubtree(self.treeWriter.groupIterator, prefix: PathKeyEncoding.encode(childPath)).value
+                child = try TreeReader.readSubtree(self.group.groupIterator, prefix: PathKeyEncoding.encode(childPath)).value
                 childReads[childPath] = child
             }
             try window.update(child: key, to: child) { after, edge, count throws(EddyError) in
@@ -316,7 +316,7 @@ final class EventRouter {
         case .value: on = .value
         case .child(let path): on = .child(path)
         }
-        let candidates = self.treeWriter.indexes.definitions.filter { $0.declaration.on == on && $0.declaration.matches(window.location) }
+        let candidates = self.group.indexDefinitions.filter { $0.declaration.on == on && $0.declaration.matches(window.location) }
         if let ready = candidates.first(where: \.isReady) { return ready }
         guard checkReady else { return nil }
         if !candidates.isEmpty {
@@ -342,16 +342,12 @@ final class EventRouter {
             if after { query.start = bound } else { query.end = bound }
         }
         let location = PathKeyEncoding.encode(window.location)
-        let tree = inGroup ? self.treeWriter.groupIterator : self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let tree = inGroup ? self.group.groupIterator : self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
         let result: Value
         if let definition = try self.indexDefinition(for: window, checkReady: false) {
-            let index: Iterator
-            if inGroup {
-                self.treeWriter.indexes.flushPending()
-                index = self.batch.makeIterator(self.database.columnFamily(ColumnFamilies.index))
-            } else {
-                index = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index))
-            }
+            let index =
+                inGroup
+                ? self.group.makeGroupIndexIterator() : self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index))
             result = try IndexQueryReader(definition: definition, index: index, makeTree: { tree }, location: location, query: query).read()
         } else if window.query.order == .key {
             result = try KeyQueryReader(iterator: tree, location: location, query: query).read()

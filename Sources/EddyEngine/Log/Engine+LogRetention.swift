@@ -25,12 +25,6 @@ public struct LogRetention: Sendable, Equatable {
     public init() {}
 }
 
-extension MetaKeys {
-    /// The newest pruned log entry's id (absent: the log was never pruned and starts with the
-    /// database's first entry).
-    static let logPrunedThrough = Array("log-pruned-through".utf8)
-}
-
 extension Engine {
     /// The newest pruned entry's id; nil when the log holds every entry since the first.
     public func logPrunedThrough() throws(EddyError) -> LogID? {
@@ -38,12 +32,7 @@ extension Engine {
     }
 
     static func logPrunedThrough(in database: Database) throws(EddyError) -> LogID? {
-        do {
-            return try database.get(database.columnFamily(ColumnFamilies.meta), MetaKeys.logPrunedThrough)
-                .flatMap { LogID(String(decoding: $0, as: UTF8.self)) }
-        } catch {
-            throw EngineErrors.storage(error, while: "reading how far the log was pruned")
-        }
+        try MetaKeys.readLogPrunedThrough(in: database)
     }
 
     /// Prunes what `retention` allows (see the file comment), keeping every entry from `keep`

@@ -85,7 +85,7 @@ final class Committer: @unchecked Sendable {
         self.log = database.columnFamily(ColumnFamilies.log)
         self.batch = WriteBatchWithIndex(database: database)
         self.treeWriter = TreeWriter(tree: self.tree, index: database.columnFamily(ColumnFamilies.index), batch: self.batch)
-        self.events = EventRouter(database: database, batch: self.batch, treeWriter: self.treeWriter)
+        self.events = EventRouter(database: database, group: self.treeWriter)
         self.lastAssignedLogID = lastLogID
         self.catalog = catalog
         self.securityHolder = security

@@ -14,9 +14,6 @@
 import EddyModel
 import Foundation
 
-/// Hands one listener its events or change (a sink call with its payload).
-typealias Delivery = @Sendable () -> Void
-
 struct SyncTicket: Sendable {
     var writes: [PendingWrite]
     var outcomes: [Result<WriteOutcome, EddyError>]

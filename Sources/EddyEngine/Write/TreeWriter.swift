@@ -22,8 +22,9 @@ import EddyModel
 import EddyStorage
 import EddyTree
 
-final class TreeWriter {
+final class TreeWriter: EventGroupReads {
     let tree: ColumnFamily
+    let index: ColumnFamily
     let batch: WriteBatchWithIndex
     /// Index entries change with the tree, in the same batch.
     let indexes: IndexMaintainer
@@ -34,6 +35,7 @@ final class TreeWriter {
 
     init(tree: ColumnFamily, index: ColumnFamily, batch: WriteBatchWithIndex) {
         self.tree = tree
+        self.index = index
         self.batch = batch
         self.indexes = IndexMaintainer(family: index, batch: batch)
     }
@@ -56,6 +58,13 @@ final class TreeWriter {
     var groupIterator: Iterator {
         guard let iterator = self.iterator else { preconditionFailure("TreeWriter used outside a group") }
         return iterator
+    }
+
+    var indexDefinitions: [IndexDefinition] { self.indexes.definitions }
+
+    func makeGroupIndexIterator() -> Iterator {
+        self.indexes.flushPending()
+        return self.batch.makeIterator(self.index)
     }
 
     /// The current value at `path` as the batch would leave it (`.null` when a primitive

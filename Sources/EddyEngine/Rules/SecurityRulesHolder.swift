@@ -1,30 +1,13 @@
-// Folder Rules/: security rules as the engine enforces them: who acts (`Access`), read checks on
-// reader threads, write checks in the committer, rules changes. Invariant: a denied request
-// applies and logs nothing.
+// Folder Rules/: security rules as the engine enforces them: who acts (`Access`, from EddyModel),
+// read checks on reader threads, write checks in the committer, rules changes. Invariant: a
+// denied request applies and logs nothing.
 //
-// Who an operation acts for, as the engine's security-rules checks see it, and the compiled rules
-// those checks use.
-//
-// - `Access.admin` bypasses the rules (the admin secret, or `Bearer owner` in emulator mode).
-// - `Access.client(auth:)` is checked against the rules with `auth` (`.null` when the caller sent
-//   no credential; a map of the verified token's claims otherwise).
+// The compiled rules the engine's security-rules checks use (`Access`, who acts, is EddyModel's).
 // `SecurityRulesHolder` publishes the rules the committer installed; the committer reads its own
 // copy, so a write is checked against exactly the rules in force at its place in the log.
 
 import EddyModel
 import Synchronization
-
-public struct Access: Sendable {
-    /// True for the admin: no rule applies.
-    public let isAdmin: Bool
-    /// Rules' `auth`: `.null` (unauthenticated) or a map with `uid`, `provider`, `token`.
-    public let auth: RuleValue
-
-    public static let admin = Access(isAdmin: true, auth: .null)
-    public static let unauthenticated = Access(isAdmin: false, auth: .null)
-
-    public static func client(auth: RuleValue) -> Access { Access(isAdmin: false, auth: auth) }
-}
 
 /// The compiled rules currently in force (read by readers and listeners; set by the committer),
 /// with a version that every change bumps.
