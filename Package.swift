@@ -50,10 +50,18 @@ let package = Package(
         // Secondary indexes: definitions, catalog, maintenance, scans, queries, verification.
         // Their own target so the engine reaches them only through what they declare `package`.
         .target(name: "EddyIndexes", dependencies: ["EddyModel", "EddyStorage", "EddyTree"], swiftSettings: swiftSettings),
+        // The operation log's entries and their stored encoding (what followers replicate).
+        .target(name: "EddyLog", dependencies: ["EddyModel"], swiftSettings: swiftSettings),
+        // Live events: the router, listener windows and child events. The engine reaches them only
+        // through what they declare `package`, and they read the committer's open group only
+        // through `EventGroupReads`.
+        .target(
+            name: "EddyEvents", dependencies: ["EddyModel", "EddyStorage", "EddyTree", "EddyIndexes", "EddyLog"],
+            swiftSettings: swiftSettings),
         .target(
             name: "EddyEngine",
             dependencies: [
-                "EddyModel", "EddyStorage", "EddyTree", "EddyIndexes",
+                "EddyModel", "EddyStorage", "EddyTree", "EddyIndexes", "EddyLog", "EddyEvents",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -16,7 +16,7 @@ if [ ${#targets[@]} -eq 0 ]; then targets=(json path query rules frame entries l
 # which the fuzz build leaves out).
 extra_sources() {
     case "$1" in
-        logentry) echo Sources/EddyEngine/Log/LogEntry.swift Sources/EddyEngine/Log/LogEntryCodec.swift ;;
+        logentry) echo Sources/EddyLog/LogEntry.swift Sources/EddyLog/LogEntryCodec.swift ;;
     esac
 }
 out=.build/fuzz

@@ -6,6 +6,10 @@
 // everything already queued, stops the threads and closes RocksDB. Readers and writers may
 // call from any task or thread.
 
+// Live events and log entries are part of the engine's public API (ChildEvent, ListenerID,
+// LogEntry, ...), so importing EddyEngine brings them.
+@_exported import EddyEvents
+@_exported import EddyLog
 import EddyIndexes
 import EddyModel
 import EddyStorage

@@ -3,6 +3,7 @@
 // events, so it arrives after the events of every earlier entry and only once the state it
 // describes is durable.
 
+import EddyEvents
 import EddyModel
 
 extension Committer {

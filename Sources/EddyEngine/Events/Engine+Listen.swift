@@ -1,3 +1,7 @@
+// Folder Events/: the engine's wiring of EddyEvents: the public listen API here, the committer's
+// attach/remove/rules-change control requests (Committer+Events). The event logic itself is the
+// EddyEvents target.
+//
 // Live events (Firebase listeners) on the engine: attach a listener to a location, with an
 // optional query, and receive child_added/changed/moved/removed and value events, as described
 // in `EventRouter` and `ListenerWindow`.
@@ -6,6 +10,7 @@
 // entry `liveAfter`, and it then receives the events of every later entry, each batch tagged
 // with its log id, in log order, after the entry is durable. Nothing is missed in between.
 
+import EddyEvents
 import EddyModel
 
 /// The answer to `Engine.listen`.

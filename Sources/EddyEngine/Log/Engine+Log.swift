@@ -1,3 +1,7 @@
+// Folder Log/: the operation log family: reads of entries after an id, the one scan over the
+// family, retention, and the read-only log used beside a running daemon (entries and their
+// codec are the EddyLog target). Invariant: ids strictly increase; an entry is never rewritten.
+//
 // Reading the operation log: entries after a given id, in log order.
 
 import EddyModel

@@ -8,6 +8,7 @@
 // `busy` only past twice that, which only writers that do not wait can reach (the slack absorbs
 // the waiters that wake together and all find room).
 
+import EddyEvents
 import EddyModel
 import Foundation
 

@@ -22,6 +22,7 @@
 // The syncer thread only calls `syncAndAcknowledge`.
 
 import EddyIndexes
+import EddyEvents
 import EddyModel
 import EddyStorage
 import EddyTree

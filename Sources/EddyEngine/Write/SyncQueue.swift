@@ -11,6 +11,7 @@
 // capacity` (the committer waits when it is full); `busy` is true while the syncer holds
 // tickets it took but has not acknowledged.
 
+import EddyEvents
 import EddyModel
 import Foundation
 

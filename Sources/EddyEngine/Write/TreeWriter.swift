@@ -18,6 +18,7 @@
 //   a rollback and when it reaches `keysWithoutPrimitiveMax`.
 
 import EddyIndexes
+import EddyEvents
 import EddyModel
 import EddyStorage
 import EddyTree

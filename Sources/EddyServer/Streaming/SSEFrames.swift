@@ -1,6 +1,6 @@
 // Firebase's REST streaming format (text/event-stream): what each listener batch becomes. A
 // stream's listener hears value changes only (`EventSelection.valueChangesOnly`), so every
-// event carries exactly what its write changed (see EddyEngine/AppliedChange.swift):
+// event carries exactly what its write changed (see EddyEvents/AppliedChange.swift):
 //
 //   event: put            data: {"path":"/a/b","data":<value>}   the value at a path replaced
 //   event: patch          data: {"path":"/a","data":{k: v, ...}} children merged (null deletes)

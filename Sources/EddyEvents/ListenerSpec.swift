@@ -5,32 +5,46 @@ import EddyModel
 
 /// Hands one listener its events or change (a sink call with its payload). The committer's
 /// sync pipeline runs it once the entry it describes is durable.
-typealias Delivery = @Sendable () -> Void
+package typealias Delivery = @Sendable () -> Void
 
 /// How a listener hears about changes.
-enum ListenerOutput: Sendable {
+package enum ListenerOutput: Sendable {
     case events(ChildEventSink)
     case changeSets(ResultChangeSink)
 
-    var isChangeSets: Bool {
+    package var isChangeSets: Bool {
         if case .changeSets = self { return true }
         return false
     }
 }
 
 /// Everything that defines a listener.
-struct ListenerSpec: Sendable {
-    var location: Path
-    var query: Query?
-    var keyPaths: [Path]?
-    var output: ListenerOutput
+package struct ListenerSpec: Sendable {
+    package var location: Path
+    package var query: Query?
+    package var keyPaths: [Path]?
+    package var output: ListenerOutput
     /// Which events an `.events` output hears (change-set outputs ignore it).
-    var selection: EventSelection = .firebase
+    package var selection: EventSelection = .firebase
     /// Resume: instead of the attach batch, the events of every entry after this log id.
-    var since: LogID? = nil
+    package var since: LogID? = nil
     /// With `since`: false when the caller reads the entries after `since` up to `liveAfter`
     /// from the log itself; the listener then gets neither a replay nor an attach batch.
-    var replaysSince = true
+    package var replaysSince = true
     /// Whom the listener acts for: checked at attach and after every rules change.
-    var access: Access = .admin
+    package var access: Access = .admin
+
+    package init(
+        location: Path, query: Query?, keyPaths: [Path]?, output: ListenerOutput, selection: EventSelection = .firebase,
+        since: LogID? = nil, replaysSince: Bool = true, access: Access = .admin
+    ) {
+        self.location = location
+        self.query = query
+        self.keyPaths = keyPaths
+        self.output = output
+        self.selection = selection
+        self.since = since
+        self.replaysSince = replaysSince
+        self.access = access
+    }
 }

@@ -5,7 +5,7 @@
 import EddyIndexes
 import EddyStorage
 
-protocol EventGroupReads: AnyObject {
+package protocol EventGroupReads: AnyObject {
     /// Reads the tree through the open group's batch (its writes visible), inside a group.
     var groupIterator: Iterator { get }
     /// The declared indexes, ready or building, as the group maintains them.

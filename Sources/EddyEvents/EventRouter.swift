@@ -1,6 +1,9 @@
-// Folder Events/: live events: this router, the trie of listener locations, each listener's
-// window and the child events it yields. Invariant: events go out after their entry is durable,
-// in log order, each tagged with its entry's id.
+// Target EddyEvents: live events: this router, the trie of listener locations, each listener's
+// window and the child events it yields. The engine reaches it through what it declares
+// `package` (and its public event types); it reads the committer's open group only through
+// `EventGroupReads` and committed state through the database. Invariant: events go out after
+// their entry is durable, in log order, each tagged with its entry's id (the committer's sync
+// pipeline runs the `Delivery`s this router produces).
 //
 // Live events, computed by the committer as it applies each change (so every read sees exactly
 // the state after that change) and delivered after the entry is durable, in log order, with the
@@ -17,11 +20,12 @@
 // committer thread.
 
 import EddyIndexes
+import EddyLog
 import EddyModel
 import EddyStorage
 import EddyTree
 
-final class EventRouter {
+package final class EventRouter {
     private var windows: [ListenerWindow.ID: ListenerWindow] = [:]
     /// Each listener's window.
     private var listeners: [ListenerID: ListenerWindow.ID] = [:]
@@ -46,19 +50,19 @@ final class EventRouter {
     /// The open group's state, read inside a group.
     let group: any EventGroupReads
 
-    init(database: Database, group: any EventGroupReads) {
+    package init(database: Database, group: any EventGroupReads) {
         self.database = database
         self.group = group
     }
 
-    var isEmpty: Bool { self.windows.isEmpty }
+    package var isEmpty: Bool { self.windows.isEmpty }
 
     // MARK: Listeners (between groups)
 
     /// Registers a listener: it joins a window with the same listen, or gets a new one loaded
     /// from the committed state (after `newest`). Returns its id and what to hand it first: the
     /// attach batch, or with `spec.since` the events of the entries after `since`.
-    func add(_ spec: ListenerSpec, newest: LogID?) throws(EddyError) -> (id: ListenerID, first: [Delivery]) {
+    package func add(_ spec: ListenerSpec, newest: LogID?) throws(EddyError) -> (id: ListenerID, first: [Delivery]) {
         if let since = spec.since {
             guard let newest, !(newest < since) else {
                 throw EddyError(
@@ -188,7 +192,7 @@ final class EventRouter {
         return window
     }
 
-    func remove(_ id: ListenerID) -> Bool {
+    package func remove(_ id: ListenerID) -> Bool {
         self.clientAccess.removeValue(forKey: id)
         guard let windowID = self.listeners.removeValue(forKey: id), let window = self.windows[windowID] else { return false }
         _ = window.removeMember(id)
@@ -210,7 +214,7 @@ final class EventRouter {
 
     /// After an index catalog change: listeners whose order no longer has an index are removed
     /// and told so (Firebase cancels such a listen). Returns their cancel deliveries.
-    func cancelListenersWithoutIndex() -> [Delivery] {
+    package func cancelListenersWithoutIndex() -> [Delivery] {
         var deliveries: [Delivery] = []
         for window in Array(self.windows.values) where window.query.order != .key && window.query.order != .priority {
             let on: Rules.IndexDeclaration.On = window.query.order == .value ? .value : .child(window.query.childPath!)
@@ -228,7 +232,7 @@ final class EventRouter {
     /// After a rules change: the listeners of clients that may no longer read what they listen to
     /// are removed and told "Permission denied" (Firebase cancels such a listen). Returns their
     /// cancel deliveries.
-    func cancelListenersNoLongerReadable(_ canRead: (Path, Query, Access) -> Bool) -> [Delivery] {
+    package func cancelListenersNoLongerReadable(_ canRead: (Path, Query, Access) -> Bool) -> [Delivery] {
         var deliveries: [Delivery] = []
         for (id, access) in self.clientAccess {
             guard let windowID = self.listeners[id], let window = self.windows[windowID] else { continue }
@@ -242,7 +246,7 @@ final class EventRouter {
     }
 
     /// Removes the listeners at exactly `location` (not those below it).
-    func removeAll(at location: Path) -> Bool {
+    package func removeAll(at location: Path) -> Bool {
         let windows = (self.windowsAt[location] ?? []).compactMap { self.windows[$0] }
         for window in windows { self.drop(window) }
         return !windows.isEmpty
@@ -252,7 +256,7 @@ final class EventRouter {
 
     /// After a change set the value at `path` to `value` (resolved), where `before` was;
     /// `update`: the change is part of an update (its listeners hear a patch).
-    func changed(path: Path, value: Value, before: Value, update: Bool) throws(EddyError) {
+    package func changed(path: Path, value: Value, before: Value, update: Bool) throws(EddyError) {
         self.writeChanges.append(AppliedChange(path: path, value: value, before: before))
         self.writeIsUpdate = update
         // Listeners at one location share the read of the changed child.
@@ -282,7 +286,7 @@ final class EventRouter {
 
     /// The current write committed as `logID`: its events join the group's deliveries, except
     /// for the `silenced` listeners (whose results still follow the write).
-    func endWrite(logID: LogID, silenced: Set<ListenerID>) {
+    package func endWrite(logID: LogID, silenced: Set<ListenerID>) {
         for (id, old) in self.touched {
             guard let window = self.windows[id] else { continue }
             let entryChanges =
@@ -296,13 +300,13 @@ final class EventRouter {
     }
 
     /// The current write failed: every result it touched is restored.
-    func abortWrite() {
+    package func abortWrite() {
         for (id, old) in self.touched { self.windows[id]?.restore(old) }
         self.touched.removeAll(keepingCapacity: true)
         self.writeChanges.removeAll(keepingCapacity: true)
     }
 
-    func takeDeliveries() -> [Delivery] {
+    package func takeDeliveries() -> [Delivery] {
         defer { self.deliveries.removeAll(keepingCapacity: true) }
         return self.deliveries
     }

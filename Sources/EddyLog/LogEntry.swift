@@ -1,6 +1,7 @@
-// Folder Log/: the operation log: entries and their codec (each entry's bytes are what
-// followers receive), the one scan over the log family, retention, and the read-only log used
-// beside a running daemon. Invariant: ids strictly increase; an entry is never rewritten.
+// Target EddyLog: the operation log's entries and their codec (each entry's bytes are what
+// followers receive) and change-data-capture records. Pure values: the engine's Log/ folder owns
+// the log family (appends, the one scan, retention, the read-only log). Invariant: decoding an
+// encoded entry gives it back exactly; the encoding only ever gains versions.
 //
 // One operation-log entry: an accepted write, resolved (server values replaced by their
 // results) so every replica applies exactly the same thing, plus the before-image of every

@@ -11,6 +11,7 @@
 // - a change beside it, or one that leaves the value as it was: nothing.
 // The cost is that of the change, never that of the location's value.
 
+import EddyLog
 import EddyModel
 
 struct AppliedChange {
