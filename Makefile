@@ -6,8 +6,10 @@ SWIFT ?= swift
 PYTHON ?= python3
 VENV ?= .build/pyenv
 SYSTEM_PACKAGES = librocksdb-dev libzstd-dev pkg-config
+# Only the tests use these: etcd for the cluster tests (which are skipped, saying why, without it).
+TEST_PACKAGES = etcd-server
 
-.PHONY: run test build build-debug deps test-swift test-integration test-bench test-fuzz fuzz test-reliability bench clean-data \
+.PHONY: run test build build-debug deps test-deps test-swift test-integration test-bench test-fuzz fuzz test-reliability bench clean-data \
 	install uninstall
 
 run: deps build
@@ -21,7 +23,7 @@ build-debug: deps
 	$(SWIFT) build --product eddyd
 	$(SWIFT) build --product eddy
 
-test: deps build-debug test-fuzz test-swift test-integration test-bench
+test: deps test-deps build-debug test-fuzz test-swift test-integration test-bench
 
 # Every script under Benchmarks/scripts once, in a short mode on debug builds: they must keep
 # running; no figure is asserted (see Benchmarks/scripts/smoke.sh).
@@ -66,10 +68,26 @@ python-venv:
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq python3-venv python3-pip; \
 	else echo "python3 venv support is missing; run: sudo apt-get install -y python3-venv python3-pip" >&2; exit 1; fi
 
+# Installs what only the tests need when missing (as root). The service Debian's package starts is
+# stopped and disabled again: the tests run their own etcd on free ports. Without root, or when
+# the install fails, the tests that need it are skipped and this says what to run.
+test-deps:
+	@missing=""; \
+	for p in $(TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 \
+			|| { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; }; then \
+			echo "installed for the tests:$$missing"; \
+			systemctl disable --now etcd >/dev/null 2>&1 || true; \
+		else \
+			echo "not installed:$$missing; the tests that need it are skipped (run: sudo apt-get install -y$$missing)" >&2; \
+		fi; \
+	fi
+
 # Installs the system libraries when missing (as root), or says exactly what to run.
 deps:
 	@missing=""; \
-	for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "installing:$$missing"; \

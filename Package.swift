@@ -114,6 +114,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Cluster membership and leader election on etcd (v3 JSON gateway, blocking calls on
+        // the election's own thread).
+        .target(
+            name: "EddyCluster", dependencies: ["EddyModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         .executableTarget(
             name: "eddyd",
             dependencies: [
@@ -162,6 +167,7 @@ let package = Package(
             path: "Benchmarks/Profiling/ReplicationProfile"
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClusterTests", dependencies: ["EddyCluster", "EddyModel"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyReplicationTests",
