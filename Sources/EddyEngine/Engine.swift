@@ -246,6 +246,7 @@ public final class Engine: Sendable {
         if let leader = self.options.leader {
             throw EddyError(.notLeader, "this eddyd is a read-only follower of the leader at \(leader); send writes and rules changes there")
         }
+        if let fence = self.options.writeFence, let refusal = fence() { throw refusal }
     }
 
     /// On a follower: applies the leader's entries in order (each with the leader's id and
@@ -291,6 +292,13 @@ public final class Engine: Sendable {
                 })
             if let refused = self.queue.enqueue(pending) { pending.completion(.failure(refused)) }
         }
+    }
+
+    /// The database this one is a copy of, for replication: the original leader's id on a replica
+    /// (which keeps it when it is promoted, so its followers and the others of its cluster go on
+    /// replicating "the same database"), its own id otherwise.
+    public func replicatedDatabaseID() throws(EddyError) -> String {
+        try self.replicaOf() ?? self.databaseID
     }
 
     /// On a follower's replica: the id of the leader's database it replicates (nil before its

@@ -39,6 +39,11 @@ public struct EngineOptions: Sendable {
     /// rules changes are then refused with `notLeader` naming it; entries arrive only through
     /// `Engine.applyReplicated`. Nil (default): a leader, which accepts writes.
     public var leader: String? = nil
+    /// In a cluster (`eddyd serve --cluster`): nil while this node provably holds the leader's
+    /// lease, otherwise the error local writes and rules changes fail with (`notLeader`). Asked
+    /// before a write is queued and again by the committer for every group, so nothing is
+    /// applied once the lease is no longer proven. Nil (default): no cluster, no fence.
+    public var writeFence: (@Sendable () -> EddyError?)? = nil
     /// Local writes are refused with `insufficientStorage` while the data volume has less than
     /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
     /// The rules of a database that has none stored (`Rules.default`, open, unless the server

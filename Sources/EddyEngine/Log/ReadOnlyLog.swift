@@ -56,6 +56,9 @@ public final class ReadOnlyLog {
         return entries
     }
 
+    /// The newest entry's id; nil when the log is empty.
+    public func lastID() throws(EddyError) -> LogID? { try Engine.lastLogID(self.database) }
+
     public func close() { self.database.close() }
 }
 

@@ -164,6 +164,11 @@ final class Committer: @unchecked Sendable {
             for write in group { write.completion(.failure(failed)) }
             return
         }
+        // A cluster's leader applies local writes only while it provably holds the lease.
+        if let fence = self.options.writeFence, group.contains(where: { $0.replicated == nil }), let refusal = fence() {
+            for write in group { write.completion(.failure(refusal)) }
+            return
+        }
         // Local writes only: a follower applies what its leader committed (see DiskSpaceReserve).
         if group.contains(where: { $0.replicated == nil }),
             let refusal = self.spaceReserve.refusal(groupBytes: group.reduce(0) { $0 + $1.approximateBytes })
