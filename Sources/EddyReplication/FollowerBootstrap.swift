@@ -35,7 +35,7 @@ public enum FollowerBootstrap {
 
     public static func prepare(
         dataDirectory: String, leader: String, name: String, namespace: String = DataDirectory.defaultNamespace, secret: String? = nil,
-        caFile: String? = nil, logger: Logger
+        caFile: String? = nil, discardsAnotherHistory: Bool = false, logger: Logger
     ) throws(EddyError) {
         var delay = Self.retryDelayFirst
         while true {
@@ -43,6 +43,13 @@ public enum FollowerBootstrap {
                 try self.run(
                     dataDirectory: dataDirectory, leader: leader, name: name, namespace: namespace, secret: secret, caFile: caFile, logger: logger)
                 return
+            } catch let refusal as AnotherHistory where discardsAnotherHistory {
+                // A cluster's deposed leader: what it holds beyond the new leader's history was
+                // never confirmed to a client as replicated. Kept aside for the operator; the
+                // replica starts again from a snapshot.
+                try self.setAside(dataDirectory: dataDirectory, namespace: namespace, refusal: refusal, logger: logger)
+            } catch let refusal as AnotherHistory {
+                throw refusal.error
             } catch let failure as TransferFailure {
                 logger.error(
                     "the snapshot from the leader failed; the replica is unchanged; retrying",
@@ -95,6 +102,32 @@ public enum FollowerBootstrap {
         close(fd)
     }
 
+    /// The leader refused this replica: its last applied entry is not in the leader's log.
+    struct AnotherHistory: Error {
+        var error: EddyError
+        var lastApplied: LogID?
+    }
+
+    /// Moves a namespace's replica that diverged from the leader to
+    /// `<data>/discarded/<namespace>-<UTC time>`, logging what it held, so the next bootstrap
+    /// starts from an empty directory (a snapshot of the leader).
+    static func setAside(dataDirectory: String, namespace: String, refusal: AnotherHistory, logger: Logger) throws(EddyError) {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let aside = dataDirectory + "/discarded/" + namespace + "-" + stamp
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory + "/discarded", withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: dataDirectory + "/" + namespace, toPath: aside)
+        } catch {
+            throw EddyError(.io, "setting aside namespace \(namespace)'s diverged replica at \(aside): \(error.localizedDescription)")
+        }
+        logger.error(
+            "this replica holds entries the leader's history does not (a deposed leader's unconfirmed writes): set aside, bootstrapping from the leader",
+            metadata: [
+                "eddy.namespace": "\(namespace)", "eddy.last_applied": "\(refusal.lastApplied?.rawValue ?? "none")", "eddy.kept_at": "\(aside)",
+                "eddy.refusal": "\(refusal.error.message)",
+            ])
+    }
+
     private static func run(
         dataDirectory: String, leader: String, name: String, namespace: String, secret: String?, caFile: String?, logger: Logger
     ) throws {
@@ -131,8 +164,11 @@ public enum FollowerBootstrap {
             try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
             guard let welcome = try client.receive() else { return }
             guard welcome.kind == .welcome else {
-                let reason = (try? JSONParser.parse(welcome.payload)["message"]).map { JSONWriter.string($0) } ?? "\(welcome.kind)"
-                throw EddyError(.unavailable, "the leader at \(leader) refused this follower: \(reason)")
+                let refusal = (try? JSONParser.parse(welcome.payload)) ?? .null
+                let reason = refusal["message"] == .null ? "\(welcome.kind)" : JSONWriter.string(refusal["message"])
+                let error = EddyError(.unavailable, "the leader at \(leader) refused this follower: \(reason)")
+                if refusal["reason"] == .string("anotherHistory") { throw AnotherHistory(error: error, lastApplied: lastApplied) }
+                throw error
             }
             guard let first = try client.receive(), first.kind == .snapshot else { return }
             let begin = try JSONParser.parse(first.payload)

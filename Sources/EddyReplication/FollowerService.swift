@@ -56,10 +56,16 @@ public final class FollowerService: Service, Sendable {
     /// The CA that signed the leader's certificate: TLS to a HOST:PORT leader (nil: plain).
     let caFile: String?
 
+    /// A cluster's follower: a leader that refuses this replica as another history ends the
+    /// service (like `snapshotNeeded`), so the next start sets the replica aside and bootstraps.
+    let endsOnAnotherHistory: Bool
+
     public init(
         leader: String, name: String, data: DataDirectory, namespace: String = DataDirectory.defaultNamespace, bootstrapFirst: Bool = false,
-        secret: String? = nil, caFile: String? = nil, logger: Logger, onNamespaces: @escaping @Sendable ([String]) -> Void = { _ in }
+        secret: String? = nil, caFile: String? = nil, endsOnAnotherHistory: Bool = false, logger: Logger,
+        onNamespaces: @escaping @Sendable ([String]) -> Void = { _ in }
     ) {
+        self.endsOnAnotherHistory = endsOnAnotherHistory
         self.namespace = namespace
         self.bootstrapFirst = bootstrapFirst
         self.onNamespaces = onNamespaces
@@ -182,7 +188,7 @@ public final class FollowerService: Service, Sendable {
                 let refusal = (try? JSONParser.parse(first.payload)) ?? .null
                 let message = "the leader refused this follower: \(JSONWriter.string(refusal["message"]))"
                 self.fail(message)
-                if refusal["reason"] == .string("snapshotNeeded") {
+                if refusal["reason"] == .string("snapshotNeeded") || (self.endsOnAnotherHistory && refusal["reason"] == .string("anotherHistory")) {
                     self.state.withLock { $0.snapshotNeeded = message }
                     return .snapshotNeeded
                 }

@@ -25,12 +25,18 @@ public final class FollowerSupervisor: Service, Sendable {
     let data: DataDirectory
     let secret: String?
     let caFile: String?
+    /// A cluster's follower (see `FollowerService.endsOnAnotherHistory`).
+    let endsOnAnotherHistory: Bool
     let logger: Logger
     private let services = Mutex<[String: FollowerService]>([:])
     private let added: AsyncStream<FollowerService>
     private let addedContinuation: AsyncStream<FollowerService>.Continuation
 
-    public init(leader: String, name: String, data: DataDirectory, secret: String? = nil, caFile: String? = nil, logger: Logger) {
+    public init(
+        leader: String, name: String, data: DataDirectory, secret: String? = nil, caFile: String? = nil, endsOnAnotherHistory: Bool = false,
+        logger: Logger
+    ) {
+        self.endsOnAnotherHistory = endsOnAnotherHistory
         self.leader = leader
         self.name = name
         self.data = data
@@ -82,7 +88,8 @@ public final class FollowerSupervisor: Service, Sendable {
         }
         let service = FollowerService(
             leader: self.leader, name: self.name, data: self.data, namespace: namespace, bootstrapFirst: bootstrapFirst,
-            secret: self.secret, caFile: self.caFile, logger: self.logger, onNamespaces: onNamespaces)
+            secret: self.secret, caFile: self.caFile, endsOnAnotherHistory: self.endsOnAnotherHistory, logger: self.logger,
+            onNamespaces: onNamespaces)
         let admitted: Bool? = self.services.withLock { services in
             guard services[namespace] == nil else { return nil }
             guard services.count < Limits.namespacesOpenMax else { return false }

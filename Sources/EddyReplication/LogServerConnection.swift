@@ -101,7 +101,7 @@ final class LogServerConnection: Sendable {
         let reader = try engine.makeSnapshotReader()
         self.logger.info("sending a snapshot to a follower", metadata: ["eddy.follower": "\(name)", "eddy.at": "\(reader.at?.rawValue ?? "none")"])
         try await self.send(
-            .snapshot, JSONWriter.bytes(.object(["at": reader.at.map { .string($0.rawValue) } ?? .null, "databaseID": .string(engine.databaseID)])))
+            .snapshot, JSONWriter.bytes(.object(["at": reader.at.map { .string($0.rawValue) } ?? .null, "databaseID": .string(try engine.replicatedDatabaseID())])))
         var count = 0
         while true {
             let records = try reader.next(bytesMax: Self.frameBytesMax)
@@ -146,8 +146,15 @@ final class LogServerConnection: Sendable {
         } catch {
             return self.refuse(error.message)
         }
-        if case .string(let id) = hello["databaseID"], id != engine.databaseID {
-            return self.refuse("follower \(name) replicates database \(id), but this leader's \(namespace) database is \(engine.databaseID)")
+        // A promoted follower serves the database it replicated (its original leader's id).
+        let databaseID: String
+        do {
+            databaseID = try engine.replicatedDatabaseID()
+        } catch {
+            return self.refuse(error.message)
+        }
+        if case .string(let id) = hello["databaseID"], id != databaseID {
+            return self.refuse("follower \(name) replicates database \(id), but this leader's \(namespace) database is \(databaseID)")
         }
         var position: LogID? = nil
         var needsSnapshot = false
@@ -163,8 +170,8 @@ final class LogServerConnection: Sendable {
                     needsSnapshot = true
                 } else {
                     return self.refuse(
-                        "follower \(name) last applied entry \(id), which is not in this leader's log (another history); give the follower an empty data directory"
-                    )
+                        "follower \(name) last applied entry \(id), which is not in this leader's log (another history); give the follower an empty data directory",
+                        reason: "anotherHistory")
                 }
             } else if hello["lastApplied"] != .null {
                 return self.refuse("lastApplied must be a log id or null")
@@ -200,7 +207,7 @@ final class LogServerConnection: Sendable {
             var namespaces = announcesNamespaces ? self.data.namespacesOnDisk() : []
             var namespacesCheckedAt = ContinuousClock.now
             var welcome: Value = .object([
-                "databaseID": .string(engine.databaseID), "leaderLast": (try engine.lastLogID()).map { .string($0.rawValue) } ?? .null,
+                "databaseID": .string(databaseID), "leaderLast": (try engine.lastLogID()).map { .string($0.rawValue) } ?? .null,
                 "rules": rules,
             ])
             if announcesNamespaces { welcome.set(.object(Self.namespaceList(namespaces)), at: Path(validatedKeys: ["namespaces"])) }
