@@ -6,10 +6,11 @@
 //                 Its create revision is the leadership term: etcd's revisions only grow, so each
 //                 new leader has a higher term than every earlier one.
 //
-// Election: while there is no leader key, the most up-to-date live node (highest applied id,
-// ties broken by the higher node id) creates it; the others stay followers and look again next
-// tick. A node that is not the most up to date never campaigns, so the winner holds every entry
-// any live node applied.
+// Election: once the leader key has been absent for a whole tick (so every live node has
+// republished its record since), the most up-to-date live node (highest applied id, ties broken
+// by the higher node id) creates it; the others stay followers and look again next tick. A node
+// that is not the most up to date never campaigns, so the winner holds every entry any live node
+// applied (with --sync-followers, every acknowledged write).
 //
 // Fencing: `leaderTerm(at:)` answers only while the lease is provably held. A keepalive sent at
 // t that etcd answered with ttl T proves the lease until t + T (etcd starts its countdown when
@@ -71,6 +72,8 @@ public final class ClusterElection: Sendable {
         var leaseValidUntil: ContinuousClock.Instant?
         var lastError: String?
         var stopped = false
+        /// Ticks in a row that found no leader key.
+        var leaderAbsentTicks = 0
     }
 
     public let configuration: Configuration
@@ -179,7 +182,13 @@ public final class ClusterElection: Sendable {
                 replication: self.configuration.replication)
             try self.etcd.put(self.nodesPrefix + self.configuration.node, value: record.bytes, lease: lease)
             var leader = try self.etcd.get(self.leaderKey)
-            if leader == nil {
+            let absentTicks = self.state.withLock { state in
+                state.leaderAbsentTicks = leader == nil ? state.leaderAbsentTicks + 1 : 0
+                return state.leaderAbsentTicks
+            }
+            // Campaign only once the key was already gone a tick ago: every live node has then
+            // republished its record since, so the ranking sees what each one applied by now.
+            if leader == nil, absentTicks >= 2 {
                 let live = try self.etcd.list(prefix: self.nodesPrefix).compactMap { try? ClusterNodeRecord(bytes: $0.value) }
                 let best = live.max(by: ClusterNodeRecord.isBehind)
                 if best?.node == self.configuration.node {

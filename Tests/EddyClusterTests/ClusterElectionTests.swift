@@ -45,6 +45,8 @@ struct ClusterElectionTests {
 
         let a = try Self.election("a", etcd: etcd, ttl: 60, applied: older)
         a.tick()
+        #expect(a.role == .follower(leader: nil, term: nil), "nobody campaigns on the first tick without a leader")
+        a.tick()
         #expect(a.role == .follower(leader: nil, term: nil), "a node behind a live one does not campaign")
         #expect(try client.get("/eddy/test/leader") == nil)
 
@@ -108,6 +110,7 @@ struct ClusterElectionTests {
         // A TTL far beyond the wait below: only the revoked lease can explain a takeover.
         let a = try Self.election("a", etcd: etcd, ttl: 120)
         a.tick()
+        a.tick()  // campaigns on its second tick without a leader
         let b = try Self.election("b", etcd: etcd, ttl: 120)
         Self.start(b)
         defer { b.stop() }
