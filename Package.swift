@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "EddyServer",
             dependencies: [
-                "EddyEngine", "EddyModel", "EddyProtocol", "EddyReplication",
+                "EddyEngine", "EddyModel", "EddyProtocol", "EddyReplication", "EddyCluster",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -134,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "eddy",
             dependencies: [
-                "EddyEngine", "EddyModel", "EddyProtocol",
+                "EddyEngine", "EddyModel", "EddyProtocol", "EddyCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -58,7 +58,7 @@ public enum EddyServer {
     public static func serve(
         _ configuration: ServeConfiguration, logger: Logger, metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         logLevel: LogLevelControl = LogLevelControl(.info),
-        onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
+        run: ServeRun? = nil, onListening: @escaping @Sendable (_ http: String, _ nativeTCP: String?) -> Void = { _, _ in }
     ) async throws {
         try configuration.validate()
         // Files the daemon makes are its own: 0600 files and 0700 directories (the sockets are
@@ -86,8 +86,10 @@ public enum EddyServer {
         engineOptions.indexBuildChunkChildren = configuration.indexBuildChunk
         engineOptions.indexBuildPauseMilliseconds = configuration.indexBuildPauseMilliseconds
         engineOptions.leader = configuration.leader
+        engineOptions.writeFence = run?.writeFence
         engineOptions.diskReserveBytes = UInt64(clamping: configuration.diskReserveBytes)
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
+        run?.opened(data)
         // A backup copying a checkpoint cannot outlive the daemon that made it.
         data.removeStaleCheckpoints()
         let followerName =
@@ -101,7 +103,8 @@ public enum EddyServer {
                 for namespace in Set([DataDirectory.defaultNamespace] + data.namespacesOnDisk()).sorted() {
                     try FollowerBootstrap.prepare(
                         dataDirectory: configuration.dataDirectory, leader: leader, name: followerName, namespace: namespace,
-                        secret: replicationSecret, caFile: configuration.tlsCAFile, logger: logger)
+                        secret: replicationSecret, caFile: configuration.tlsCAFile, discardsAnotherHistory: run?.discardsAnotherHistory ?? false,
+                        logger: logger)
                 }
             }
             _ = try data.engine(namespace: DataDirectory.defaultNamespace)
@@ -134,7 +137,8 @@ public enum EddyServer {
         let registry: FollowerRegistry?
         if let leader = configuration.leader {
             let follower = FollowerSupervisor(
-                leader: leader, name: followerName, data: data, secret: replicationSecret, caFile: configuration.tlsCAFile, logger: logger)
+                leader: leader, name: followerName, data: data, secret: replicationSecret, caFile: configuration.tlsCAFile,
+                endsOnAnotherHistory: run?.discardsAnotherHistory ?? false, logger: logger)
             replication = .follower(follower)
             replicationServices.append(follower)
             registry = nil
@@ -198,7 +202,8 @@ public enum EddyServer {
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
                 origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
-                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests, logger: logger),
+                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests,
+                writeRedirect: run?.writeRedirect, logger: logger),
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
@@ -233,7 +238,20 @@ public enum EddyServer {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
-            try await group.run()
+            if let run {
+                async let stopped: Void = run.started(group)
+                do {
+                    try await group.run()
+                } catch {
+                    run.finished()
+                    await stopped
+                    throw error
+                }
+                run.finished()
+                await stopped
+            } else {
+                try await group.run()
+            }
         } catch {
             data.close()
             throw error

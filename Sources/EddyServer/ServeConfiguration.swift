@@ -28,6 +28,18 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// How this follower names itself to the leader (status, logs). Default
     /// `<host name>:<absolute data directory>`.
     public var followerName: String? = nil
+    /// `--cluster NAME` with `--etcd`: the role (leader or follower) comes from an election on
+    /// etcd and changes with it (see ClusterRunner). Nil (default): no cluster.
+    public var cluster: String? = nil
+    /// etcd endpoints of the cluster (`http://HOST:PORT`).
+    public var etcdEndpoints: [String] = []
+    /// This node's id in the cluster: unique, stable across restarts. Default: the host name.
+    public var nodeID: String? = nil
+    /// The leader lease's time to live (seconds): how long a dead leader holds the cluster
+    /// without writes, and how soon a leader cut off from etcd stops taking them. Default 5.
+    public var leaseTTLSeconds = 5
+    /// The URL other nodes redirect writes to (`307`). Default: http://<--http host:port>.
+    public var advertiseHTTP: String? = nil
     /// When a write is acknowledged; see `Durability`. Default `sync`.
     public var durability: Durability = .sync
     /// Largest accepted request body in bytes. Default and most 256 MiB (Firebase's REST limit).
@@ -243,6 +255,20 @@ public struct ServeConfiguration: Sendable, Equatable {
                 .invalidArgument,
                 "--replication-listen \(listen) hands the whole database to any peer: configure --replication-secret-file (on the leader and its followers), or pass --insecure-no-auth to insist")
         }
+        if self.cluster != nil || !self.etcdEndpoints.isEmpty {
+            guard self.cluster != nil, !self.etcdEndpoints.isEmpty else {
+                throw EddyError(.invalidArgument, "--cluster and --etcd go together: name the cluster and its etcd endpoints")
+            }
+            guard self.leader == nil else {
+                throw EddyError(.invalidArgument, "--cluster elects the leader through etcd: run `eddyd serve --cluster`, not `eddyd follow`")
+            }
+            guard (1...3600).contains(self.leaseTTLSeconds) else {
+                throw EddyError(.invalidArgument, "lease-ttl-seconds \(self.leaseTTLSeconds) is out of range 1...3600 (seconds)")
+            }
+            guard self.advertiseHTTP != nil || self.httpPort != 0 else {
+                throw EddyError(.invalidArgument, "--cluster with --http on port 0: give a fixed port or --advertise-http, so other nodes can redirect writes here")
+            }
+        }
         if self.leader != nil, self.syncFollowers > 0 {
             throw EddyError(.invalidArgument, "sync-followers applies to a leader; a follower takes no writes")
         }
@@ -302,6 +328,15 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("socket", .string(let s)): self.socketPath = s
             case ("replication-socket", .string(let s)): self.replicationSocketPath = s
             case ("replication-listen", .string(let s)): self.replicationListen = s
+            case ("cluster", .string(let s)): self.cluster = s
+            case ("etcd", .string(let s)): self.etcdEndpoints = Self.list(s)
+            case ("node-id", .string(let s)): self.nodeID = s
+            case ("lease-ttl-seconds", .integer(let n)): self.leaseTTLSeconds = n
+            case ("advertise-http", .string(let s)): self.advertiseHTTP = s
+            case ("cluster", _), ("etcd", _), ("node-id", _), ("advertise-http", _):
+                throw EddyError(.invalidArgument, "\(path): \(key) must be a string")
+            case ("lease-ttl-seconds", _):
+                throw EddyError(.invalidArgument, "\(path): lease-ttl-seconds must be an integer")
             case ("native-listen", .string(let s)): self.nativeListen = s
             case ("insecure-no-auth", .bool(let b)), ("insecure_no_auth", .bool(let b)): self.insecureNoAuth = b
             case ("admin-token-file", .string(let s)), ("admin_token_file", .string(let s)): self.adminTokenFile = s
@@ -357,7 +392,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
                 )
             }
         }

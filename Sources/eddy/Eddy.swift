@@ -15,7 +15,7 @@ struct Eddy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "eddy",
         abstract: "Read, write, inspect and verify an Eddy database: through a running eddyd (socket or --url) or offline.",
-        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self, Digest.self, Followers.self, Tail.self, TokenCommand.self, BackupCommand.self, RestoreCommand.self, ImportCommand.self, ExportCommand.self, StatsCommand.self]
+        subcommands: [Get.self, QueryCommand.self, RulesCommand.self, IndexCommand.self, Watch.self, Set.self, Update.self, Push.self, Remove.self, Log.self, Verify.self, Digest.self, Followers.self, Tail.self, TokenCommand.self, BackupCommand.self, RestoreCommand.self, ImportCommand.self, ExportCommand.self, StatsCommand.self, ClusterCommand.self]
     )
 }
 

@@ -110,6 +110,21 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-retention-check-ms"), help: "Milliseconds between log retention checks (10 to 3600000). Default: 10000")
     var logRetentionCheckMilliseconds: Int?
 
+    @Option(name: .long, help: "Join the cluster NAME: the leader is elected through --etcd, the others follow it and take over when it dies. Default: none")
+    var cluster: String?
+
+    @Option(name: .long, help: "etcd endpoints of --cluster, comma-separated http://HOST:PORT. Default: none")
+    var etcd: String?
+
+    @Option(name: .customLong("node-id"), help: "This node's id in --cluster (unique, stable across restarts). Default: the host name")
+    var nodeID: String?
+
+    @Option(name: .customLong("lease-ttl-seconds"), help: "--cluster leader lease TTL: how long a dead leader holds the cluster without writes (1 to 3600). Default: 5")
+    var leaseTTLSeconds: Int?
+
+    @Option(name: .customLong("advertise-http"), help: "URL other --cluster nodes redirect writes to. Default: http://<--http>")
+    var advertiseHTTP: String?
+
     @Option(name: .customLong("sync-followers"), help: "Acknowledge a write only after this many followers applied it (0 to 16). Default: 0")
     var syncFollowers: Int?
 
@@ -194,6 +209,15 @@ struct Serve: AsyncParsableCommand {
             // Writes per commit group: 1 to the group cap.
             factory.defaultValueHistogramBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
             MetricsSystem.bootstrap(factory)
+            if configuration.cluster != nil {
+                try await ClusterRunner.run(configuration, logger: logger, metricsRegistry: registry, logLevel: level) { address, nativeTCP, role in
+                    if let nativeTCP { FileHandle.standardOutput.write(Data("eddyd: native protocol on tcp://\(nativeTCP)\n".utf8)) }
+                    let scheme = configuration.tlsCertificateFile == nil ? "http" : "https"
+                    let line = "eddyd: listening on \(scheme)://\(address) (data \(configuration.dataDirectory), durability \(configuration.durability.rawValue), \(role))\n"
+                    FileHandle.standardOutput.write(Data(line.utf8))
+                }
+                return
+            }
             try await EddyServer.serve(configuration, logger: logger, metricsRegistry: registry, logLevel: level) { address, nativeTCP in
                 let role = configuration.leader.map { ", following \($0)" } ?? ""
                 // The native TCP line comes first: a reader that waits for the HTTP line has both.
@@ -225,6 +249,11 @@ struct Serve: AsyncParsableCommand {
         if let socket { configuration.socketPath = socket }
         if let replicationSocket { configuration.replicationSocketPath = replicationSocket }
         if let replicationListen { configuration.replicationListen = replicationListen }
+        if let cluster { configuration.cluster = cluster }
+        if let etcd { configuration.etcdEndpoints = ServeConfiguration.list(etcd) }
+        if let nodeID { configuration.nodeID = nodeID }
+        if let leaseTTLSeconds { configuration.leaseTTLSeconds = leaseTTLSeconds }
+        if let advertiseHTTP { configuration.advertiseHTTP = advertiseHTTP }
         if let nativeListen { configuration.nativeListen = nativeListen }
         if insecureNoAuth { configuration.insecureNoAuth = true }
         if let adminTokenFile { configuration.adminTokenFile = adminTokenFile }

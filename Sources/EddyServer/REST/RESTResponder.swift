@@ -35,6 +35,8 @@ public struct RESTResponder: HTTPResponder {
     let streamBufferBytes: Int
     let streamBudget: MemoryBudget
     /// Leader or follower, for `/.settings/followers.json`.
+    /// On a cluster's follower: the leader's HTTP URL, where writes are redirected (307).
+    let writeRedirect: String?
     let replication: ReplicationRole
     /// Credentials to `Access`; also whether non-admins may create namespaces.
     let authenticator: Authenticator
@@ -53,8 +55,9 @@ public struct RESTResponder: HTTPResponder {
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
         origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logRequests: Bool = false,
-        logger: Logger
+        writeRedirect: String? = nil, logger: Logger
     ) {
+        self.writeRedirect = writeRedirect
         self.logRequests = logRequests
         self.metrics = metrics
         self.health = HealthEndpoint(data: data, replication: replication, readyLagMaxSeconds: readyLagMaxSeconds)
@@ -191,6 +194,11 @@ public struct RESTResponder: HTTPResponder {
         }
         let rest = try RESTRequest(method: method, rawPath: request.uri.path, rawQuery: request.uri.query)
         if rest.isInfo { return try Self.info(rest) }
+        // A cluster's follower sends writes to its leader; Firebase's REST clients follow a 307
+        // with the same method and body.
+        if let leader = self.writeRedirect, method != .get {
+            return Response(status: .temporaryRedirect, headers: [.location: leader + request.uri.description])
+        }
         let identity: Authenticator.Identity
         do {
             let credential = Self.credential(request.headers) ?? rest.credential
