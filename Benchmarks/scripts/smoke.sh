@@ -13,7 +13,7 @@
 #                    the whole graph, with package-benchmark's own).
 #   client-bench.sh  ClientProfile needs async-http-client, whose BoringSSL would be compiled a
 #                    second time for the Benchmarks package.
-# A peer (redis-server, PostgreSQL, wrk) that is missing and cannot be installed skips the scripts
+# A peer (redis-server, PostgreSQL, wrk, etcd) that is missing and cannot be installed skips the scripts
 # that need it with a message; it does not fail the run.
 #
 # Usage: Benchmarks/scripts/smoke.sh [SCRIPT...]   (default: all of them)
@@ -100,6 +100,11 @@ else
     done
 fi
 run delta-bench.sh "$scripts/delta-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 10 200
+if have etcd etcd-server; then
+    run cluster-bench.sh "$scripts/cluster-bench.sh" 1 1
+else
+    skip cluster-bench.sh "etcd is missing and could not be installed"
+fi
 skip engine-bench.sh "package-benchmark runs release builds only (a second build of the whole graph)"
 skip client-bench.sh "ClientProfile would compile async-http-client and BoringSSL a second time"
 
