@@ -12,6 +12,12 @@
 // is told it ended (`onEnd`), so the layer above subscribes again from its last log id.
 // Offline (`goOffline`), nothing connects: writes and subscriptions wait, reads fail at once.
 //
+// Several endpoints (a cluster's nodes: `eddy://a:1,b:2`): it connects to one at a time. A
+// connection that cannot be made moves on to the next endpoint; so does a write the node refuses
+// as `notLeader` (a follower, or a leader that lost its lease): the write is kept, the connection
+// is closed, and the writes are sent again, in order, to the next endpoint. With one endpoint a
+// `notLeader` refusal fails the write, as before.
+//
 // Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
 // them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
@@ -72,14 +78,26 @@ final class ClientConnection: Transport {
         var onState: (@Sendable (Bool) -> Void)?
         /// Sent in an `auth` request first on every connection.
         var authToken: String?
+        /// Which of `endpoints` connects next (or is connected).
+        var endpointIndex = 0
+        /// The connection is being left for the next endpoint (a write was refused `notLeader`).
+        var leaving = false
     }
 
-    let endpoint: Endpoint
+    let endpoints: [Endpoint]
     private let state = Mutex(State())
 
-    init(endpoint: Endpoint) {
-        self.endpoint = endpoint
+    init(endpoints: [Endpoint]) {
+        precondition(!endpoints.isEmpty, "a connection needs an endpoint")
+        self.endpoints = endpoints
     }
+
+    convenience init(endpoint: Endpoint) {
+        self.init(endpoints: [endpoint])
+    }
+
+    /// The endpoint connected (or connecting next).
+    var endpoint: Endpoint { self.endpoints[self.state.withLock { $0.endpointIndex }] }
 
     /// Called with true when the connection is made and false when it goes (on the event loop).
     func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void) {
@@ -226,17 +244,19 @@ final class ClientConnection: Transport {
                 }
             }
         let future: EventLoopFuture<any Channel>
-        switch self.endpoint {
+        let endpoint = self.endpoint
+        switch endpoint {
         case .unix(let path): future = bootstrap.connect(unixDomainSocketPath: path)
         case .tcp(let host, let port): future = bootstrap.connect(host: host, port: port)
         }
         future.whenComplete { result in
             switch result {
             case .success(let channel):
-                if case .tcp = self.endpoint { _ = channel.setOption(.socketOption(.tcp_nodelay), value: 1) }
+                if case .tcp = endpoint { _ = channel.setOption(.socketOption(.tcp_nodelay), value: 1) }
                 let (offline, onState) = self.state.withLock { state -> (Bool, (@Sendable (Bool) -> Void)?) in
                     if state.offline { return (true, nil) }
                     state.phase = .connected(channel)
+                    state.leaving = false
                     state.retryMilliseconds = 100
                     // The credential first: the server handles a connection's frames in order.
                     if let token = state.authToken {
@@ -257,7 +277,9 @@ final class ClientConnection: Transport {
                     onState?(true)
                 }
             case .failure(let error):
-                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(self.endpoint): \(error)"), wasConnected: false)
+                // The next attempt tries the next endpoint.
+                self.state.withLock { $0.endpointIndex = ($0.endpointIndex + 1) % self.endpoints.count }
+                self.lost(DatabaseError(.disconnected, "cannot connect to eddyd at \(endpoint): \(error)"), wasConnected: false)
             }
         }
     }
@@ -312,9 +334,19 @@ final class ClientConnection: Transport {
         enum Route {
             case subscription(Subscription)
             case answer(Answer)
+            case leave(any Channel)
             case none
         }
+        let redirectable = self.endpoints.count > 1 && frame.kind == .error && payload["code"] == .string("notLeader")
         let route = self.state.withLock { state -> Route in
+            if redirectable, state.writes[frame.requestID] != nil {
+                // Not the leader: the write stays and goes to the next endpoint. Later refusals
+                // on this connection change nothing more.
+                guard !state.leaving, case .connected(let channel) = state.phase else { return .none }
+                state.leaving = true
+                state.endpointIndex = (state.endpointIndex + 1) % self.endpoints.count
+                return .leave(channel)
+            }
             if let subscription = state.subscriptions[frame.requestID] {
                 if frame.kind == .error || frame.kind == .behind { state.subscriptions.removeValue(forKey: frame.requestID) }
                 return .subscription(subscription)
@@ -333,6 +365,8 @@ final class ClientConnection: Transport {
             } else {
                 subscription.onFrame(frame.kind, payload)
             }
+        case .leave(let channel):
+            channel.close(promise: nil)
         case .answer(let answer):
             if frame.kind == .error {
                 answer(.failure(Self.error(payload)))

@@ -32,7 +32,10 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The instance for `url` (the same one for every call with the same URL). A URL that is
-    /// not one of Eddy's schemes traps, as Firebase raises for a malformed database URL.
+    /// not one of Eddy's schemes traps, as Firebase raises for a malformed database URL. A native
+    /// URL may list a cluster's nodes, separated by commas (`eddy://a:9001,b:9001`): the client
+    /// connects to one and moves on to the next when it cannot connect or a write is refused as
+    /// `notLeader`.
     public static func database(url: String) -> Database {
         self.instances.withLock { instances in
             if let existing = instances[url] { return existing }
@@ -47,7 +50,7 @@ public final class Database: NSObject, Sendable {
     }
 
     static func transport(_ url: String) -> (any Transport)? {
-        if let endpoint = self.endpoint(url) { return ClientConnection(endpoint: endpoint) }
+        if let endpoints = self.endpoints(url) { return ClientConnection(endpoints: endpoints) }
         guard url.hasPrefix("http://") || url.hasPrefix("https://"), let components = URLComponents(string: url),
             let scheme = components.scheme, let host = components.host, !host.isEmpty
         else { return nil }
@@ -63,6 +66,21 @@ public final class Database: NSObject, Sendable {
         if let ns = components.queryItems?.first(where: { $0.name == "ns" })?.value, !ns.isEmpty { return ns }
         guard let host = components.host, host.hasSuffix(".firebaseio.com") || host.hasSuffix(".firebasedatabase.app") else { return nil }
         return host.split(separator: ".").first.map(String.init)
+    }
+
+    /// The native endpoints of `url`: one, or a cluster's nodes separated by commas
+    /// (`eddy://a:9001,b:9001`, `eddy+unix:///x/eddyd.sock,/y/eddyd.sock`); nil when any is
+    /// malformed or the URL is not a native one.
+    static func endpoints(_ url: String) -> [ClientConnection.Endpoint]? {
+        for scheme in ["eddy+unix://", "eddy://"] where url.hasPrefix(scheme) {
+            var list: [ClientConnection.Endpoint] = []
+            for part in url.dropFirst(scheme.count).split(separator: ",", omittingEmptySubsequences: false) {
+                guard let endpoint = self.endpoint(scheme + part) else { return nil }
+                list.append(endpoint)
+            }
+            return list.isEmpty ? nil : list
+        }
+        return nil
     }
 
     static func endpoint(_ url: String) -> ClientConnection.Endpoint? {

@@ -33,10 +33,10 @@ final class DaemonProcess: Sendable {
 
     /// Starts it and waits until it listens (its READY line).
     /// `extra`: more `eddyd serve` arguments (credentials, ...).
-    func start(_ extra: [String] = []) throws {
+    func start(_ extra: [String] = [], command: String = "serve") throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra
+        process.arguments = [command, "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
