@@ -49,8 +49,22 @@ final class EtcdProcess: Sendable {
         throw EtcdError("etcd did not start: \(log.suffix(600))")
     }
 
-    /// SIGSTOP: etcd stops answering (a partition, as every node sees it).
-    func pause() { kill(self.process.processIdentifier, SIGSTOP) }
+    /// SIGSTOP: etcd stops answering (a partition, as every node sees it). Returns once the
+    /// kernel reports the process stopped (state T): a signal is delivered asynchronously, and a
+    /// request sent right after kill() could otherwise still be answered.
+    func pause() {
+        let pid = self.process.processIdentifier
+        kill(pid, SIGSTOP)
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            // "pid (comm) S ...": the state follows the command's closing parenthesis.
+            if let close = stat.lastIndex(of: ")"), stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T") {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+    }
     func resume() { kill(self.process.processIdentifier, SIGCONT) }
 
     func stop() {
