@@ -78,8 +78,7 @@ def etcd(tmp_path):
 
 
 def node_args(etcd, name, port, *extra):
-    return ["--http", f"127.0.0.1:{port}", "--cluster", "c", "--etcd", etcd.client, "--node-id", name,
-            "--lease-ttl-seconds", str(TTL_SECONDS), *extra]
+    return ["--http", f"127.0.0.1:{port}", "--cluster", "c", "--etcd", etcd.client, "--node-id", name, *extra]
 
 
 def role(node):
@@ -104,11 +103,11 @@ def leader_of(nodes):
     return leaders[0] if len(leaders) == 1 else None
 
 
-def start_cluster(daemon_factory, etcd, *extra):
+def start_cluster(daemon_factory, etcd, *extra, ttl=TTL_SECONDS):
     nodes = []
     for name in ("n1", "n2", "n3"):
         port = free_port()
-        node = daemon_factory(*node_args(etcd, name, port, *extra))
+        node = daemon_factory(*node_args(etcd, name, port, "--lease-ttl-seconds", str(ttl), *extra))
         node.name = name
         nodes.append(node)
     wait_for(lambda: leader_of(nodes), what="one leader")
@@ -142,6 +141,20 @@ def test_followers_redirect_writes_to_the_elected_leader(daemon_factory, etcd):
     assert sorted(status["nodes"]) == ["n1", "n2", "n3"]
     assert [n for n, v in status["nodes"].items() if v["role"] == "leader"] == [leader.name]
     assert all(v["http"] == f"http://127.0.0.1:{node.port}" for node in nodes for n, v in status["nodes"].items() if n == node.name)
+
+
+def test_a_leader_stopped_with_sigterm_hands_over_without_waiting_for_its_ttl(daemon_factory, etcd):
+    # A lease far longer than the wait below: only the revoked lease explains a takeover.
+    nodes = start_cluster(daemon_factory, etcd, ttl=60)
+    leader = leader_of(nodes)
+    assert requests.post(leader.url("/handover"), json=1, timeout=10).status_code == 200
+    leader.stop()  # SIGTERM; asserts a clean exit
+    stopped_at = time.monotonic()
+    survivors = [n for n in nodes if n is not leader]
+    new_leader = wait_for(lambda: leader_of(survivors), seconds=30, what="a new leader after SIGTERM")
+    assert time.monotonic() - stopped_at < 30, "the takeover waited for the lease to expire"
+    assert requests.post(new_leader.url("/handover"), json=2, timeout=10).status_code == 200
+    assert len(requests.get(new_leader.url("/handover"), timeout=10).json()) == 2
 
 
 def test_a_leader_cut_off_from_etcd_stops_taking_writes_within_its_ttl(daemon_factory, etcd):

@@ -69,8 +69,18 @@ public enum ClusterRunner {
                 return (try? data.engine(namespace: DataDirectory.defaultNamespace, create: false).lastLogID()) ?? onDisk
             },
             onChange: { events.continuation.yield(.role($0)) })
-        Thread.detachNewThread { election.run() }
-        defer { election.stop() }
+        // Finished when the election's thread ends (after a graceful stop, its lease revoked).
+        let electionEnded = AsyncStream<Void>.makeStream()
+        Thread.detachNewThread {
+            election.run()
+            electionEnded.continuation.finish()
+        }
+        /// Stops the election and waits for its thread: the lease is revoked before the process
+        /// exits, so another node takes over at once.
+        func leave() async {
+            election.stop()
+            for await _ in electionEnded.stream {}
+        }
         logger.info("joining cluster", metadata: ["eddy.cluster": "\(cluster)", "eddy.node": "\(node)", "eddy.etcd": "\(configuration.etcdEndpoints)"])
 
         var role = ClusterElection.Role.follower(leader: nil, term: nil)
@@ -140,12 +150,14 @@ public enum ClusterRunner {
                     try? await Task.sleep(for: .seconds(1))
                 } else if !run.stopRequested {
                     // A signal, or the leader's run failed: the node ends.
+                    await leave()
                     if let failure { throw failure }
                     return
                 }
                 if let wanted = RunRole(role) { start(wanted) }
             }
         }
+        await leave()
     }
 
     /// The default namespace's newest log entry on disk (nil: none, or no database yet).
