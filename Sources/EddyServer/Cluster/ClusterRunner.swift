@@ -70,7 +70,7 @@ public enum ClusterRunner {
             },
             onChange: { events.continuation.yield(.role($0)) })
         // Finished when the election's thread ends (after a graceful stop, its lease revoked).
-        let electionEnded = AsyncStream<Void>.makeStream()
+        let electionEnded = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         Thread.detachNewThread {
             election.run()
             electionEnded.continuation.finish()

@@ -17,7 +17,8 @@ public final class ServeRun: Sendable {
     /// history (a deposed leader's unconfirmed writes) is set aside and bootstrapped again.
     let discardsAnotherHistory: Bool
     private let state = Mutex<(group: ServiceGroup?, stopRequested: Bool, data: DataDirectory?)>((nil, false, nil))
-    private let stopSignal = AsyncStream<Void>.makeStream()
+    /// One element at most: a stop (then finished).
+    private let stopSignal = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
     init(writeFence: (@Sendable () -> EddyError?)?, writeRedirect: String?, discardsAnotherHistory: Bool = false) {
         self.writeFence = writeFence
