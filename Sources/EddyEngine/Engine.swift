@@ -107,13 +107,14 @@ public final class Engine: Sendable {
         self.logger = logger
         self.databaseID = try Self.checkFormat(database, clock: clock)
         let lastLogID = try Self.lastLogID(database)
+        let lastTerm = Self.lastLogTerm(database, lastLogID)
         let (definitions, nextIndexID) = try IndexCatalog.load(database)
         self.indexCatalog = IndexCatalog(definitions)
         self.securityRulesHolder = SecurityRulesHolder(SecurityRulesHolder.compile(try Self.storedRules(database) ?? options.defaultRules))
         self.queue = CommitQueue(capacity: options.commitQueueCountMax)
         let observers = self.commitObservers
         self.committer = Committer(
-            database: database, lastLogID: lastLogID, clock: clock, queue: self.queue, options: options,
+            database: database, lastLogID: lastLogID, lastTerm: lastTerm, clock: clock, queue: self.queue, options: options,
             spaceReserve: DiskSpaceReserve(path: directory, reserveBytes: options.diskReserveBytes),
             catalog: self.indexCatalog, security: self.securityRulesHolder, nextIndexID: nextIndexID, logger: logger,
             onCommit: { entries in observers.notify(entries) })
@@ -246,7 +247,17 @@ public final class Engine: Sendable {
         if let leader = self.options.leader {
             throw EddyError(.notLeader, "this eddyd is a read-only follower of the leader at \(leader); send writes and rules changes there")
         }
-        if let fence = self.options.writeFence, let refusal = fence() { throw refusal }
+        if let fence = self.options.writeFence, case .failure(let refusal) = fence() { throw refusal }
+    }
+
+    /// The leadership term of the newest entry applied (0 outside a cluster; see `LogEntry.term`).
+    public var newestTerm: UInt64 { self.committer.newestTerm.load(ordering: .relaxed) }
+
+    /// The term this engine writes in now: a cluster leader's proven term, otherwise the newest
+    /// entry's.
+    public func currentTerm() -> UInt64 {
+        guard let fence = self.options.writeFence, case .success(let term) = fence() else { return self.newestTerm }
+        return max(term, self.newestTerm)
     }
 
     /// On a follower: applies the leader's entries in order (each with the leader's id and
@@ -496,6 +507,15 @@ public final class Engine: Sendable {
         let key = String(decoding: iterator.key, as: UTF8.self)
         guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) is not a push ID") }
         return id
+    }
+
+    /// The term of the newest log entry (0 with none). An entry that does not decode reads as
+    /// 0 here: opening must still work so `eddy verify` can report it.
+    static func lastLogTerm(_ database: Database, _ id: LogID?) -> UInt64 {
+        guard let id, let bytes = try? database.get(database.columnFamily(ColumnFamilies.log), Array(id.rawValue.utf8)),
+            let entry = try? LogEntryCodec.decode(id: id, bytes)
+        else { return 0 }
+        return entry.term
     }
 }
 

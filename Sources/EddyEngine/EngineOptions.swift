@@ -39,11 +39,13 @@ public struct EngineOptions: Sendable {
     /// rules changes are then refused with `notLeader` naming it; entries arrive only through
     /// `Engine.applyReplicated`. Nil (default): a leader, which accepts writes.
     public var leader: String? = nil
-    /// In a cluster (`eddyd serve --cluster`): nil while this node provably holds the leader's
-    /// lease, otherwise the error local writes and rules changes fail with (`notLeader`). Asked
-    /// before a write is queued and again by the committer for every group, so nothing is
-    /// applied once the lease is no longer proven. Nil (default): no cluster, no fence.
-    public var writeFence: (@Sendable () -> EddyError?)? = nil
+    /// In a cluster (`eddyd serve --cluster`): the leadership term while this node provably
+    /// holds the leader's lease, otherwise the error local writes and rules changes fail with
+    /// (`notLeader`). Asked before a write is queued and again by the committer for every group,
+    /// so nothing is applied once the lease is no longer proven; the group's entries carry the
+    /// term it answered (a term older than the log's newest entry's is refused too). Nil
+    /// (default): no cluster, no fence; local entries carry the newest entry's term.
+    public var writeFence: (@Sendable () -> Result<UInt64, EddyError>)? = nil
     /// Local writes are refused with `insufficientStorage` while the data volume has less than
     /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
     /// The rules of a database that has none stored (`Rules.default`, open, unless the server

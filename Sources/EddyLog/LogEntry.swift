@@ -56,14 +56,19 @@ public struct LogEntry: Sendable, Equatable {
     /// `{".sv": "timestamp"}` resolved to.
     public var timestampMilliseconds: UInt64
     public var location: Path
+    /// The cluster leadership term the entry was written in (the leader key's etcd revision);
+    /// 0 outside a cluster. Never decreases along a log: a replica refuses an older one.
+    public var term: UInt64
     /// Invariant: no change path is an ancestor of another.
     public var changes: [Change]
     /// One image per change, plus one for a primitive ancestor a change replaced.
     public var before: [BeforeImage]
 
     public init(
-        id: LogID, kind: Kind, timestampMilliseconds: UInt64, location: Path, changes: [Change], before: [BeforeImage]
+        id: LogID, kind: Kind, timestampMilliseconds: UInt64, location: Path, changes: [Change], before: [BeforeImage],
+        term: UInt64 = 0
     ) {
+        self.term = term
         self.id = id
         self.kind = kind
         self.timestampMilliseconds = timestampMilliseconds
@@ -82,6 +87,7 @@ public struct LogEntry: Sendable, Equatable {
             "id": .string(self.id.rawValue),
             "kind": .string(self.kind.name),
             "timestamp": .number(Double(self.timestampMilliseconds)),
+            "term": .number(Double(self.term)),
             "path": .string(self.location.description),
             "changes": .object(changes),
             "before": .object(before),

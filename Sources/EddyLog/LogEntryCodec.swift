@@ -1,6 +1,6 @@
-// The on-disk format of a log entry value (format version 1). Key: the 20-byte log ID.
+// The on-disk format of a log entry value (format version 2). Key: the 20-byte log ID.
 //
-//   entry     = version:u8(=1) kind:u8 timestamp:u64le location:string
+//   entry     = version:u8(=2) kind:u8 timestamp:u64le term:varint location:string
 //               changeCount:varint (path:string json:string){changeCount}
 //               beforeCount:varint (path:string json:string){beforeCount}
 //               crc32c:u32le                ; CRC-32C of every preceding byte
@@ -9,11 +9,15 @@
 //   json      = the value as canonical JSON (`JSONWriter`), "null" for nothing
 // Values are JSON so the log is readable with `eddy log` and compresses well with zstd.
 // Decoding checks the checksum first, then every field; any failure is `corruption`.
+// Versions: 1 had no term (it decodes as term 0, the term of a log written outside a cluster);
+// 2 added it (storage format 3, replication protocol 2). Entries are encoded as version 2.
 
 import EddyModel
 
 public enum LogEntryCodec {
-    public static let formatVersion: UInt8 = 1
+    public static let formatVersion: UInt8 = 2
+    /// Every version this code decodes.
+    public static let readableVersions: ClosedRange<UInt8> = 1...2
 
     public static func encode(_ entry: LogEntry) -> [UInt8] {
         var out: [UInt8] = []
@@ -23,6 +27,7 @@ public enum LogEntryCodec {
         for shift in stride(from: 0, to: 64, by: 8) {
             out.append(UInt8(truncatingIfNeeded: entry.timestampMilliseconds >> UInt64(shift)))
         }
+        appendVarint(entry.term, to: &out)
         appendPath(entry.location, to: &out)
         appendVarint(UInt64(entry.changes.count), to: &out)
         for change in entry.changes {
@@ -49,13 +54,18 @@ public enum LogEntryCodec {
             throw corrupt(id, "checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
         }
         var reader = ByteReader(bytes: body)
-        guard let version = reader.byte(), version == formatVersion else {
+        guard let version = reader.byte(), readableVersions.contains(version) else {
             throw corrupt(id, "unknown entry format version")
         }
         guard let kindByte = reader.byte(), let kind = LogEntry.Kind(rawValue: kindByte) else {
             throw corrupt(id, "unknown entry kind")
         }
         guard let timestamp = reader.uint64le() else { throw corrupt(id, "truncated timestamp") }
+        var term: UInt64 = 0
+        if version >= 2 {
+            guard let stored = reader.varint() else { throw corrupt(id, "truncated term") }
+            term = stored
+        }
         let location = try path(reader.string(), id: id)
         var changes: [LogEntry.Change] = []
         let changeCount = try count(reader.varint(), id: id)
@@ -71,7 +81,7 @@ public enum LogEntryCodec {
         }
         guard reader.isAtEnd else { throw corrupt(id, "trailing bytes") }
         return LogEntry(
-            id: id, kind: kind, timestampMilliseconds: timestamp, location: location, changes: changes, before: before)
+            id: id, kind: kind, timestampMilliseconds: timestamp, location: location, changes: changes, before: before, term: term)
     }
 
     private static func count(_ raw: UInt64?, id: LogID) throws(EddyError) -> Int {

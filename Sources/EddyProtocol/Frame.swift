@@ -15,10 +15,14 @@
 // followers must run the same version too (their frames carry the version byte).
 //
 // The leader's log server (replication socket) speaks the same frames with the replication
-// kinds (40...): see `ReplicationPayloads.swift`.
+// kinds (40...): see `ReplicationPayloads.swift`. Its hello names a replication protocol version
+// of its own (`replicationProtocolVersion`): 2 since log entries carry the leadership term
+// (entry format 2), which a protocol 1 follower could not decode; either side refuses the other.
 
 public struct Frame: Sendable, Equatable {
     public static let version: UInt8 = 2
+    /// The `protocol` of a replication hello this build speaks (see the file comment).
+    public static let replicationProtocolVersion = 2
     /// Largest frame (after the length prefix), 16 MiB: bounds every buffer of a connection.
     public static let bytesMax = 16 * 1024 * 1024
     /// Bytes before the payload, after the length prefix: version, kind, request id.
@@ -96,13 +100,15 @@ public struct Frame: Sendable, Equatable {
         /// change records of the entries up to `last` (which may have none under the path filter).
         case changes = 28
         // replication, follower -> leader
-        /// `{"protocol": 1, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null,
-        /// "snapshot": true|false}` (`snapshot`: the follower can take a snapshot when it needs one)
+        /// `{"protocol": 2, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null,
+        /// "snapshot": true|false}` (`snapshot`: the follower can take a snapshot when it needs one).
+        /// Protocol 2 (`replicationProtocolVersion`): entries are log entry format 2, with terms.
         case hello = 40
         /// `{"applied": "<log id>"}`: everything up to it is durable on the follower.
         case applied = 45
         // replication, leader -> follower
-        /// `{"databaseID": "...", "leaderLast": "<log id>"|null, "rules": {...}}`: entries follow.
+        /// `{"databaseID": "...", "leaderLast": "<log id>"|null, "term": n, "rules": {...}}`: entries
+        /// follow. `term`: the leader's leadership term (0 outside a cluster).
         case welcome = 41
         /// `{"message": "..."}`: the leader will not serve this follower; the connection closes.
         case refused = 42

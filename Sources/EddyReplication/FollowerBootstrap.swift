@@ -156,7 +156,7 @@ public enum FollowerBootstrap {
         do {
             defer { client.shutdown() }
             var hello: Value = .object([
-                "protocol": .number(1), "ns": .string(namespace), "follower": .string(name),
+                "protocol": .number(Double(Frame.replicationProtocolVersion)), "ns": .string(namespace), "follower": .string(name),
                 "databaseID": replicaOf.map { .string($0) } ?? .null, "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
                 "snapshot": .bool(true),
             ])

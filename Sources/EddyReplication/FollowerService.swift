@@ -174,7 +174,7 @@ public final class FollowerService: Service, Sendable {
         do {
             let lastApplied = try engine.lastLogID()
             var hello: Value = .object([
-                "protocol": .number(1), "ns": .string(self.namespace), "follower": .string(self.name),
+                "protocol": .number(Double(Frame.replicationProtocolVersion)), "ns": .string(self.namespace), "follower": .string(self.name),
                 "databaseID": try engine.replicaOf().map { .string($0) } ?? .null,
                 "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
             ])
@@ -195,6 +195,14 @@ public final class FollowerService: Service, Sendable {
                 return .failed
             }
             let welcome = try JSONParser.parse(first.payload)
+            // Fencing by term: a leader whose term is older than what this replica applied was
+            // deposed (its lease expired and another node wrote since); never take its entries.
+            if case .number(let term) = welcome["term"], term < Double(engine.newestTerm) {
+                self.fail(
+                    "the leader at \(self.leader) is at leadership term \(UInt64(term)), older than term \(engine.newestTerm) this replica already applied: it was deposed; not replicating from it"
+                )
+                return .failed
+            }
             self.announce(welcome["namespaces"])
             if case .string(let databaseID) = welcome["databaseID"], try engine.replicaOf() == nil { try engine.setReplicaOf(databaseID) }
             try self.adoptRules(welcome["rules"], engine)

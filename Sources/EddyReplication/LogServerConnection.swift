@@ -133,8 +133,10 @@ final class LogServerConnection: Sendable {
                 return self.refuse("authentication failed: this leader requires its replication secret (--replication-secret-file)", reason: "unauthenticated")
             }
         }
-        guard hello["protocol"] == .number(1) else {
-            return self.refuse("replication protocol \(JSONWriter.string(hello["protocol"])) is not supported; this leader speaks 1")
+        guard hello["protocol"] == .number(Double(Frame.replicationProtocolVersion)) else {
+            return self.refuse(
+                "replication protocol \(JSONWriter.string(hello["protocol"])) is not supported; this leader speaks \(Frame.replicationProtocolVersion) (run the same eddyd version on the leader and its followers)"
+            )
         }
         guard case .string(let name) = hello["follower"], !name.isEmpty else { return self.refuse("hello needs a \"follower\" name") }
         var namespace = DataDirectory.defaultNamespace
@@ -208,7 +210,7 @@ final class LogServerConnection: Sendable {
             var namespacesCheckedAt = ContinuousClock.now
             var welcome: Value = .object([
                 "databaseID": .string(databaseID), "leaderLast": (try engine.lastLogID()).map { .string($0.rawValue) } ?? .null,
-                "rules": rules,
+                "term": .number(Double(engine.currentTerm())), "rules": rules,
             ])
             if announcesNamespaces { welcome.set(.object(Self.namespaceList(namespaces)), at: Path(validatedKeys: ["namespaces"])) }
             try await self.send(.welcome, JSONWriter.bytes(welcome))

@@ -51,7 +51,10 @@ public enum StorageFormat {
     /// - 2: index catalog in meta and entries in `index`. A version 1 database is upgraded when
     ///   opened (nothing to convert); a version 1 binary refuses version 2, because it would
     ///   write without maintaining the indexes.
-    public static let version: UInt8 = 2
+    /// - 3: log entries of format version 2 (with the leadership term). Older databases are
+    ///   upgraded when opened (version 1 entries stay and read as term 0); a version 2 binary
+    ///   refuses version 3, because it cannot decode the new entries.
+    public static let version: UInt8 = 3
     /// Versions this binary opens (older ones are upgraded in place).
-    public static let readable: ClosedRange<UInt8> = 1...2
+    public static let readable: ClosedRange<UInt8> = 1...3
 }

@@ -220,6 +220,9 @@ import Testing
             id: LogID("-------------------0")!, kind: .remove, timestampMilliseconds: 42, location: p("/x"),
             changes: [.init(path: .root, value: .null)], before: [.init(path: p("/x"), value: .number(2_147_483_648))]),
         LogEntry(id: LogID("-------------------1")!, kind: .update, timestampMilliseconds: 42, location: p("/x"), changes: [], before: []),
+        LogEntry(
+            id: LogID("-------------------2")!, kind: .set, timestampMilliseconds: 43, location: p("/t"),
+            changes: [.init(path: .root, value: .bool(true))], before: [.init(path: p("/t"), value: .null)], term: UInt64.max),
     ]
 
     @Test(arguments: sampleEntries)
@@ -257,6 +260,19 @@ import Testing
         expectEddyErrorSync(.corruption) { _ = try LogEntryCodec.decode(id: entry.id, [UInt8](repeating: 0, count: 64)) }
     }
 
+    @Test func aVersionOneEntryDecodesWithTermZero() throws {
+        // Version 1 is version 2 without the term varint (byte 10, after kind and timestamp).
+        let entry = Self.sampleEntries[0]
+        #expect(entry.term == 0)
+        var body = Array(LogEntryCodec.encode(entry).dropLast(4))
+        #expect(body[10] == 0, "term 0 is one zero byte")
+        body.remove(at: 10)
+        body[0] = 1
+        let crc = CRC32C.checksum(body)
+        let decoded = try LogEntryCodec.decode(id: entry.id, body + (0..<4).map { UInt8(truncatingIfNeeded: crc >> UInt32(8 * $0)) })
+        #expect(decoded == entry)
+    }
+
     @Test func aValidChecksumOverBadFieldsIsStillCorruption() {
         // Re-sign damaged bodies so only the field checks can catch them.
         func signed(_ body: [UInt8]) -> [UInt8] {
@@ -266,7 +282,7 @@ import Testing
         let entry = Self.sampleEntries[0]
         let body = Array(LogEntryCodec.encode(entry).dropLast(4))
         var badVersion = body
-        badVersion[0] = 2
+        badVersion[0] = LogEntryCodec.formatVersion + 1
         expectEddyErrorSync(.corruption, mentioning: ["version"]) { _ = try LogEntryCodec.decode(id: entry.id, signed(badVersion)) }
         var badKind = body
         badKind[1] = 9

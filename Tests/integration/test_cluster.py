@@ -2,15 +2,19 @@
 three eddyd nodes on loopback. The leader is elected through etcd; the others follow it and
 redirect writes to it (307); when it is killed, the most up-to-date follower takes over; the
 killed node rejoins as a follower and converges. With --sync-followers 1 no acknowledged write
-is lost. A leader cut off from etcd stops taking writes within its lease TTL.
+is lost, every acknowledged write's log entry carries the term of the node that acknowledged it
+(one node per term), and SSE subscribers that reconnect to any node with `Last-Event-ID` see
+no gap and no duplicate. A leader cut off from etcd stops taking writes within its lease TTL.
 
 `make test` installs etcd-server as root; without it these tests are skipped, saying how to
 install it. EDDY_FAILOVER_CYCLES (default 3) sets the kill -9 cycles and EDDY_FAILOVER_WRITERS (default
 16) the concurrent writers; the issue's long run is 20 cycles under 64 writers.
 """
 
+import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,7 +24,7 @@ import time
 
 import pytest
 import requests
-from conftest import EDDY
+from conftest import EDDY, eddy_log
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(
@@ -186,11 +190,12 @@ def test_a_leader_cut_off_from_etcd_stops_taking_writes_within_its_ttl(daemon_fa
 
 class Writers:
     """Threads that POST to any running node (following redirects) and record what was
-    acknowledged: {push id: value}."""
+    acknowledged: {push id: value}, and which node acknowledged it: {push id: node name}."""
 
     def __init__(self, nodes, count):
         self.nodes = nodes
         self.acked = {}
+        self.acked_by = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(count)]
@@ -213,8 +218,11 @@ class Writers:
                 time.sleep(0.02)
                 continue
             if answer.status_code == 200:
+                port = int(answer.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+                by = next(n.name for n in self.nodes if n.port == port)
                 with self.lock:
                     self.acked[answer.json()["name"]] = value
+                    self.acked_by[answer.json()["name"]] = by
             else:
                 time.sleep(0.02)
 
@@ -233,10 +241,106 @@ class Writers:
             thread.join(timeout=30)
 
 
+class Subscriber:
+    """An EventSource-like client of `/log`: it streams from a random running node and, when the
+    stream ends (its node killed, or changing role), reconnects to another with
+    `Last-Event-ID: <last id seen>`. It keeps the view the events build, and counts a child
+    added twice between two full puts (a duplicate) and the full puts after the first (a resume
+    the node could not answer from its log: the id was never replicated or the node lags)."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.view = {}
+        self.last_id = None
+        self.duplicates = []
+        self.resumed = 0
+        self.full_puts = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        seen = set()
+        while not self.stopping.is_set():
+            running = [n for n in self.nodes if n.running]
+            if not running:
+                time.sleep(0.05)
+                continue
+            node = random.choice(running)
+            headers = {"Accept": "text/event-stream"}
+            if self.last_id:
+                headers["Last-Event-ID"] = self.last_id
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=5)
+                conn.request("GET", "/log.json", headers=headers)
+                response = conn.getresponse()
+                if response.status != 200:
+                    conn.close()
+                    time.sleep(0.05)
+                    continue
+                fields = {}
+                first = True
+                while not self.stopping.is_set():
+                    line = response.readline()
+                    if not line:
+                        break
+                    text = line.decode("utf-8").rstrip("\n")
+                    if text:
+                        key, _, value = text.partition(": ")
+                        fields[key] = value
+                        continue
+                    event = fields.get("event")
+                    if event in ("put", "patch"):
+                        data = json.loads(fields["data"])
+                        with self.lock:
+                            if event == "put" and data["path"] == "/":
+                                if self.last_id is not None:
+                                    self.full_puts += 1
+                                self.view = dict(data["data"] or {})
+                                seen = set(self.view)
+                            else:
+                                base = data["path"].strip("/")
+                                changes = {base: data["data"]} if event == "put" else {
+                                    (base + "/" + k).strip("/"): v for k, v in data["data"].items()}
+                                for key, value in changes.items():
+                                    assert "/" not in key, f"an event below a child: {key}"
+                                    if value is None:
+                                        self.view.pop(key, None)
+                                    else:
+                                        if key in seen:
+                                            self.duplicates.append(key)
+                                        seen.add(key)
+                                        self.view[key] = value
+                            if first and "Last-Event-ID" in headers and not (event == "put" and data["path"] == "/"):
+                                self.resumed += 1
+                            first = False
+                            if fields.get("id"):
+                                self.last_id = fields["id"]
+                    fields = {}
+                conn.close()
+            except (OSError, http.client.HTTPException, ValueError):
+                time.sleep(0.05)
+
+    def snapshot(self):
+        with self.lock:
+            return dict(self.view)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=30)
+
+
 def test_kill_the_leader_under_writers_loses_no_acknowledged_write(daemon_factory, etcd):
     nodes = start_cluster(daemon_factory, etcd, "--sync-followers", "1", "--sync-followers-timeout-ms", "10000")
     takeovers = []
     rejoins = []
+    subscribers = [Subscriber(nodes), Subscriber(nodes)]
+    for subscriber in subscribers:
+        subscriber.__enter__()
     with Writers(nodes, WRITERS) as writers:
         for cycle in range(CYCLES):
             wait_for(lambda: leader_of(nodes), what="a leader")
@@ -257,6 +361,7 @@ def test_kill_the_leader_under_writers_loses_no_acknowledged_write(daemon_factor
                      what=f"{leader.name} catching up")
             rejoins.append(time.monotonic() - restarted_at)
         acked = dict(writers.acked)
+        acked_by = dict(writers.acked_by)
     print(f"failover cycles {CYCLES}, {WRITERS} writers: kill to first acknowledged write p50 "
           f"{sorted(takeovers)[len(takeovers) // 2]:.2f} s, max {max(takeovers):.2f} s; restart of the killed node to caught up "
           f"(with the new leader's last entry at its restart) p50 {sorted(rejoins)[len(rejoins) // 2]:.2f} s, max {max(rejoins):.2f} s; "
@@ -271,3 +376,26 @@ def test_kill_the_leader_under_writers_loses_no_acknowledged_write(daemon_factor
     assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:5]}"
     for node in nodes:
         assert requests.get(node.url("/log"), timeout=30).json() == stored, f"{node.name} differs from the leader"
+
+    # Subscribers: once caught up, each view is the stored list, built without a duplicate.
+    for number, subscriber in enumerate(subscribers):
+        wait_for(lambda: subscriber.snapshot() == stored, what=f"subscriber {number} caught up")
+        subscriber.__exit__()
+        assert not subscriber.duplicates, f"subscriber {number} saw children added twice: {subscriber.duplicates[:5]}"
+    print(f"subscribers: {[s.resumed for s in subscribers]} resumes from Last-Event-ID, "
+          f"{[s.full_puts for s in subscribers]} fell back to a full put")
+    assert sum(s.resumed for s in subscribers) > 0, "no subscriber resumed after a failover"
+
+    # Fencing by term: every acknowledged write's entry carries the term of the node that
+    # acknowledged it, and no term has two nodes (terms are etcd revisions: unique per election).
+    leader.stop()
+    terms = {e["id"]: e["term"] for e in eddy_log(leader.data_dir) if e["path"] == "/log"}
+    nodes_by_term = {}
+    for key in acked:
+        assert terms[key] > 0, f"acknowledged write {key} has no term"
+        nodes_by_term.setdefault(terms[key], set()).add(acked_by[key])
+    shared = {term: names for term, names in nodes_by_term.items() if len(names) > 1}
+    assert not shared, f"two nodes acknowledged writes in the same term: {shared}"
+    assert len(nodes_by_term) >= CYCLES + 1, f"expected a new term per failover: {sorted(nodes_by_term)}"
+    ids = sorted(terms)
+    assert [terms[i] for i in ids] == sorted(terms[i] for i in ids), "terms go back along the log"

@@ -189,7 +189,7 @@ func consume(replication: String, native: String, name: String) throws {
     let last = try JSONParser.parse(answer.payload)["value"]["last"]
     let client = try NativeClient(path: replication)
     let hello: Value = .object([
-        "protocol": .number(1), "ns": .string("default"), "follower": .string(name), "databaseID": .null, "lastApplied": last,
+        "protocol": .number(Double(Frame.replicationProtocolVersion)), "ns": .string("default"), "follower": .string(name), "databaseID": .null, "lastApplied": last,
     ])
     try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
     while let frame = try client.receive() {

@@ -5,12 +5,14 @@
 // apply an entry twice nor skip one.
 //
 // Checks: an entry at or before the last applied id is refused (the caller resumes after the
-// last applied id, so this only happens on a bug); the before-images this replica computes must
+// last applied id, so this only happens on a bug); an entry of an older leadership term than
+// the newest applied one is refused (it comes from a deposed leader: fencing by term); the before-images this replica computes must
 // equal the leader's, otherwise the replica has diverged and the entry is refused as corruption.
 // After a failure every later entry is refused as well (nothing is applied past a gap).
 
 import EddyModel
 import EddyStorage
+import Synchronization
 
 extension Committer {
     func applyReplicated(_ entry: LogEntry, stored: [UInt8]?) throws(EddyError) -> (WriteOutcome, LogEntry?) {
@@ -27,6 +29,13 @@ extension Committer {
         if let last = self.lastAssignedLogID, !(last < entry.id) {
             throw EddyError(
                 .invalidArgument, "replicated entry \(entry.id) is not after the last applied entry \(last); it was not applied again")
+        }
+        let newestTerm = self.newestTerm.load(ordering: .relaxed)
+        guard entry.term >= newestTerm else {
+            throw EddyError(
+                .notLeader,
+                "replicated entry \(entry.id) has leadership term \(entry.term), older than term \(newestTerm) of the newest entry applied here; it comes from a deposed leader and was not applied"
+            )
         }
         let listening = !self.events.isEmpty
         var before: [LogEntry.BeforeImage] = []
@@ -47,6 +56,7 @@ extension Committer {
         self.batch.put(self.log, Array(entry.id.rawValue.utf8), stored ?? LogEntryCodec.encode(entry))
         if listening { self.events.endWrite(logID: entry.id, silenced: []) }
         self.lastAssignedLogID = entry.id
+        self.newestTerm.store(entry.term, ordering: .relaxed)
         return (.committed(CommittedWrite(logID: entry.id, pushedKey: nil, value: .null)), entry)
     }
 }

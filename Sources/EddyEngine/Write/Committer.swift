@@ -44,6 +44,12 @@ final class Committer: @unchecked Sendable {
     /// On a follower: the first replicated entry that failed; every later one is refused too,
     /// so nothing is applied past a gap.
     var replicationFailure: EddyError?
+    /// The term of the newest entry applied: entries never go back to an older term (a local
+    /// group whose proven term is older is refused, a replicated entry of an older term too).
+    /// Written by the committer thread only.
+    let newestTerm: Atomic<UInt64>
+    /// The term the local entries of the group being applied carry.
+    private var groupTerm: UInt64 = 0
     private let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
     let clock: any MillisecondClock
@@ -78,7 +84,7 @@ final class Committer: @unchecked Sendable {
     var nextBuildProgressLog = ContinuousClock.now
 
     init(
-        database: Database, lastLogID: LogID?, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
+        database: Database, lastLogID: LogID?, lastTerm: UInt64, clock: any MillisecondClock, queue: CommitQueue, options: EngineOptions,
         spaceReserve: DiskSpaceReserve, catalog: IndexCatalog, security: SecurityRulesHolder, nextIndexID: UInt32, logger: Logger, onCommit: @escaping @Sendable ([LogEntry]) -> Void
     ) {
         self.database = database
@@ -88,6 +94,7 @@ final class Committer: @unchecked Sendable {
         self.treeWriter = TreeWriter(tree: self.tree, index: database.columnFamily(ColumnFamilies.index), batch: self.batch)
         self.events = EventRouter(database: database, group: self.treeWriter)
         self.lastAssignedLogID = lastLogID
+        self.newestTerm = Atomic(lastTerm)
         self.catalog = catalog
         self.securityHolder = security
         (self.security, self.securityVersion) = security.versioned
@@ -164,10 +171,22 @@ final class Committer: @unchecked Sendable {
             for write in group { write.completion(.failure(failed)) }
             return
         }
-        // A cluster's leader applies local writes only while it provably holds the lease.
-        if let fence = self.options.writeFence, group.contains(where: { $0.replicated == nil }), let refusal = fence() {
-            for write in group { write.completion(.failure(refusal)) }
-            return
+        // A cluster's leader applies local writes only while it provably holds the lease, and
+        // stamps them with its term.
+        self.groupTerm = self.newestTerm.load(ordering: .relaxed)
+        if let fence = self.options.writeFence, group.contains(where: { $0.replicated == nil }) {
+            switch fence() {
+            case .failure(let refusal):
+                for write in group { write.completion(.failure(refusal)) }
+                return
+            case .success(let term) where term < self.groupTerm:
+                let refusal = EddyError(
+                    .notLeader, "this node's leadership term \(term) is older than term \(self.groupTerm) of its newest log entry; it is not the leader now")
+                for write in group { write.completion(.failure(refusal)) }
+                return
+            case .success(let term):
+                self.groupTerm = term
+            }
         }
         // Local writes only: a follower applies what its leader committed (see DiskSpaceReserve).
         if group.contains(where: { $0.replicated == nil }),
@@ -396,7 +415,9 @@ final class Committer: @unchecked Sendable {
             written = .object(object)
         }
         let entry = LogEntry(
-            id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before)
+            id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before,
+            term: self.groupTerm)
+        self.newestTerm.store(self.groupTerm, ordering: .relaxed)
         self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
         if listening { self.events.endWrite(logID: id, silenced: write.silenced) }
         self.lastAssignedLogID = id

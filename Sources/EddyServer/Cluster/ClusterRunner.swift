@@ -96,9 +96,11 @@ public enum ClusterRunner {
                 runConfiguration.leader = nil
                 run = ServeRun(
                     writeFence: {
-                        election.leaderTerm() != nil
-                            ? nil
-                            : EddyError(.notLeader, "this node is not the leader of cluster \(cluster) now (its etcd lease is not proven); retry")
+                        guard let term = election.leaderTerm(), term > 0 else {
+                            return .failure(
+                                EddyError(.notLeader, "this node is not the leader of cluster \(cluster) now (its etcd lease is not proven); retry"))
+                        }
+                        return .success(UInt64(term))
                     }, writeRedirect: nil)
                 description = "leader of cluster \(cluster)"
             case .follower(let leaderNode, let leaderReplication):

@@ -9,8 +9,8 @@ import ServiceLifecycle
 import Synchronization
 
 public final class ServeRun: Sendable {
-    /// A leader's fence: nil while it provably holds the lease (EngineOptions.writeFence).
-    let writeFence: (@Sendable () -> EddyError?)?
+    /// A leader's fence: its term while it provably holds the lease (EngineOptions.writeFence).
+    let writeFence: (@Sendable () -> Result<UInt64, EddyError>)?
     /// A follower's leader HTTP URL: writes are answered 307 to it.
     let writeRedirect: String?
     /// A follower run of a cluster: a replica whose newest entries are not in the leader's
@@ -20,7 +20,7 @@ public final class ServeRun: Sendable {
     /// One element at most: a stop (then finished).
     private let stopSignal = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
-    init(writeFence: (@Sendable () -> EddyError?)?, writeRedirect: String?, discardsAnotherHistory: Bool = false) {
+    init(writeFence: (@Sendable () -> Result<UInt64, EddyError>)?, writeRedirect: String?, discardsAnotherHistory: Bool = false) {
         self.writeFence = writeFence
         self.writeRedirect = writeRedirect
         self.discardsAnotherHistory = discardsAnotherHistory
