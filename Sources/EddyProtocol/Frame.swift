@@ -101,7 +101,9 @@ public struct Frame: Sendable, Equatable {
         case changes = 28
         // replication, follower -> leader
         /// `{"protocol": 2, "ns": "default", "follower": "<name>", "databaseID": "..."|null, "lastApplied": "<log id>"|null,
-        /// "snapshot": true|false}` (`snapshot`: the follower can take a snapshot when it needs one).
+        /// "snapshot": true|false, "recent": "<log id>,<log id>,..."}` (`snapshot`: the follower can take a
+        /// snapshot when it needs one; `recent`, optional: a sample of its log ids, newest first,
+        /// from which an `anotherHistory` refusal picks `commonPoint`).
         /// Protocol 2 (`replicationProtocolVersion`): entries are log entry format 2, with terms.
         case hello = 40
         /// `{"applied": "<log id>"}`: everything up to it is durable on the follower.
@@ -110,7 +112,8 @@ public struct Frame: Sendable, Equatable {
         /// `{"databaseID": "...", "leaderLast": "<log id>"|null, "term": n, "rules": {...}}`: entries
         /// follow. `term`: the leader's leadership term (0 outside a cluster).
         case welcome = 41
-        /// `{"message": "..."}`: the leader will not serve this follower; the connection closes.
+        /// `{"message": "...", "reason": "..."?, "commonPoint": "<log id>"?}`: the leader will not
+        /// serve this follower; the connection closes.
         case refused = 42
         /// Binary, `ReplicatedEntries`: log entries in order, each with its checksum.
         case entries = 43

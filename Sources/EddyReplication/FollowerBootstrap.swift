@@ -22,6 +22,7 @@ import EddyModel
 import EddyProtocol
 import Foundation
 import Logging
+import Synchronization
 
 public enum FollowerBootstrap {
     static let retryDelayFirst: Duration = .milliseconds(100)
@@ -41,12 +42,21 @@ public enum FollowerBootstrap {
         while true {
             do {
                 try self.run(
-                    dataDirectory: dataDirectory, leader: leader, name: name, namespace: namespace, secret: secret, caFile: caFile, logger: logger)
+                    dataDirectory: dataDirectory, leader: leader, name: name, namespace: namespace, secret: secret, caFile: caFile,
+                    samplesLog: discardsAnotherHistory, logger: logger)
                 return
             } catch let refusal as AnotherHistory where discardsAnotherHistory {
                 // A cluster's deposed leader: what it holds beyond the new leader's history was
-                // never confirmed to a client as replicated. Kept aside for the operator; the
-                // replica starts again from a snapshot.
+                // never confirmed to a client as replicated. Kept aside for the operator: only
+                // the entries after the common point when the leader named one (then the
+                // replica resumes from there), otherwise the whole database (then the replica
+                // starts again from a snapshot).
+                if let common = refusal.commonPoint,
+                    try self.discard(
+                        after: common, dataDirectory: dataDirectory, namespace: namespace, leader: leader, refusal: refusal, logger: logger)
+                {
+                    continue
+                }
                 try self.setAside(dataDirectory: dataDirectory, namespace: namespace, refusal: refusal, logger: logger)
             } catch let refusal as AnotherHistory {
                 throw refusal.error
@@ -106,6 +116,69 @@ public enum FollowerBootstrap {
     struct AnotherHistory: Error {
         var error: EddyError
         var lastApplied: LogID?
+        /// The newest entry both logs have, when the leader found one in the hello's sample.
+        var commonPoint: LogID?
+    }
+
+    /// Most entries a deposed leader discards in place; with more, its database is set aside.
+    static let discardCountMax = 100_000
+
+    /// Undoes the replica's entries after `common` (`Engine.discardEntries`), first writing them
+    /// to `<data>/discarded/<namespace>-<UTC time>.jsonl` (one `eddy log` line each, synced) and
+    /// logging their range. False (nothing changed) when there are too many to discard in place.
+    static func discard(
+        after common: LogID, dataDirectory: String, namespace: String, leader: String, refusal: AnotherHistory, logger: Logger
+    ) throws(EddyError) -> Bool {
+        var options = EngineOptions(durability: .sync)
+        options.leader = leader
+        options.runIndexBuilds = false
+        let engine = try Engine.open(directory: dataDirectory + "/" + namespace, options: options, logger: logger)
+        defer { engine.close() }
+        let entries = try engine.readLogEntries(after: common, limit: Self.discardCountMax + 1)
+        guard let first = entries.first, let last = entries.last, entries.count <= Self.discardCountMax else { return false }
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let sideFile = dataDirectory + "/discarded/" + namespace + "-" + stamp + ".jsonl"
+        var lines: [UInt8] = []
+        for entry in entries {
+            lines += JSONWriter.bytes(entry.json)
+            lines.append(0x0A)
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory + "/discarded", withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: sideFile, contents: Data(lines)) else {
+                throw EddyError(.io, "cannot create \(sideFile)")
+            }
+            let fd = open(sideFile, O_RDONLY)
+            if fd >= 0 {
+                _ = fsync(fd)
+                close(fd)
+            }
+            Self.syncDirectory(dataDirectory + "/discarded")
+        } catch let error as EddyError {
+            throw error
+        } catch {
+            throw EddyError(.io, "writing the discarded entries to \(sideFile): \(error.localizedDescription)")
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<[LogEntry], EddyError>?>(nil)
+        Task {
+            do throws(EddyError) {
+                let discarded = try await engine.discardEntries(after: common, countMax: Self.discardCountMax)
+                outcome.withLock { $0 = .success(discarded) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        let discarded = try outcome.withLock { $0 }!.get()
+        logger.error(
+            "this replica held entries the new leader's history does not (a deposed leader's unconfirmed writes): discarded, kept for the operator; resuming after the common entry",
+            metadata: [
+                "eddy.namespace": "\(namespace)", "eddy.common_entry": "\(common.rawValue)", "eddy.discarded_first": "\(first.id.rawValue)",
+                "eddy.discarded_last": "\(last.id.rawValue)", "eddy.discarded_count": "\(discarded.count)", "eddy.kept_at": "\(sideFile)",
+            ])
+        return true
     }
 
     /// Moves a namespace's replica that diverged from the leader to
@@ -129,7 +202,8 @@ public enum FollowerBootstrap {
     }
 
     private static func run(
-        dataDirectory: String, leader: String, name: String, namespace: String, secret: String?, caFile: String?, logger: Logger
+        dataDirectory: String, leader: String, name: String, namespace: String, secret: String?, caFile: String?, samplesLog: Bool,
+        logger: Logger
     ) throws {
         let directory = dataDirectory + "/" + namespace
         let incoming = directory + ".incoming"
@@ -137,6 +211,7 @@ public enum FollowerBootstrap {
         try self.recover(directory: directory, incoming: incoming, logger: logger)
         var lastApplied: LogID? = nil
         var replicaOf: String? = nil
+        var recent: [LogID] = []
         if files.fileExists(atPath: directory + "/CURRENT") {
             var options = EngineOptions(durability: .sync)
             options.leader = leader
@@ -144,6 +219,7 @@ public enum FollowerBootstrap {
             let engine = try Engine.open(directory: directory, options: options, logger: logger)
             lastApplied = try engine.lastLogID()
             replicaOf = try engine.replicaOf()
+            if samplesLog { recent = try engine.sampleLogIDs() }
             engine.close()
         }
         let client: any FrameChannel
@@ -161,13 +237,18 @@ public enum FollowerBootstrap {
                 "snapshot": .bool(true),
             ])
             if let secret { hello.set(.string(secret), at: Path(validatedKeys: ["secret"])) }
+            if !recent.isEmpty { hello.set(.string(recent.map(\.rawValue).joined(separator: ",")), at: Path(validatedKeys: ["recent"])) }
             try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
             guard let welcome = try client.receive() else { return }
             guard welcome.kind == .welcome else {
                 let refusal = (try? JSONParser.parse(welcome.payload)) ?? .null
                 let reason = refusal["message"] == .null ? "\(welcome.kind)" : JSONWriter.string(refusal["message"])
                 let error = EddyError(.unavailable, "the leader at \(leader) refused this follower: \(reason)")
-                if refusal["reason"] == .string("anotherHistory") { throw AnotherHistory(error: error, lastApplied: lastApplied) }
+                if refusal["reason"] == .string("anotherHistory") {
+                    var common: LogID? = nil
+                    if case .string(let text) = refusal["commonPoint"] { common = LogID(text) }
+                    throw AnotherHistory(error: error, lastApplied: lastApplied, commonPoint: common)
+                }
                 throw error
             }
             guard let first = try client.receive(), first.kind == .snapshot else { return }

@@ -14,7 +14,8 @@
 // refused with reason `snapshotNeeded` otherwise.
 //
 // Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
-// database, a follower whose last applied entry this leader never had (another history), a
+// database, a follower whose last applied entry this leader never had (another history; the
+// refusal names `commonPoint`, the newest id of the hello's `recent` sample this log has), a
 // hello without the replication secret when one is configured (nothing else is sent), and an
 // `applied` id beyond what was sent to this follower (a forged acknowledgement must never
 // release a `--sync-followers` write).
@@ -84,9 +85,10 @@ final class LogServerConnection: Sendable {
 
     /// Sends `refused` (with a machine-readable `reason` when the follower can act on it) and
     /// closes the connection.
-    private func refuse(_ message: String, reason: String? = nil) {
+    private func refuse(_ message: String, reason: String? = nil, extra: [String: Value] = [:]) {
         self.logger.warning("refusing a follower", metadata: ["eddy.reason": "\(message)"])
-        var body: [String: Value] = ["message": .string(message)]
+        var body: [String: Value] = extra
+        body["message"] = .string(message)
         if let reason { body["reason"] = .string(reason) }
         let buffer = ByteBuffer.frame(Frame(kind: .refused, requestID: 0, payload: JSONWriter.bytes(.object(body))), allocator: self.channel.allocator)
         self.channel.writeAndFlush(buffer).whenComplete { _ in self.channel.close(promise: nil) }
@@ -171,9 +173,20 @@ final class LogServerConnection: Sendable {
                 } else if let pruned, id < pruned {
                     needsSnapshot = true
                 } else {
+                    // The newest of the follower's sampled ids this log has (its `recent`, newest
+                    // first): where the histories part, so it can discard only what follows.
+                    var extra: [String: Value] = [:]
+                    if case .string(let recent) = hello["recent"] {
+                        for text in recent.split(separator: ",").prefix(1024) {
+                            if let sampled = LogID(String(text)), try engine.canResume(after: sampled) {
+                                extra["commonPoint"] = .string(sampled.rawValue)
+                                break
+                            }
+                        }
+                    }
                     return self.refuse(
                         "follower \(name) last applied entry \(id), which is not in this leader's log (another history); give the follower an empty data directory",
-                        reason: "anotherHistory")
+                        reason: "anotherHistory", extra: extra)
                 }
             } else if hello["lastApplied"] != .null {
                 return self.refuse("lastApplied must be a log id or null")

@@ -399,3 +399,56 @@ def test_kill_the_leader_under_writers_loses_no_acknowledged_write(daemon_factor
     assert len(nodes_by_term) >= CYCLES + 1, f"expected a new term per failover: {sorted(nodes_by_term)}"
     ids = sorted(terms)
     assert [terms[i] for i in ids] == sorted(terms[i] for i in ids), "terms go back along the log"
+
+
+def test_a_deposed_leader_discards_only_its_unreplicated_entries_and_keeps_them_for_the_operator(daemon_factory, etcd):
+    # No --sync-followers: with the followers paused, the leader acknowledges writes the
+    # followers never get (beyond what the sockets buffer). Killed then, it is deposed; when it
+    # comes back it must undo exactly the writes the new leader does not have, keep them in a
+    # side file, log their range, and resume from the common entry (no snapshot).
+    nodes = start_cluster(daemon_factory, etcd)
+    leader = leader_of(nodes)
+    followers = [n for n in nodes if n is not leader]
+    for number in range(5):
+        assert requests.post(leader.url("/items"), json={"before": number}, timeout=10).status_code == 200
+    last = requests.get(leader.base_url + "/.settings/followers.json", timeout=5).json()["last"]
+    wait_for(lambda: all(requests.get(f.base_url + "/.settings/followers.json", timeout=5).json().get("applied") == last
+                         for f in followers), what="followers caught up")
+    for follower in followers:
+        follower.process.send_signal(signal.SIGSTOP)
+    written = []
+    try:
+        padding = "x" * 60_000  # 64 writes of ~60 KB: more than the replication sockets buffer
+        for number in range(64):
+            answer = requests.post(leader.url("/items"), json={"unreplicated": number, "pad": padding}, timeout=10)
+            assert answer.status_code == 200, answer.text
+            written.append(answer.json()["name"])
+        leader.kill()
+    finally:
+        for follower in followers:
+            follower.process.send_signal(signal.SIGCONT)
+    new_leader = wait_for(lambda: leader_of(followers), what="a new leader")
+    answer = requests.post(new_leader.url("/items"), json={"after": 1}, timeout=10)
+    assert answer.status_code == 200, answer.text
+    kept = answer.json()["name"]
+    expected = requests.get(new_leader.url("/items"), timeout=10).json()
+    assert kept in expected
+    lost = [key for key in written if key not in expected]
+    assert lost, "every write reached a follower: the test did not produce a deposed leader's own entries"
+    assert lost == written[len(written) - len(lost):], "the new leader's history is not a prefix of the old one's"
+
+    leader.start()
+    wait_for(lambda: role(leader) == "follower", what="the deposed leader rejoining as a follower")
+    wait_for(lambda: requests.get(leader.url("/items"), timeout=10).json() == expected, what="the deposed leader converging")
+
+    # Exactly the entries the new leader lacks, in a side file; the database was not set aside.
+    aside = os.path.join(leader.data_dir, "discarded")
+    files = sorted(os.listdir(aside))
+    assert len(files) == 1 and files[0].startswith("default-") and files[0].endswith(".jsonl"), files
+    with open(os.path.join(aside, files[0])) as f:
+        discarded = [json.loads(line) for line in f]
+    assert [e["id"] for e in discarded] == lost
+    assert all(e["path"] == "/items" and e["term"] > 0 for e in discarded)
+    log = leader.log_tail(200000)
+    assert "discarded" in log and lost[0] in log and lost[-1] in log
+    assert "bootstrapped from a snapshot" not in log

@@ -42,6 +42,8 @@ extension Committer {
             continuation.resume(returning: self.events.remove(id))
         case .unlistenAll(let location, let continuation):
             continuation.resume(returning: self.events.removeAll(at: location))
+        case .discardEntries(let common, let countMax, let continuation):
+            continuation.resume(returning: self.discardEntries(after: common, countMax: countMax))
         }
     }
 }

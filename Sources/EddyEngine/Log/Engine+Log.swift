@@ -6,6 +6,7 @@
 
 import EddyModel
 import EddyStorage
+import EddyTree
 
 extension Engine {
     /// Up to `limit` entries with ids greater than `after` (from the start when nil), in log
@@ -21,6 +22,33 @@ extension Engine {
 
     public func logEntries(after: LogID?, limit: Int) async throws(EddyError) -> [LogEntry] {
         try await self.onReader { () throws(EddyError) in try self.readLogEntries(after: after, limit: limit) }
+    }
+
+    /// A sample of the log's ids, newest first, for finding the newest entry another log shares:
+    /// the newest `denseCount` ids, then the ids 2x, 4x, 8x... `denseCount` entries back, to
+    /// `depthMax` entries back at most. Blocking; reads keys only.
+    public func sampleLogIDs(denseCount: Int = 256, depthMax: Int = 65_536) throws(EddyError) -> [LogID] {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        iterator.seekToLast()
+        var ids: [LogID] = []
+        var depth = 0
+        var nextSampled = denseCount * 2
+        while iterator.isValid, depth < depthMax {
+            if depth < denseCount || depth == nextSampled - 1 {
+                let key = String(decoding: iterator.key, as: UTF8.self)
+                guard let id = LogID(key) else { throw EddyError(.corruption, "log key \(key.debugDescription) in \(self.directory) is not a push ID") }
+                ids.append(id)
+                if depth == nextSampled - 1 { nextSampled *= 2 }
+            }
+            depth += 1
+            iterator.previous()
+        }
+        do {
+            try iterator.checkError()
+        } catch {
+            throw EngineErrors.storage(error, while: "sampling the log in \(self.directory)")
+        }
+        return ids
     }
 
     /// The id of the newest acknowledged log entry, nil when the log is empty.

@@ -39,6 +39,8 @@ enum ControlRequest: Sendable {
     case listen(ListenerSpec, CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>)
     case unlisten(ListenerID, CheckedContinuation<Bool, Never>)
     case unlistenAll(Path, CheckedContinuation<Bool, Never>)
+    /// A replica's entries after the given id undone and deleted (`Engine.discardEntries`).
+    case discardEntries(after: LogID, countMax: Int, CheckedContinuation<Result<[LogEntry], EddyError>, Never>)
 
     /// Answers a request the committer will never run (the engine stopped).
     func refuse(_ error: EddyError) {
@@ -46,6 +48,7 @@ enum ControlRequest: Sendable {
         case .setRules(_, let continuation): continuation.resume(returning: .failure(error))
         case .listen(_, let continuation): continuation.resume(returning: .failure(error))
         case .unlisten(_, let continuation), .unlistenAll(_, let continuation): continuation.resume(returning: false)
+        case .discardEntries(_, _, let continuation): continuation.resume(returning: .failure(error))
         }
     }
 }

@@ -50,7 +50,7 @@ final class Committer: @unchecked Sendable {
     let newestTerm: Atomic<UInt64>
     /// The term the local entries of the group being applied carry.
     private var groupTerm: UInt64 = 0
-    private let syncQueue = SyncQueue(capacity: 8)
+    let syncQueue = SyncQueue(capacity: 8)
     private var ids: PushIDGenerator
     let clock: any MillisecondClock
     private let queue: CommitQueue
@@ -63,7 +63,7 @@ final class Committer: @unchecked Sendable {
     /// The newest log id that is durable under the configured durability (acknowledged).
     /// Log readers stop here, so nobody (a follower, `eddy log`) sees an entry that a power
     /// loss could still take back.
-    private let durable: Mutex<LogID?>
+    let durable: Mutex<LogID?>
     private let onCommit: @Sendable ([LogEntry]) -> Void
     /// When the oldest write not yet fsynced under `batched` durability was written
     /// (monotonic, so a wall-clock step cannot stretch the interval).
