@@ -74,6 +74,9 @@ public final class ClusterElection: Sendable {
         var stopped = false
         /// Ticks in a row that found no leader key.
         var leaderAbsentTicks = 0
+        /// A follower's last look at the leader's own record (read every tick): what a node
+        /// that wins after it logs as the writes that may be lost.
+        var lastSeenLeader: ClusterNodeRecord?
     }
 
     public let configuration: Configuration
@@ -193,7 +196,7 @@ public final class ClusterElection: Sendable {
                 let best = live.max(by: ClusterNodeRecord.isBehind)
                 if best?.node == self.configuration.node {
                     let (created, current) = try self.etcd.createIfAbsent(self.leaderKey, value: record.bytes, lease: lease)
-                    if created { self.logger.info("won the election", metadata: ["eddy.term": "\(current?.createRevision ?? 0)"]) }
+                    if created { self.logWon(term: current?.createRevision ?? 0, applied: record.applied) }
                     leader = current
                 }
             }
@@ -205,7 +208,13 @@ public final class ClusterElection: Sendable {
             if leader.lease == lease {
                 self.publish(.leader(term: leader.createRevision))
             } else {
-                self.publish(.follower(leader: try? ClusterNodeRecord(bytes: leader.value), term: leader.createRevision))
+                let leaderRecord = try? ClusterNodeRecord(bytes: leader.value)
+                if let name = leaderRecord?.node, let current = try? self.etcd.get(self.nodesPrefix + name),
+                    let seen = try? ClusterNodeRecord(bytes: current.value)
+                {
+                    self.state.withLock { $0.lastSeenLeader = seen }
+                }
+                self.publish(.follower(leader: leaderRecord, term: leader.createRevision))
             }
         } catch {
             self.state.withLock { $0.lastError = error.message }
@@ -238,6 +247,25 @@ public final class ClusterElection: Sendable {
             state.leaseValidUntil = sentAt + .seconds(self.configuration.leaseTTLSeconds) - self.fenceMargin
         }
         return granted
+    }
+
+    /// A new leader says what it takes over with, and which writes of the previous leader may be
+    /// lost: those after this node's newest entry, up to the newest the previous leader reported
+    /// when last seen (with --sync-followers, none acknowledged; without, the lag). The exact
+    /// list is written by the previous leader when it rejoins (DATA/discarded).
+    private func logWon(term: Int64, applied: LogID?) {
+        var metadata: Logger.Metadata = ["eddy.term": "\(term)", "eddy.applied": "\(applied?.rawValue ?? "none")"]
+        if let previous = self.state.withLock({ $0.lastSeenLeader }), previous.node != self.configuration.node {
+            metadata["eddy.previous_leader"] = "\(previous.node)"
+            metadata["eddy.previous_leader_applied"] = "\(previous.applied?.rawValue ?? "none")"
+            if let reported = previous.applied, applied.map({ $0 < reported }) ?? true {
+                self.logger.warning(
+                    "won the election; the previous leader reported entries this node does not have: writes after \(applied?.rawValue ?? "the start") through \(reported.rawValue) may be lost (they are listed in its DATA/discarded when it rejoins)",
+                    metadata: metadata)
+                return
+            }
+        }
+        self.logger.info("won the election", metadata: metadata)
     }
 
     private func publish(_ role: Role) {

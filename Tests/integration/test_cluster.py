@@ -452,3 +452,6 @@ def test_a_deposed_leader_discards_only_its_unreplicated_entries_and_keeps_them_
     log = leader.log_tail(200000)
     assert "discarded" in log and lost[0] in log and lost[-1] in log
     assert "bootstrapped from a snapshot" not in log
+    # The winner named the leader it replaced and what that one last reported having.
+    won = [line for line in new_leader.log_tail(200000).splitlines() if "won the election" in line]
+    assert won and "previous_leader" in won[-1] and leader.name in won[-1], won
