@@ -49,6 +49,9 @@ public final class FollowerService: Service, Sendable {
     let bootstrapFirst: Bool
     let logger: Logger
     private let state = Mutex<(status: Status, client: (any FrameChannel)?, stopping: Bool, snapshotNeeded: String?)>((Status(), nil, false, nil))
+    /// Signalled by a graceful shutdown: ends the backoff between sessions at once, so a stop
+    /// (a cluster node changing leaders) never waits out a 5 s backoff.
+    private let wake = DispatchSemaphore(value: 0)
 
     /// The replication secret sent in the hello (nil: none).
     let secret: String?
@@ -102,6 +105,7 @@ public final class FollowerService: Service, Sendable {
                 return state.client
             }
             client?.shutdown()
+            self.wake.signal()
         }
         if let reason = self.state.withLock({ $0.snapshotNeeded }) {
             // Ends the daemon (a service that returns stops the group): the next start bootstraps.
@@ -140,7 +144,8 @@ public final class FollowerService: Service, Sendable {
                 }
             }
             if self.stopping { return }
-            Thread.sleep(forTimeInterval: Double(backoff.components.seconds) + Double(backoff.components.attoseconds) / 1e18)
+            let milliseconds = Int(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)
+            _ = self.wake.wait(timeout: .now() + .milliseconds(milliseconds))
             backoff = min(backoff * 2, .seconds(5))
         }
     }
