@@ -92,8 +92,18 @@ public final class EtcdClient: Sendable {
             #"{"compare":[{"key":"\#(encodedKey)","result":"EQUAL","target":"CREATE","create_revision":"0"}],"#
                 + #""success":[{"request_put":{"key":"\#(encodedKey)","value":"\#(Self.base64(value))","lease":"\#(lease)"}}],"#
                 + #""failure":[{"request_range":{"key":"\#(encodedKey)"}}]}"#)
-        let created = answer.child(at: Path(validatedKeys: ["succeeded"])) == .bool(true)
-        return (created, try self.get(key))
+        // Created: the key is this transaction's put, so its create revision is the answer's
+        // header revision. Not created: the failure branch's range holds the key as it is (or
+        // nothing, when it was deleted in between). One round trip either way.
+        if answer.child(at: Path(validatedKeys: ["succeeded"])) == .bool(true) {
+            guard let revision = Self.int64(answer.child(at: Path(validatedKeys: ["header"])), "revision"), revision > 0 else {
+                throw EddyError(.unavailable, "etcd's transaction answer has no header revision: \(Self.describe(answer))")
+            }
+            return (true, KeyValue(key: key, value: value, createRevision: revision, modRevision: revision, lease: lease))
+        }
+        let kvs = answer.child(at: Path(validatedKeys: ["responses", "0", "response_range", "kvs"]))
+        guard case .object(let list) = kvs, let first = list["0"] else { return (false, nil) }
+        return (false, try Self.keyValue(first))
     }
 
     /// Sets `key` (attached to `lease` unless it is 0).

@@ -26,6 +26,7 @@ struct EtcdClientTests {
         #expect(first.created)
         #expect(first.current?.value == Array("x".utf8))
         #expect(first.current?.lease == lease)
+        #expect(first.current == (try client.get("/t/leader")), "the created key as etcd stores it (revisions included)")
         let second = try client.createIfAbsent("/t/leader", value: Array("y".utf8), lease: lease)
         #expect(!second.created)
         #expect(second.current?.value == Array("x".utf8), "an existing key is left as it was")
