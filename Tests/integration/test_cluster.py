@@ -472,3 +472,27 @@ def test_a_deposed_leader_discards_only_its_unreplicated_entries_and_keeps_them_
     # The winner named the leader it replaced and what that one last reported having.
     won = [line for line in new_leader.log_tail(200000).splitlines() if "won the election" in line]
     assert won and "previous_leader" in won[-1] and leader.name in won[-1], won
+
+
+def test_sigterm_ends_a_node_that_has_no_run_yet(tmp_path):
+    # etcd cannot be reached: no leader, so the node has no run open (no listeners). SIGTERM
+    # must still end it, promptly and cleanly (a run's service group is not there to trap it).
+    data = tmp_path / "data"
+    log = open(tmp_path / "eddyd.log", "wb")
+    process = subprocess.Popen(
+        [os.environ.get("EDDYD", "eddyd"), "serve", "--data", str(data), "--http", f"127.0.0.1:{free_port()}", "--cluster", "c",
+         "--etcd", f"http://127.0.0.1:{free_port()}", "--node-id", "lonely", "--lease-ttl-seconds", "2"],
+        stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while b"etcd unreachable" not in (tmp_path / "eddyd.log").read_bytes():
+            assert process.poll() is None, "the node exited by itself"
+            assert time.monotonic() < deadline, "the node never tried etcd"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()

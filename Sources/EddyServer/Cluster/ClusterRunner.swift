@@ -21,11 +21,14 @@ import Foundation
 import Logging
 import Prometheus
 import Synchronization
+import UnixSignals
 
 public enum ClusterRunner {
     enum Event: Sendable {
         case role(ClusterElection.Role)
         case runEnded(ServeRun, EddyError?)
+        /// SIGTERM or SIGINT: the node ends, with or without a run open.
+        case terminate
     }
 
     /// The role a run was started in: what decides whether a new role needs a new run.
@@ -130,11 +133,30 @@ public enum ClusterRunner {
             }
         }
 
+        // The node's own signal handling: a run's service group traps SIGTERM and SIGINT while it
+        // runs, but between runs (no leader elected yet, a role change, a follower run starting
+        // again) they would be ignored (ServiceLifecycle leaves them SIG_IGN), so the node listens
+        // to them for its whole life too.
+        let signals = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                events.continuation.yield(.terminate)
+            }
+        }
+        defer { signals.cancel() }
+        var terminating = false
+
         for await event in events.stream {
             switch event {
+            case .terminate:
+                terminating = true
+                guard let running else {
+                    await leave()
+                    return
+                }
+                running.run.stop()  // the node ends when the run has
             case .role(let newRole):
                 role = newRole
-                guard let wanted = RunRole(newRole) else { continue }  // no leader now: keep the run
+                guard !terminating, let wanted = RunRole(newRole) else { continue }  // no leader now: keep the run
                 if let running {
                     if running.role != wanted { running.run.stop() }  // the next starts when it ended
                 } else {
@@ -144,6 +166,11 @@ public enum ClusterRunner {
                 guard let ended = running, ended.run === run else { continue }
                 running = nil
                 current.withLock { $0 = nil }
+                if terminating {
+                    await leave()
+                    if let failure { throw failure }
+                    return
+                }
                 if !run.stopRequested, let failure, case .follower = ended.role {
                     // A follower run that failed (its leader refused it, or went away while it
                     // started) starts again after a second: its bootstrap sets a diverged
