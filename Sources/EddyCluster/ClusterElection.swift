@@ -82,6 +82,7 @@ public final class ClusterElection: Sendable {
     public let configuration: Configuration
     let etcd: EtcdClient
     let applied: @Sendable () -> LogID?
+    let appliedTerm: @Sendable () -> UInt64
     let onChange: @Sendable (Role) -> Void
     let logger: Logger
     private let state = Mutex(State())
@@ -94,17 +95,19 @@ public final class ClusterElection: Sendable {
     /// Taken off the proven lease time for clock-rate differences.
     var fenceMargin: Duration { .milliseconds(max(100, self.configuration.leaseTTLSeconds * 1000 / 20)) }
 
-    /// `applied`: the newest log entry this node holds (read every tick). `onChange` runs on the
+    /// `applied`: the newest log entry this node holds, `appliedTerm` its term (both read every
+    /// tick; ranked term first, see `ClusterNodeRecord.isBehind`). `onChange` runs on the
     /// election's thread whenever the role, the term or the leader's record changes.
     public init(
         _ configuration: Configuration, etcd: EtcdClient, logger: Logger, applied: @escaping @Sendable () -> LogID?,
-        onChange: @escaping @Sendable (Role) -> Void
+        appliedTerm: @escaping @Sendable () -> UInt64 = { 0 }, onChange: @escaping @Sendable (Role) -> Void
     ) throws(EddyError) {
         try configuration.validate()
         self.configuration = configuration
         self.etcd = etcd
         self.logger = logger
         self.applied = applied
+        self.appliedTerm = appliedTerm
         self.onChange = onChange
     }
 
@@ -181,7 +184,7 @@ public final class ClusterElection: Sendable {
                 return
             }
             let record = ClusterNodeRecord(
-                node: self.configuration.node, applied: self.applied(), http: self.configuration.http,
+                node: self.configuration.node, applied: self.applied(), term: self.appliedTerm(), http: self.configuration.http,
                 replication: self.configuration.replication)
             try self.etcd.put(self.nodesPrefix + self.configuration.node, value: record.bytes, lease: lease)
             var leader = try self.etcd.get(self.leaderKey)

@@ -18,8 +18,8 @@ struct ClusterStatus: ParsableCommand {
         commandName: "status",
         abstract: "Print a cluster's nodes, roles, term, lag and lease holder as JSON.",
         discussion: #"""
-            {"cluster", "leader": {"node", "term", "lease"} or null, "nodes": {<node>: {"role", "applied",
-            "lagMilliseconds", "http", "replication"}}}. A node appears while its lease lives (a few seconds
+            {"cluster", "leader": {"node", "term", "lease"} or null, "nodes": {<node>: {"role", "applied", "term",
+            "lagMilliseconds", "http", "replication"}}} (a node's term: that of its newest entry). A node appears while its lease lives (a few seconds
             after it died); the term is the leader key's etcd create revision and only grows.
             """#)
     @Option(name: .long, help: "etcd endpoints, comma-separated http://HOST:PORT") var etcd: String
@@ -31,16 +31,21 @@ struct ClusterStatus: ParsableCommand {
             let leaderKey = try client.get("/eddy/\(self.cluster)/leader")
             let leader = try leaderKey.map { key throws(EddyError) in try ClusterNodeRecord(bytes: key.value) }
             var nodes: [String: Value] = [:]
-            for entry in try client.list(prefix: "/eddy/\(self.cluster)/nodes/") {
-                guard let record = try? ClusterNodeRecord(bytes: entry.value) else { continue }
+            let entries = try client.list(prefix: "/eddy/\(self.cluster)/nodes/")
+            let records = entries.compactMap { entry in (try? ClusterNodeRecord(bytes: entry.value)).map { (entry, $0) } }
+            // The lag is measured against the leader's own record (republished every tick), not
+            // the leader key's copy, which is as of the election.
+            let leaderNow = records.first { $0.0.lease == leaderKey?.lease && $0.1.node == leader?.node }?.1 ?? leader
+            for (entry, record) in records {
                 var object: [String: Value] = [
                     "role": .string(record.node == leader?.node && entry.lease == leaderKey?.lease ? "leader" : "follower"),
                     "applied": record.applied.map { .string($0.rawValue) } ?? .null,
+                    "term": .number(Double(record.term)),
                     "http": record.http.map { .string($0) } ?? .null,
                     "replication": record.replication.map { .string($0) } ?? .null,
                 ]
-                if let leader {
-                    let ahead = leader.applied?.timestampMilliseconds ?? 0
+                if let leaderNow {
+                    let ahead = leaderNow.applied?.timestampMilliseconds ?? 0
                     let behind = record.applied?.timestampMilliseconds ?? 0
                     object["lagMilliseconds"] = .number(Double(ahead > behind ? ahead - behind : 0))
                 }

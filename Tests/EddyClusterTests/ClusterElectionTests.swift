@@ -73,6 +73,10 @@ struct ClusterElectionTests {
         #expect(ClusterNodeRecord.isBehind(.init(node: "z", applied: one), .init(node: "a", applied: two)))
         #expect(ClusterNodeRecord.isBehind(.init(node: "a", applied: two), .init(node: "b", applied: two)))
         #expect(!ClusterNodeRecord.isBehind(.init(node: "b", applied: two), .init(node: "a", applied: two)))
+        // The term of the newest entry ranks first: a newer id from an older term (a deposed
+        // leader's clock ahead) loses to the newer term.
+        #expect(ClusterNodeRecord.isBehind(.init(node: "z", applied: two, term: 5), .init(node: "a", applied: one, term: 7)))
+        #expect((try? ClusterNodeRecord(bytes: ClusterNodeRecord(node: "a", applied: one, term: 7).bytes))?.term == 7)
     }
 
     @Test func aCrashedLeaderIsReplacedWithAHigherTermAndNeverTwoLeadersAtOnce() throws {

@@ -147,8 +147,15 @@ def test_followers_redirect_writes_to_the_elected_leader(daemon_factory, etcd):
              what="the last write on every node")
 
     # eddy cluster status reads etcd: the leader (the lease holder), its term, every live node.
-    status = json.loads(subprocess.run([EDDY, "cluster", "status", "--etcd", etcd.client, "--cluster", "c"], check=True,
-                                       capture_output=True, text=True).stdout)
+    def status_now():
+        return json.loads(subprocess.run([EDDY, "cluster", "status", "--etcd", etcd.client, "--cluster", "c"], check=True,
+                                         capture_output=True, text=True).stdout)
+
+    # Each node's record (republished every tick) names the term of its newest entry: the
+    # writes above, made in the leader's term.
+    status = wait_for(lambda: (lambda s: s if all(v["term"] == s["leader"]["term"] for v in s["nodes"].values()) else None)(status_now()),
+                      what="every node's newest entry in the leader's term")
+    assert all(v["lagMilliseconds"] == 0 for v in status["nodes"].values())
     assert status["leader"]["node"] == leader.name
     assert status["leader"]["term"] > 0
     assert sorted(status["nodes"]) == ["n1", "n2", "n3"]

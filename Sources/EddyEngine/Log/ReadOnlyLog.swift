@@ -59,6 +59,9 @@ public final class ReadOnlyLog {
     /// The newest entry's id; nil when the log is empty.
     public func lastID() throws(EddyError) -> LogID? { try Engine.lastLogID(self.database) }
 
+    /// The newest entry's leadership term (0 when the log is empty or it does not decode).
+    public func lastTerm() -> UInt64 { Engine.lastLogTerm(self.database, try? self.lastID()) }
+
     public func close() { self.database.close() }
 }
 

@@ -61,7 +61,7 @@ public enum ClusterRunner {
         let scheme = configuration.tlsCertificateFile == nil ? "http" : "https"
         let http = configuration.advertiseHTTP ?? "\(scheme)://\(configuration.httpHost):\(configuration.httpPort)"
         let current = Mutex<ServeRun?>(nil)
-        let onDisk = Self.newestEntryOnDisk(configuration)
+        let (onDisk, onDiskTerm) = Self.newestEntryOnDisk(configuration)
         let events = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let election = try ClusterElection(
             .init(cluster: cluster, node: node, leaseTTLSeconds: configuration.leaseTTLSeconds, http: http, replication: replication),
@@ -70,6 +70,10 @@ public enum ClusterRunner {
                 // The open run's newest entry; before the first run, what is on disk.
                 guard let data = current.withLock({ $0?.data }) else { return onDisk }
                 return (try? data.engine(namespace: DataDirectory.defaultNamespace, create: false).lastLogID()) ?? onDisk
+            },
+            appliedTerm: {
+                guard let data = current.withLock({ $0?.data }) else { return onDiskTerm }
+                return (try? data.engine(namespace: DataDirectory.defaultNamespace, create: false).newestTerm) ?? onDiskTerm
             },
             onChange: { events.continuation.yield(.role($0)) })
         // Finished when the election's thread ends (after a graceful stop, its lease revoked).
@@ -189,11 +193,14 @@ public enum ClusterRunner {
         await leave()
     }
 
-    /// The default namespace's newest log entry on disk (nil: none, or no database yet).
-    static func newestEntryOnDisk(_ configuration: ServeConfiguration) -> LogID? {
+    /// The default namespace's newest log entry on disk and its term (nil and 0: none, or no
+    /// database yet).
+    static func newestEntryOnDisk(_ configuration: ServeConfiguration) -> (LogID?, UInt64) {
         let directory = configuration.dataDirectory + "/" + DataDirectory.defaultNamespace
-        guard FileManager.default.fileExists(atPath: directory + "/CURRENT"), let log = try? ReadOnlyLog(directory: directory) else { return nil }
+        guard FileManager.default.fileExists(atPath: directory + "/CURRENT"), let log = try? ReadOnlyLog(directory: directory) else {
+            return (nil, 0)
+        }
         defer { log.close() }
-        return try? log.lastID()
+        return ((try? log.lastID()) ?? nil, log.lastTerm())
     }
 }
