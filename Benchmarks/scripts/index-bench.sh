@@ -14,6 +14,9 @@
 #   N children (default 1000000), ROUNDS (default 3), wrk duration per run (default 10).
 #   PHASES="query http build push" (the default) selects phases, e.g. PHASES=query.
 #   PUSH_ROUNDS: rounds of the push phase (default ROUNDS, at least 5).
+#   INDEX_BENCH_DIR=DIR keeps the loaded Eddy and SQLite copies in DIR (created if missing) and
+#   reuses them in the next run with the same N (both drivers check what a directory holds);
+#   without it they go to a temporary directory removed at exit.
 # A missed target is reported, not failed: time figures depend on the machine and its load.
 set -euo pipefail
 
@@ -27,14 +30,19 @@ scripts=Benchmarks/scripts
 source Benchmarks/scripts/lib/binaries.sh
 driver=$eddy_bin/IndexQueryProfile
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-index-bench.XXXXXX")
+if [ -n "${INDEX_BENCH_DIR:-}" ]; then
+    mkdir -p "$INDEX_BENCH_DIR"
+    work=$(cd "$INDEX_BENCH_DIR" && pwd)
+else
+    work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-index-bench.XXXXXX")
+fi
 echo "== build ($bench_config)"
 if [[ " $phases " == *" http "* ]]; then build_eddy eddyd; fi
 build_eddy IndexQueryProfile
 eddyd_pid=""
 cleanup() {
     if [ -n "$eddyd_pid" ]; then kill -TERM "$eddyd_pid" 2>/dev/null || true; wait "$eddyd_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
+    if [ -z "${INDEX_BENCH_DIR:-}" ]; then rm -rf "$work"; fi
 }
 trap cleanup EXIT
 # The Eddy data lives in an eddyd data directory (namespace "default"), so phase 2 serves it as is.

@@ -73,7 +73,8 @@ func runQueryMode(_ arguments: Arguments) async throws {
     }
     print("index on score ready after \(format(indexTime, 2)) s")
 
-    let kinds = queryKinds(data, span: arguments.span)
+    let kinds = queryKinds(data, span: arguments.span).filter { arguments.queries?.contains($0.name) ?? true }
+    guard !kinds.isEmpty else { usage("--queries names none of \(queryKinds(data, span: 1).map(\.name))") }
     // Warm-up bounds come after the measured ones in the sequence, so no measured query hits
     // blocks that exactly its own warm-up touched.
     for j in arguments.iterations..<(arguments.iterations + arguments.warmup) {

@@ -16,7 +16,7 @@
 //   options: --n N, --rounds R (instead of the positional ones)  --data DIR  --seed S (1)
 //            --iterations I (2000)  --warmup W (200)  --span S (10000)  --on a,b (build: score)
 //            --preload P (push: 100000)  --single K (push: 1000)  --concurrent K (push: 10000)
-//            --writers W (push: 64)
+//            --writers W (push: 64)  --queries a,b (query: only these kinds, e.g. equal; for perf)
 // Output: aligned text lines, then one JSON line (the line starting with `{`) for scripts.
 
 import EddyModel
@@ -36,6 +36,8 @@ struct Arguments {
     var single = 1000
     var concurrent = 10_000
     var writers = 64
+    /// query mode: the kinds to run (nil: all four).
+    var queries: [String]?
 
     static func parse(_ words: [String]) -> Arguments {
         var arguments = Arguments()
@@ -66,6 +68,7 @@ struct Arguments {
             case "--single": arguments.single = max(1, int(word))
             case "--concurrent": arguments.concurrent = max(1, int(word))
             case "--writers": arguments.writers = max(1, int(word))
+            case "--queries": arguments.queries = value(word).split(separator: ",").map(String.init)
             case "-h", "--help": usage(nil)
             default:
                 if word.hasPrefix("--") { usage("unknown option \(word)") }
