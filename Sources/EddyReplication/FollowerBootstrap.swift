@@ -134,44 +134,19 @@ public enum FollowerBootstrap {
         options.runIndexBuilds = false
         let engine = try Engine.open(directory: dataDirectory + "/" + namespace, options: options, logger: logger)
         defer { engine.close() }
-        let entries = try engine.readLogEntries(after: common, limit: Self.discardCountMax + 1)
-        guard let first = entries.first, let last = entries.last, entries.count <= Self.discardCountMax else { return false }
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let sideFile = dataDirectory + "/discarded/" + namespace + "-" + stamp + ".jsonl"
-        var lines: [UInt8] = []
-        for entry in entries {
-            lines += JSONWriter.bytes(entry.json)
-            lines.append(0x0A)
-        }
+        let sideFile = try Self.discardedPath(dataDirectory: dataDirectory, namespace: namespace) + ".jsonl"
+        let discarded: [LogEntry]
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory + "/discarded", withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: sideFile, contents: Data(lines)) else {
-                throw EddyError(.io, "cannot create \(sideFile)")
+            // The side file is written from the very entries undone, before they are.
+            discarded = try Blocking.wait { () async throws(EddyError) -> [LogEntry] in
+                try await engine.discardEntries(after: common, countMax: Self.discardCountMax) { entries throws(EddyError) in
+                    try Self.writeSynced(entries, to: sideFile)
+                }
             }
-            let fd = open(sideFile, O_RDONLY)
-            if fd >= 0 {
-                _ = fsync(fd)
-                close(fd)
-            }
-            Self.syncDirectory(dataDirectory + "/discarded")
-        } catch let error as EddyError {
-            throw error
-        } catch {
-            throw EddyError(.io, "writing the discarded entries to \(sideFile): \(error.localizedDescription)")
+        } catch where error.code == .limitExceeded {
+            return false
         }
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<[LogEntry], EddyError>?>(nil)
-        Task {
-            do throws(EddyError) {
-                let discarded = try await engine.discardEntries(after: common, countMax: Self.discardCountMax)
-                outcome.withLock { $0 = .success(discarded) }
-            } catch {
-                outcome.withLock { $0 = .failure(error) }
-            }
-            done.signal()
-        }
-        done.wait()
-        let discarded = try outcome.withLock { $0 }!.get()
+        guard let first = discarded.first, let last = discarded.last else { return false }
         logger.error(
             "this replica held entries the new leader's history does not (a deposed leader's unconfirmed writes): discarded, kept for the operator; resuming after the common entry",
             metadata: [
@@ -181,14 +156,42 @@ public enum FollowerBootstrap {
         return true
     }
 
+    /// `<data>/discarded/<namespace>-<UTC time>` (the directory created): where what a replica
+    /// gives up is kept for the operator.
+    static func discardedPath(dataDirectory: String, namespace: String) throws(EddyError) -> String {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory + "/discarded", withIntermediateDirectories: true)
+        } catch {
+            throw EddyError(.io, "creating \(dataDirectory)/discarded: \(error.localizedDescription)")
+        }
+        return dataDirectory + "/discarded/" + namespace + "-" + stamp
+    }
+
+    /// Writes `entries` as `eddy log` lines to a new file at `path` and syncs it and its directory.
+    static func writeSynced(_ entries: [LogEntry], to path: String) throws(EddyError) {
+        var lines: [UInt8] = []
+        for entry in entries {
+            lines += JSONWriter.bytes(entry.json)
+            lines.append(0x0A)
+        }
+        guard FileManager.default.createFile(atPath: path, contents: Data(lines)) else {
+            throw EddyError(.io, "cannot create \(path) to keep \(entries.count) discarded log entries")
+        }
+        let fd = open(path, O_RDONLY)
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
+        }
+        Self.syncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
     /// Moves a namespace's replica that diverged from the leader to
     /// `<data>/discarded/<namespace>-<UTC time>`, logging what it held, so the next bootstrap
     /// starts from an empty directory (a snapshot of the leader).
     static func setAside(dataDirectory: String, namespace: String, refusal: AnotherHistory, logger: Logger) throws(EddyError) {
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let aside = dataDirectory + "/discarded/" + namespace + "-" + stamp
+        let aside = try Self.discardedPath(dataDirectory: dataDirectory, namespace: namespace)
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory + "/discarded", withIntermediateDirectories: true)
             try FileManager.default.moveItem(atPath: dataDirectory + "/" + namespace, toPath: aside)
         } catch {
             throw EddyError(.io, "setting aside namespace \(namespace)'s diverged replica at \(aside): \(error.localizedDescription)")

@@ -243,18 +243,7 @@ public final class FollowerService: Service, Sendable {
 
     private func adoptRules(_ document: Value, _ engine: Engine) throws(EddyError) {
         guard case .object = document, document != (try engine.rules().json) else { return }
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<EddyError?>(nil)
-        Task {
-            do throws(EddyError) {
-                _ = try await engine.applyReplicatedRules(document)
-            } catch {
-                result.withLock { $0 = error }
-            }
-            done.signal()
-        }
-        done.wait()
-        if let error = result.withLock({ $0 }) { throw error }
+        _ = try Blocking.wait { () async throws(EddyError) -> Rules in try await engine.applyReplicatedRules(document) }
     }
 
     private func receiveEntries(_ client: any FrameChannel, _ engine: Engine) throws -> Outcome {

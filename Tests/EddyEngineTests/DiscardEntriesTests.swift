@@ -2,11 +2,12 @@
 // (`Engine.discardEntries`): undone from their before-images (tree and indexes) and deleted
 // from the log, so the replica equals the new leader at the common entry (digests equal) and
 // then applies the new leader's entries, whose before-image checks pass. Refused, with nothing
-// changed, beyond `countMax` entries and on a leader.
+// changed, beyond `countMax` entries, when the caller cannot keep them first, and on a leader.
 
 import EddyEngine
 import EddyModel
 import EddyTesting
+import Synchronization
 import Testing
 
 @Suite struct DiscardEntriesTests {
@@ -59,8 +60,17 @@ import Testing
         await expectEddyError(.limitExceeded, mentioning: ["4", lastCommon.rawValue]) { _ = try await replica.discardEntries(after: lastCommon, countMax: 4) }
         #expect(try replica.readLogEntries(after: lastCommon, limit: 100) == own, "a refused discard changes nothing")
 
-        let discarded = try await replica.discardEntries(after: lastCommon, countMax: 100)
+        // The caller keeps them first; when that fails, nothing is undone.
+        await expectEddyError(.io, mentioning: ["side file"]) {
+            _ = try await replica.discardEntries(after: lastCommon, countMax: 100) { _ throws(EddyError) in
+                throw EddyError(.io, "side file full (test)")
+            }
+        }
+        #expect(try replica.readLogEntries(after: lastCommon, limit: 100) == own, "a discard whose keep failed changes nothing")
+        let kept = Mutex<[LogEntry]>([])
+        let discarded = try await replica.discardEntries(after: lastCommon, countMax: 100) { entries in kept.withLock { $0 = entries } }
         #expect(discarded == own)
+        #expect(kept.withLock { $0 } == own)
         #expect(try replica.lastLogID() == lastCommon)
         #expect(try replica.digest() == leader.digest(), "tree, indexes and log equal the new leader's at the common entry")
         #expect(try replica.verify().isHealthy)

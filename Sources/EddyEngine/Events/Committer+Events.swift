@@ -42,8 +42,8 @@ extension Committer {
             continuation.resume(returning: self.events.remove(id))
         case .unlistenAll(let location, let continuation):
             continuation.resume(returning: self.events.removeAll(at: location))
-        case .discardEntries(let common, let countMax, let continuation):
-            continuation.resume(returning: self.discardEntries(after: common, countMax: countMax))
+        case .discardEntries(let common, let countMax, let keep, let continuation):
+            continuation.resume(returning: self.discardEntries(after: common, countMax: countMax, keep: keep))
         }
     }
 }

@@ -6,7 +6,9 @@
 //
 // Invariants: only on a replica (`EngineOptions.leader` set) with no listener and nothing in
 // the sync pipeline, so no subscriber ever saw what is undone here and no acknowledgement is
-// pending; all or nothing (one batch); at most `countMax` entries (more: refused, nothing done).
+// pending; all or nothing (one batch); at most `countMax` entries (more: refused, nothing done);
+// the caller's `keep` sees exactly the entries undone, before anything is undone (it runs on the
+// committer thread, which an idle replica can spare for its file write).
 
 import EddyIndexes
 import EddyModel
@@ -16,14 +18,17 @@ import Synchronization
 
 extension Engine {
     /// Undoes and deletes every log entry after `common` (see the file comment) and returns
-    /// them, oldest first. Refused (nothing changed) with more than `countMax` of them, on a
+    /// them, oldest first; `keep` gets them first, and when it throws nothing is undone.
+    /// Refused (nothing changed) with more than `countMax` of them (`limitExceeded`), on a
     /// leader, with listeners attached, or while writes are in flight.
-    public func discardEntries(after common: LogID, countMax: Int) async throws(EddyError) -> [LogEntry] {
+    public func discardEntries(
+        after common: LogID, countMax: Int, keep: @escaping @Sendable ([LogEntry]) throws(EddyError) -> Void = { _ in }
+    ) async throws(EddyError) -> [LogEntry] {
         guard self.options.leader != nil else {
             throw EddyError(.invalidArgument, "only a replica discards entries; this database is a leader")
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[LogEntry], EddyError>, Never>) in
-            let request = ControlRequest.discardEntries(after: common, countMax: countMax, continuation)
+            let request = ControlRequest.discardEntries(after: common, countMax: countMax, keep: keep, continuation)
             if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
         }
         return try result.get()
@@ -31,7 +36,9 @@ extension Engine {
 }
 
 extension Committer {
-    func discardEntries(after common: LogID, countMax: Int) -> Result<[LogEntry], EddyError> {
+    func discardEntries(
+        after common: LogID, countMax: Int, keep: ([LogEntry]) throws(EddyError) -> Void
+    ) -> Result<[LogEntry], EddyError> {
         if let failed = self.failed { return .failure(failed) }
         guard self.events.isEmpty, self.syncQueue.isIdle else {
             return .failure(EddyError(.unavailable, "entries are discarded only on an idle replica (no listener, no write in flight)"))
@@ -53,6 +60,7 @@ extension Committer {
                 return .failure(
                     EddyError(.limitExceeded, "more than \(countMax) entries follow \(common) in this replica's log; nothing was discarded"))
             }
+            try keep(entries)
         } catch {
             return .failure(error)
         }

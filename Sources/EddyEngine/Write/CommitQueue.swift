@@ -40,7 +40,9 @@ enum ControlRequest: Sendable {
     case unlisten(ListenerID, CheckedContinuation<Bool, Never>)
     case unlistenAll(Path, CheckedContinuation<Bool, Never>)
     /// A replica's entries after the given id undone and deleted (`Engine.discardEntries`).
-    case discardEntries(after: LogID, countMax: Int, CheckedContinuation<Result<[LogEntry], EddyError>, Never>)
+    case discardEntries(
+        after: LogID, countMax: Int, keep: @Sendable ([LogEntry]) throws(EddyError) -> Void,
+        CheckedContinuation<Result<[LogEntry], EddyError>, Never>)
 
     /// Answers a request the committer will never run (the engine stopped).
     func refuse(_ error: EddyError) {
@@ -48,7 +50,7 @@ enum ControlRequest: Sendable {
         case .setRules(_, let continuation): continuation.resume(returning: .failure(error))
         case .listen(_, let continuation): continuation.resume(returning: .failure(error))
         case .unlisten(_, let continuation), .unlistenAll(_, let continuation): continuation.resume(returning: false)
-        case .discardEntries(_, _, let continuation): continuation.resume(returning: .failure(error))
+        case .discardEntries(_, _, _, let continuation): continuation.resume(returning: .failure(error))
         }
     }
 }
