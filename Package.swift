@@ -156,14 +156,15 @@ let package = Package(
             dependencies: ["EddyEngine", "EddyStorage", "EddyModel", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Profiling/IndexQueryProfile"
         ),
+        .target(name: "FanoutReceipts", path: "Benchmarks/Profiling/FanoutReceipts"),
         .executableTarget(
             name: "EventProfile",
-            dependencies: ["EddyEngine", "EddyProtocol", "EddyModel", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EddyEngine", "EddyProtocol", "EddyModel", "FanoutReceipts", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Profiling/EventProfile"
         ),
         .executableTarget(
             name: "ReplicationProfile",
-            dependencies: ["EddyProtocol", "EddyModel"],
+            dependencies: ["EddyProtocol", "EddyModel", "FanoutReceipts"],
             path: "Benchmarks/Profiling/ReplicationProfile"
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),

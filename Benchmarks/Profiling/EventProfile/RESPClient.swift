@@ -150,6 +150,75 @@ final class RESPClient: @unchecked Sendable {
         }
     }
 
+    /// Walks the next reply and calls `visit` with the bytes of each bulk string in it, in
+    /// order (arrays depth first), building no values: the fan-out subscribers' reader, which
+    /// must cost about what Eddy's frame reader costs so that both servers are measured alike.
+    /// False when the server closed between replies; an error reply throws.
+    func receiveBulks(_ visit: (UnsafeBufferPointer<UInt8>) -> Void) throws(RESPError) -> Bool {
+        guard let (type, number) = try self.header() else { return false }
+        try self.walk(type, number, visit)
+        return true
+    }
+
+    private func walk(_ type: UInt8, _ number: Int, _ visit: (UnsafeBufferPointer<UInt8>) -> Void) throws(RESPError) {
+        switch type {
+        case UInt8(ascii: "$"):
+            guard number >= 0 else { return }
+            guard number + 2 <= self.readBuffer.count else { throw RESPError("bulk string of \(number) bytes exceeds the read buffer") }
+            guard try self.fill(number + 2) else { throw RESPError("redis closed the connection in a bulk string") }
+            let base = self.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            visit(UnsafeBufferPointer(start: base + self.readStart, count: number))
+            guard base[self.readStart + number] == UInt8(ascii: "\r"), base[self.readStart + number + 1] == UInt8(ascii: "\n") else {
+                throw RESPError("bulk string without CRLF from redis")
+            }
+            self.readStart += number + 2
+        case UInt8(ascii: "*"):
+            guard number <= Self.arrayElementsMax else { throw RESPError("array of \(number) elements exceeds \(Self.arrayElementsMax)") }
+            for _ in 0..<max(0, number) {
+                guard let (elementType, elementNumber) = try self.header() else { throw RESPError("redis closed the connection in the middle of a reply") }
+                try self.walk(elementType, elementNumber, visit)
+            }
+        default:
+            return
+        }
+    }
+
+    /// The next reply line's type byte and its number (0 for a simple string), read in place;
+    /// nil when the server closed before it. An error line throws with its message.
+    private func header() throws(RESPError) -> (UInt8, Int)? {
+        var scanned = 0
+        while true {
+            let base = self.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var i = self.readStart + scanned
+            while i < self.readEnd, base[i] != UInt8(ascii: "\n") { i += 1 }
+            if i < self.readEnd {
+                guard i > self.readStart + 1, base[i - 1] == UInt8(ascii: "\r") else { throw RESPError("reply line without CRLF from redis") }
+                let type = base[self.readStart]
+                let text = UnsafeBufferPointer(start: base + self.readStart + 1, count: i - 1 - (self.readStart + 1))
+                self.readStart = i + 1
+                switch type {
+                case UInt8(ascii: "-"): throw RESPError("redis replied an error: \(String(decoding: text, as: UTF8.self))")
+                case UInt8(ascii: "+"): return (type, 0)
+                default:
+                    var n = 0
+                    var negative = false
+                    for byte in text {
+                        if byte == UInt8(ascii: "-") { negative = true; continue }
+                        guard byte >= 0x30, byte <= 0x39 else { throw RESPError("bad number in reply line: \(String(decoding: text, as: UTF8.self))") }
+                        n = n * 10 + Int(byte - 0x30)
+                    }
+                    return (type, negative ? -n : n)
+                }
+            }
+            scanned = self.readEnd - self.readStart
+            guard scanned < self.readBuffer.count else { throw RESPError("reply line longer than \(self.readBuffer.count) bytes from redis") }
+            guard try self.fill(scanned + 1) else {
+                if scanned == 0 { return nil }
+                throw RESPError("redis closed the connection in the middle of a line")
+            }
+        }
+    }
+
     private static func number(_ digits: ArraySlice<UInt8>) throws(RESPError) -> Int {
         guard let n = Int(String(decoding: digits, as: UTF8.self)) else {
             throw RESPError("bad length or integer in reply: \(String(decoding: digits, as: UTF8.self))")

@@ -3,24 +3,10 @@
 // `XREAD BLOCK 0 COUNT 1000 STREAMS feed <last id>` and receiving every entry. Same harness and
 // output as socketFanout, so the two can be compared in one run (scripts/event-bench.sh).
 
+import FanoutReceipts
 import Foundation
 
-/// The entry ids in an XREAD reply: [[stream, [[id, [field, value, ...]], ...]]].
-func streamEntryIDs(_ reply: RESPValue) -> [String] {
-    guard case .array(let streams?) = reply else { fatalError("XREAD replied \(reply), expected an array of streams") }
-    var ids: [String] = []
-    for stream in streams {
-        guard case .array(let pair?) = stream, pair.count == 2, case .array(let entries?) = pair[1] else {
-            fatalError("XREAD replied a stream as \(stream), expected [name, entries]")
-        }
-        for entry in entries {
-            guard case .array(let fields?) = entry, case .bulk(let id?)? = fields.first else { fatalError("XREAD replied an entry as \(entry)") }
-            ids.append(id)
-        }
-    }
-    return ids
-}
-
+/// The XREAD of every subscriber: up to 1,000 entries after `id`, blocking until there is one.
 func xread(after id: String) -> [String] { ["XREAD", "BLOCK", "0", "COUNT", "1000", "STREAMS", "feed", id] }
 
 func redisFanout(address: String, rate: Int, duration: Double, subscribers: Int) throws {
@@ -30,13 +16,13 @@ func redisFanout(address: String, rate: Int, duration: Double, subscribers: Int)
     let control = try RESPClient(address: address)
     _ = try control.command(["DEL", "feed"])
     guard case .bulk(let startID?) = try control.command(["XADD", "feed", "*", "n", "start"]) else { fatalError("XADD of the sentinel entry gave no id") }
-    var receipts: [Receipts] = []
+    var receipts: [FanoutReceipts] = []
     var threads: [Thread] = []
     let ready = DispatchSemaphore(value: 0)
     let done = DispatchGroup()
     for _ in 0..<subscribers {
         let client = try RESPClient(address: address)
-        let mine = Receipts(expected: total)
+        let mine = FanoutReceipts(expected: total)
         receipts.append(mine)
         done.enter()
         let thread = Thread {
@@ -44,16 +30,29 @@ func redisFanout(address: String, rate: Int, duration: Double, subscribers: Int)
             do {
                 try client.send(xread(after: startID))
                 ready.signal()
+                // An XREAD reply's bulk strings come in this order: the stream's name, then for
+                // each entry its id, the field name "n" and the write number.
+                var lastID: [UInt8] = []
                 while true {
-                    guard let reply = try client.receive() else { fatalError("redis closed a subscriber connection after \(mine.count) entries") }
-                    let now = ContinuousClock.now
-                    if case .error(let message) = reply { fatalError("subscriber got an error: \(message)") }
-                    let ids = streamEntryIDs(reply)
-                    guard let last = ids.last else { fatalError("XREAD BLOCK 0 returned no entries") }
-                    for id in ids { mine.times[id] = now }
-                    mine.count += ids.count
+                    var position = -1
+                    var now: Int64 = 0
+                    let open = try client.receiveBulks { bytes in
+                        position += 1
+                        // The first bulk string is read once the reply has arrived.
+                        guard position > 0 else { now = FanoutReceipts.now(); return }
+                        switch (position - 1) % 3 {
+                        case 0: lastID.removeAll(keepingCapacity: true); lastID.append(contentsOf: bytes)
+                        case 2:
+                            var n = 0
+                            for byte in bytes { n = n * 10 + Int(byte &- 0x30) }
+                            mine.record(n, at: now)
+                        default: break
+                        }
+                    }
+                    guard open else { fatalError("redis closed a subscriber connection after \(mine.count) entries") }
+                    guard position >= 3 else { fatalError("XREAD BLOCK 0 returned no entries") }
                     if mine.count >= total { return }
-                    try client.send(xread(after: last))
+                    try client.send(xread(after: String(decoding: lastID, as: UTF8.self)))
                 }
             } catch {
                 fatalError("subscriber failed: \(error)")
@@ -73,17 +72,18 @@ func redisFanout(address: String, rate: Int, duration: Double, subscribers: Int)
         Thread.sleep(forTimeInterval: 0.001)
     }
     let writer = try RESPClient(address: address)
-    let acks = Receipts(expected: total)
+    let acks = FanoutReceipts(expected: total)
     let ackDone = DispatchSemaphore(value: 0)
     let ackThread = Thread {
+        // Replies come in the order of the writes: the n-th is write n's.
         var n = 0
         while n < total {
             let reply: RESPValue?
             do { reply = try writer.receive() } catch { fatalError("writer's reply: \(error)") }
             guard let reply else { break }
-            let now = ContinuousClock.now
-            guard case .bulk(let id?) = reply else { fatalError("XADD replied \(reply), expected the entry id") }
-            acks.times[id] = now
+            let now = FanoutReceipts.now()
+            guard case .bulk(_?) = reply else { fatalError("XADD replied \(reply), expected the entry id") }
+            acks.record(n, at: now)
             n += 1
         }
         ackDone.signal()
@@ -101,11 +101,7 @@ func redisFanout(address: String, rate: Int, duration: Double, subscribers: Int)
     let elapsedSeconds = seconds(ContinuousClock.now - start)
     var fromAck: [Double] = []
     let received = receipts.reduce(0) { $0 + $1.count }
-    for receipt in receipts {
-        for (id, time) in receipt.times {
-            if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
-        }
-    }
+    for receipt in receipts { receipt.latencies(from: acks, into: &fromAck) }
     fromAck.sort()
     print("redis fan-out: \(total) writes at \(rate)/s, \(subscribers) subscriber connections each receiving every write, \(format(elapsedSeconds, 2)) s")
     print("  events received \(received) of \(total * subscribers) (lost \(total * subscribers - received)), \(Int(Double(received) / elapsedSeconds)) events/s")

@@ -21,6 +21,7 @@
 import EddyEngine
 import EddyModel
 import EddyProtocol
+import FanoutReceipts
 import Foundation
 import Logging
 import Synchronization
@@ -137,29 +138,15 @@ extension Value {
 }
 
 /// Receipt times by log id, per subscriber thread.
-final class Receipts: @unchecked Sendable {
-    // @unchecked: each instance is written by one thread, read after it finished.
-    var times: [String: ContinuousClock.Instant] = [:]
-    var count = 0
-    /// The daemon cut this subscriber off for lagging (`behind`).
-    var cutOff = false
-
-    /// Sized up front: 100 dictionaries growing (rehashing) at the same moment put a
-    /// many-millisecond stall into the harness, which showed up as the server's p99.
-    init(expected: Int) {
-        self.times.reserveCapacity(expected)
-    }
-}
-
 func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) throws {
     let total = Int(Double(rate) * duration)
-    var receipts: [Receipts] = []
+    var receipts: [FanoutReceipts] = []
     var threads: [Thread] = []
     let ready = DispatchSemaphore(value: 0)
     let done = DispatchGroup()
     for _ in 0..<subscribers {
         let client = try NativeClient(path: path)
-        let mine = Receipts(expected: total)
+        let mine = FanoutReceipts(expected: total)
         receipts.append(mine)
         try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
         done.enter()
@@ -167,7 +154,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
             defer { done.leave() }
             var attached = false
             while let frame = try? client.receive() {
-                let now = ContinuousClock.now
+                let now = FanoutReceipts.now()
                 if frame.kind == .behind {
                     // Cut off for lagging (the daemon's bound on what waits for a subscriber):
                     // at an offered rate beyond what is delivered this is the measurement, not a
@@ -185,12 +172,8 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
                     ready.signal()
                     continue
                 }
-                // The log id sits in the last event: ..."logID":"<20 chars>"}]}
-                let bytes = frame.payload
-                guard let range = bytes.lastRange(of: Array(#""logID":""#.utf8)) else { continue }
-                let id = String(decoding: bytes[range.upperBound..<(range.upperBound + 20)], as: UTF8.self)
-                mine.times[id] = now
-                mine.count += 1
+                // Each write's value is {"n": <write number>}.
+                forEachWriteNumber(in: frame.payload) { mine.record($0, at: now) }
                 if mine.count == total { return }
             }
         }
@@ -199,16 +182,15 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
     }
     for _ in 0..<subscribers { ready.wait() }
     let writer = try NativeClient(path: path)
-    let acks = Receipts(expected: total)
+    let acks = FanoutReceipts(expected: total)
     let ackDone = DispatchSemaphore(value: 0)
     let ackThread = Thread {
-        var n = 0
-        while n < total, let frame = try? writer.receive() {
-            let now = ContinuousClock.now
+        while acks.count < total, let frame = try? writer.receive() {
+            let now = FanoutReceipts.now()
             if frame.kind == .error { fatalError("writer got an error: \(String(decoding: frame.payload, as: UTF8.self))") }
-            guard frame.kind == .written, let value = try? JSONParser.parse(frame.payload), case .string(let id) = value["logID"] else { continue }
-            acks.times[id] = now
-            n += 1
+            // Write n is sent with request id n.
+            guard frame.kind == .written else { continue }
+            acks.record(Int(frame.requestID), at: now)
         }
         ackDone.signal()
     }
@@ -225,11 +207,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
     let elapsedSeconds = seconds(ContinuousClock.now - start)
     var fromAck: [Double] = []
     let received = receipts.reduce(0) { $0 + $1.count }
-    for receipt in receipts {
-        for (id, time) in receipt.times {
-            if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
-        }
-    }
+    for receipt in receipts { receipt.latencies(from: acks, into: &fromAck) }
     fromAck.sort()
     print("socket fan-out: \(total) writes at \(rate)/s, \(subscribers) subscriber connections each receiving every write, \(format(elapsedSeconds, 2)) s")
     let cutOff = receipts.filter(\.cutOff).count
@@ -240,17 +218,6 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
     }
 }
 
-extension Array where Element == UInt8 {
-    func lastRange(of pattern: [UInt8]) -> Range<Int>? {
-        guard pattern.count <= self.count else { return nil }
-        var i = self.count - pattern.count
-        while i >= 0 {
-            if self[i..<(i + pattern.count)].elementsEqual(pattern) { return i..<(i + pattern.count) }
-            i -= 1
-        }
-        return nil
-    }
-}
 
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {

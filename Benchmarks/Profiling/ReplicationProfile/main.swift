@@ -22,6 +22,7 @@
 
 import EddyModel
 import EddyProtocol
+import FanoutReceipts
 import Foundation
 import Synchronization
 
@@ -63,28 +64,15 @@ func load(socket: String, duration: Double, writers: Int) throws {
     print("load: \(writers) writers, \(total) durable writes in \(format(elapsed, 2)) s: \(Int(Double(total) / elapsed)) writes/s")
 }
 
-final class Receipts: @unchecked Sendable {
-    // @unchecked: each instance is written by one thread, read after it finished.
-    var times: [String: ContinuousClock.Instant] = [:]
-    var count = 0
-    var cutOff = false
-
-    /// Sized up front: 100 dictionaries growing (rehashing) at the same moment put a
-    /// many-millisecond stall into the harness, which showed up as the server's p99.
-    init(expected: Int) {
-        self.times.reserveCapacity(expected)
-    }
-}
-
 func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, followers: [String]) throws {
     let total = Int(Double(rate) * duration)
-    var receipts: [Receipts] = []
+    var receipts: [FanoutReceipts] = []
     let ready = DispatchSemaphore(value: 0)
     let done = DispatchGroup()
     for follower in followers {
         for _ in 0..<subscribers {
             let client = try NativeClient(path: follower)
-            let mine = Receipts(expected: total)
+            let mine = FanoutReceipts(expected: total)
             receipts.append(mine)
             try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
             done.enter()
@@ -92,7 +80,7 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
                 defer { done.leave() }
                 var attached = false
                 while let frame = try? client.receive() {
-                    let now = ContinuousClock.now
+                    let now = FanoutReceipts.now()
                     if frame.kind == .error {
                         fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
                     }
@@ -108,10 +96,8 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
                         ready.signal()
                         continue
                     }
-                    let bytes = frame.payload
-                    guard let range = bytes.lastRange(of: Array(#""logID":""#.utf8)) else { continue }
-                    mine.times[String(decoding: bytes[range.upperBound..<(range.upperBound + 20)], as: UTF8.self)] = now
-                    mine.count += 1
+                    // Each write's value is {"n": <write number>}.
+                    forEachWriteNumber(in: frame.payload) { mine.record($0, at: now) }
                     if mine.count == total { return }
                 }
             }.start()
@@ -119,20 +105,20 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     }
     for _ in 0..<(subscribers * followers.count) { ready.wait() }
     let writer = try NativeClient(path: leader)
-    let acks = Receipts(expected: total)
+    let acks = FanoutReceipts(expected: total)
     let ackDone = DispatchSemaphore(value: 0)
     Thread {
-        var n = 0
-        while n < total, let frame = try? writer.receive() {
-            let now = ContinuousClock.now
+        while acks.count < total, let frame = try? writer.receive() {
+            let now = FanoutReceipts.now()
             if frame.kind == .error { fatalError("writer got an error: \(String(decoding: frame.payload, as: UTF8.self))") }
-            guard frame.kind == .written, let value = try? JSONParser.parse(frame.payload), case .string(let id) = value["logID"] else { continue }
-            acks.times[id] = now
-            n += 1
+            // Write n is sent with request id n.
+            guard frame.kind == .written else { continue }
+            acks.record(Int(frame.requestID), at: now)
         }
         ackDone.signal()
     }.start()
     let start = ContinuousClock.now
+    let startReceiptClock = FanoutReceipts.now()
     let interval = Duration.seconds(1.0 / Double(rate))
     for n in 0..<total {
         let due = start.advanced(by: interval * n)
@@ -144,16 +130,14 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     let elapsed = seconds(ContinuousClock.now - start)
     var fromAck: [Double] = []
     let received = receipts.reduce(0) { $0 + $1.count }
-    for receipt in receipts {
-        for (id, time) in receipt.times {
-            if let ack = acks.times[id] { fromAck.append(seconds(time - ack) * 1e6) }
-        }
-    }
+    for receipt in receipts { receipt.latencies(from: acks, into: &fromAck) }
     if ProcessInfo.processInfo.environment["FANOUT_SLOW"] != nil {
         var slow: [(Double, Double)] = []
+        let startNanoseconds = Double(startReceiptClock)
         for receipt in receipts.prefix(1) {
-            for (id, time) in receipt.times {
-                if let ack = acks.times[id], seconds(time - ack) > 0.02 { slow.append((seconds(ack - start), seconds(time - ack) * 1e3)) }
+            for n in 0..<total where receipt.nanoseconds[n] != 0 && acks.nanoseconds[n] != 0 {
+                let late = receipt.nanoseconds[n] - acks.nanoseconds[n]
+                if late > 20_000_000 { slow.append(((Double(acks.nanoseconds[n]) - startNanoseconds) / 1e9, Double(late) / 1e6)) }
             }
         }
         slow.sort { $0.0 < $1.0 }
@@ -167,18 +151,6 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     if cutOff > 0 { print("  subscribers cut off for lagging behind (saturated): \(cutOff) of \(receipts.count)") }
     if !fromAck.isEmpty {
         print("  leader acknowledgement to follower-subscriber receipt: p50 \(format(percentile(fromAck, 0.5))) us, p99 \(format(percentile(fromAck, 0.99))) us")
-    }
-}
-
-extension Array where Element == UInt8 {
-    func lastRange(of pattern: [UInt8]) -> Range<Int>? {
-        guard pattern.count <= self.count else { return nil }
-        var i = self.count - pattern.count
-        while i >= 0 {
-            if self[i..<(i + pattern.count)].elementsEqual(pattern) { return i..<(i + pattern.count) }
-            i -= 1
-        }
-        return nil
     }
 }
 
