@@ -214,6 +214,7 @@ final class LogServerConnection: Sendable {
         }
         defer { heartbeat.cancel() }
         do {
+            var rulesVersion = engine.rulesVersion
             var rules = try engine.rules().json
             // The default namespace's connection also says which namespaces exist, in the
             // welcome and then whenever the list changes (looked at once per heartbeat interval):
@@ -245,11 +246,16 @@ final class LogServerConnection: Sendable {
                     position = last.id
                     lastSentAt = .now
                 }
-                let current = try engine.rules().json
-                if current != rules {
-                    rules = current
-                    try await self.send(.rules, JSONWriter.bytes(current))
-                    lastSentAt = .now
+                // The document is read (a storage read and a parse) only when its version moved,
+                // not at every wake-up.
+                if engine.rulesVersion != rulesVersion {
+                    rulesVersion = engine.rulesVersion
+                    let current = try engine.rules().json
+                    if current != rules {
+                        rules = current
+                        try await self.send(.rules, JSONWriter.bytes(current))
+                        lastSentAt = .now
+                    }
                 }
                 if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
                     namespacesCheckedAt = .now

@@ -14,6 +14,10 @@ extension Engine {
         try Self.storedRules(self.database) ?? self.options.defaultRules
     }
 
+    /// Changes whenever the rules change (after the new document is stored): a reader that
+    /// only needs to notice a change compares this instead of reading the document.
+    public var rulesVersion: UInt64 { self.securityRulesHolder.versioned.version }
+
     /// The rules document stored in `database`, nil when none was ever set.
     static func storedRules(_ database: Database) throws(EddyError) -> Rules? {
         let stored: [UInt8]?
