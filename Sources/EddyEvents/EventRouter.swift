@@ -44,6 +44,13 @@ package final class EventRouter {
     private var writeIsUpdate = false
     /// Events of the current group, in log order.
     private(set) var deliveries: [Delivery] = []
+    /// The group's batches for windows that `coalescesEntries`, handed over after `deliveries`
+    /// (at the end of the group), in the order they were opened. A window's newest batch
+    /// (`openBatchIndex`) takes the next entry's events when they go to the same listeners
+    /// (the same silenced set); otherwise the window starts a new one, so each of its listeners
+    /// still gets every entry in log order.
+    private var coalescedBatches: [(silenced: Set<ListenerID>, outputs: [ListenerOutput], events: [ChildEvent])] = []
+    private var openBatchIndex: [ListenerWindow.ID: Int] = [:]
 
     /// Committed state, read between groups.
     let database: Database
@@ -292,6 +299,16 @@ package final class EventRouter {
             let entryChanges =
                 window.needsEntryChanges
                 ? AppliedChange.valueChanges(at: window.location, of: self.writeChanges, merge: self.writeIsUpdate) : nil
+            if window.coalescesEntries {
+                guard let batch = window.eventsBatch(from: old, logID: logID, entryChanges: entryChanges, silenced: silenced) else { continue }
+                if let open = self.openBatchIndex[id], self.coalescedBatches[open].silenced == silenced {
+                    self.coalescedBatches[open].events += batch.events
+                } else {
+                    self.openBatchIndex[id] = self.coalescedBatches.count
+                    self.coalescedBatches.append((silenced, batch.outputs, batch.events))
+                }
+                continue
+            }
             guard let delivery = window.delivery(from: old, logID: logID, entryChanges: entryChanges, silenced: silenced) else { continue }
             self.deliveries.append(delivery)
         }
@@ -306,7 +323,16 @@ package final class EventRouter {
         self.writeChanges.removeAll(keepingCapacity: true)
     }
 
+    /// The group's deliveries: one per entry and listener window, then the coalesced batches
+    /// (every member of a window gets the very same array).
     package func takeDeliveries() -> [Delivery] {
+        for (_, outputs, events) in self.coalescedBatches {
+            self.deliveries.append { @Sendable in
+                for case .events(let sink) in outputs { sink(events) }
+            }
+        }
+        self.coalescedBatches.removeAll(keepingCapacity: true)
+        self.openBatchIndex.removeAll(keepingCapacity: true)
         defer { self.deliveries.removeAll(keepingCapacity: true) }
         return self.deliveries
     }

@@ -33,11 +33,18 @@ package struct ListenerSpec: Sendable {
     package var replaysSince = true
     /// Whom the listener acts for: checked at attach and after every rules change.
     package var access: Access = .admin
+    /// An `.events` listener that takes the events of several log entries in one batch: the
+    /// live entries of one commit group come as one batch, in log order, each event naming its
+    /// entry, handed over at the end of the group (after the group's per-entry batches of other
+    /// listeners). False: one batch per entry. A busy location's subscribers then cost one
+    /// hand-over per group instead of one per entry.
+    package var coalescesEntries = false
 
     package init(
         location: Path, query: Query?, keyPaths: [Path]?, output: ListenerOutput, selection: EventSelection = .firebase,
-        since: LogID? = nil, replaysSince: Bool = true, access: Access = .admin
+        since: LogID? = nil, replaysSince: Bool = true, access: Access = .admin, coalescesEntries: Bool = false
     ) {
+        self.coalescesEntries = coalescesEntries
         self.location = location
         self.query = query
         self.keyPaths = keyPaths

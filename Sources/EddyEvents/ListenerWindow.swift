@@ -42,6 +42,8 @@ final class ListenerWindow {
     let isPlain: Bool
     let deliversChangeSets: Bool
     let selection: EventSelection
+    /// Its members take the consecutive entries of a group in one batch (`ListenerSpec`).
+    let coalescesEntries: Bool
     /// False for a plain window whose members hear only value changes: it holds no entries,
     /// and a change costs what the change holds, whatever the size of the location.
     let keepsResult: Bool
@@ -62,6 +64,7 @@ final class ListenerWindow {
         self.deliversChangeSets = spec.output.isChangeSets
         self.keyPaths = spec.keyPaths
         self.selection = spec.selection
+        self.coalescesEntries = spec.coalescesEntries && !spec.output.isChangeSets
         self.keepsResult = !(spec.query == nil && !spec.output.isChangeSets && !spec.selection.childEvents && spec.selection.valueChanges)
     }
 
@@ -70,6 +73,7 @@ final class ListenerWindow {
         spec.since == nil && spec.location == self.location && spec.query == (self.isPlain ? nil : self.query)
             && spec.keyPaths == self.keyPaths && spec.output.isChangeSets == self.deliversChangeSets
             && (self.deliversChangeSets || spec.selection == self.selection)
+            && (spec.coalescesEntries && !spec.output.isChangeSets) == self.coalescesEntries
     }
 
     /// Whether the value events of this window carry the entry's own changes (so the router
@@ -254,6 +258,19 @@ final class ListenerWindow {
     func delivery(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, silenced: Set<ListenerID>) -> Delivery? {
         let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
         return self.delivery(from: old, logID: logID, entryChanges: entryChanges, to: outputs)
+    }
+
+    /// For a window that `coalescesEntries`: the events that turn `old` into the current
+    /// result and the members that hear them (all but the `silenced`); nil when there are none.
+    /// The caller hands them over, possibly joined with the next entries' events.
+    func eventsBatch(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, silenced: Set<ListenerID>) -> (
+        outputs: [ListenerOutput], events: [ChildEvent]
+    )? {
+        precondition(!self.deliversChangeSets, "change sets are never joined")
+        let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
+        if outputs.isEmpty { return nil }
+        let events = self.events(from: old, logID: logID, entryChanges: entryChanges)
+        return events.isEmpty ? nil : (outputs, events)
     }
 
     /// The same for the listener with `output` alone (a resumed listener catching up).

@@ -39,10 +39,14 @@ public struct Frame: Sendable, Equatable {
         /// the location's ETag is that one; otherwise `error` with code `preconditionFailed`,
         /// `"current"` (the value now) and `"etag"` (its ETag): a compare-and-set for transactions.
         case write = 3
-        /// `{"path": "/a", "query": {...}, "since": "<log id>"?, "events": "all"|"value"}` (answer:
-        /// `subscribed`, then `events` frames with this id). `events`: `"all"` (the default) for
-        /// child events and value events, `"value"` for value events only (a plain value
-        /// subscription then costs the server the size of each change, not of its location).
+        /// `{"path": "/a", "query": {...}, "since": "<log id>"?, "events": "all"|"value", "coalesce": bool?}`
+        /// (answer: `subscribed`, then `events` frames with this id). `events`: `"all"` (the
+        /// default) for child events and value events, `"value"` for value events only (a plain
+        /// value subscription then costs the server the size of each change, not of its location).
+        /// `coalesce: true`: one live `events` frame may hold the events of several log entries
+        /// (entries committed together, in log order, each event naming its entry's `logID`), so a
+        /// location written faster than the disk syncs costs a frame per commit group, not per
+        /// entry; without it (the default, as before) every live frame holds one entry.
         case subscribe = 4
         /// `{"subscription": <request id of the subscribe>}` (answer: `unsubscribed`)
         case unsubscribe = 5

@@ -483,3 +483,57 @@ def test_the_native_protocol_over_tcp(daemon_factory):
     client.send(GET, 2, {"path": "/tcp"})
     assert client.recv() == (VALUE, 2, {"value": "yes"})
     client.close()
+
+
+def test_a_coalescing_subscription_gets_every_entry_in_log_order(daemon):
+    """`coalesce: true`: a live events frame may hold several entries (those committed together);
+    the subscriber still gets every write, once, in log order, each event naming its entry, and
+    the value it rebuilds from the changes is the stored one. A subscriber without it gets one
+    entry per frame, as before."""
+    coalescing, plain, writer = Native(daemon), Native(daemon), Native(daemon)
+    coalescing.send(SUBSCRIBE, 1, {"path": "/burst", "events": "value", "coalesce": True})
+    plain.send(SUBSCRIBE, 1, {"path": "/burst", "events": "value"})
+    for client in (coalescing, plain):
+        assert client.recv()[0] == SUBSCRIBED
+        kind, _, first = client.recv()
+        assert kind == EVENTS and first["events"] == [{"kind": "value", "value": None}]
+    count = 500
+    # Pipelined: the daemon commits them in groups of many entries.
+    for i in range(count):
+        writer.send(WRITE, i, {"op": "set", "path": f"/burst/k{i:03d}", "value": i})
+    acks = {}
+    while len(acks) < count:
+        kind, request_id, payload = writer.recv()
+        assert kind == WRITTEN, payload
+        acks[request_id] = payload["logID"]
+    in_order = [acks[i] for i in range(count)]
+    assert in_order == sorted(in_order)
+
+    def read(client):
+        frames, ids, value = [], [], {}
+        while len(ids) < count:
+            kind, _, payload = client.recv()
+            assert kind == EVENTS, payload
+            frames.append(payload["events"])
+            for event in payload["events"]:
+                assert event["kind"] == "value" and event["logID"], event
+                ids.append(event["logID"])
+                for change in event["changes"]:
+                    value = apply_change(value, change["op"], change["path"], change["data"])
+        return frames, ids, value
+
+    frames, ids, value = read(coalescing)
+    assert ids == in_order, "every entry once, in log order"
+    assert value == {f"k{i:03d}": i for i in range(count)}
+    print(f"coalescing subscriber: {count} entries in {len(frames)} frames")
+    plain_frames, plain_ids, _ = read(plain)
+    assert plain_ids == in_order and len(plain_frames) == count, "one entry per frame without coalesce"
+    for client in (coalescing, plain, writer):
+        client.close()
+
+
+def test_coalesce_must_be_a_boolean(native):
+    native.send(SUBSCRIBE, 1, {"path": "/a", "coalesce": "yes"})
+    kind, request_id, payload = native.recv()
+    assert kind == ERROR and request_id == 1
+    assert payload["code"] == "invalidArgument" and '"coalesce"' in payload["message"], payload

@@ -10,7 +10,8 @@
 //   socket  the same fan-out through a running eddyd's native socket: one writer connection
 //           (writes pipelined at `rate`), `subscribers` connections subscribed to /feed/latest,
 //           each receiving every write: events/s, losses, and latency from the write's
-//           acknowledgement (and from its submission) to each subscriber's receipt.
+//           acknowledgement (and from its submission) to each subscriber's receipt. Subscribers
+//           ask for `coalesce` (FANOUT_COALESCE=0: one events frame per entry).
 //   redis   the socket fan-out against Redis Streams (RedisFanout.swift): XADD pipelined at
 //           `rate`, `subscribers` connections each in an XREAD BLOCK loop; same figures and
 //           output, for scripts/event-bench.sh to compare with `socket` in one run.
@@ -148,7 +149,7 @@ func socketFanout(path: String, rate: Int, duration: Double, subscribers: Int) t
         let client = try NativeClient(path: path)
         let mine = FanoutReceipts(expected: total)
         receipts.append(mine)
-        try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
+        try client.send(Frame(kind: .subscribe, requestID: 1, payload: fanoutSubscribePayload))
         done.enter()
         let thread = Thread {
             defer { done.leave() }

@@ -55,6 +55,14 @@ public final class FanoutReceipts: @unchecked Sendable {
     }
 }
 
+/// The fan-out subscribe request for /feed/latest. Subscribers ask for `coalesce` (several
+/// entries per events frame when they were committed together), the counterpart of the Redis
+/// subscribers' `XREAD COUNT 1000`; FANOUT_COALESCE=0 asks for one frame per entry.
+public let fanoutSubscribePayload: [UInt8] = {
+    let coalesce = getenv("FANOUT_COALESCE").map { String(cString: $0) } != "0"
+    return Array(#"{"path":"/feed/latest","coalesce":\#(coalesce)}"#.utf8)
+}()
+
 /// Calls `body` with the number after every `"n":` in a JSON payload (the fan-out writes carry
 /// `{"n": <write number>}`; a frame may hold the events of several writes).
 @inline(__always)

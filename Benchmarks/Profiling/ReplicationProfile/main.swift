@@ -74,7 +74,7 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
             let client = try NativeClient(path: follower)
             let mine = FanoutReceipts(expected: total)
             receipts.append(mine)
-            try client.send(Frame(kind: .subscribe, requestID: 1, payload: Array(#"{"path":"/feed/latest"}"#.utf8)))
+            try client.send(Frame(kind: .subscribe, requestID: 1, payload: fanoutSubscribePayload))
             done.enter()
             Thread {
                 defer { done.leave() }

@@ -45,14 +45,20 @@ extension Engine {
     /// `access`: whom the listener acts for. Unless it is the admin, the rules must allow reading
     /// the whole location (with the query's parameters) at attach (else `permissionDenied`), and
     /// again after every rules change (else the sink gets a `cancel` event, "Permission denied").
+    ///
+    /// `coalescesEntries`: the live entries of one commit group come in one batch, the events of
+    /// each entry in log order, each naming its entry's log id, handed over at the end of the
+    /// group (the attach batch and a resume's replay stay one per entry). A location written
+    /// faster than the disk syncs then costs one batch per group and listener, not per entry.
     public func listen(
         _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, replaySince: Bool = true,
-        selection: EventSelection = .firebase, access: Access = .admin, sink: @escaping ChildEventSink
+        selection: EventSelection = .firebase, access: Access = .admin, coalescesEntries: Bool = false,
+        sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
         try await self.attach(
             ListenerSpec(
                 location: location, query: query, keyPaths: keyPaths, output: .events(sink), selection: selection, since: since,
-                replaysSince: replaySince, access: access))
+                replaysSince: replaySince, access: access, coalescesEntries: coalescesEntries))
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,

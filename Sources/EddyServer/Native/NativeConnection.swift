@@ -511,10 +511,18 @@ final class NativeConnection: Sendable {
         case let other?:
             throw EddyError(.invalidArgument, "\"events\" must be \"all\" or \"value\", not \(JSONWriter.string(.string(other)))")
         }
+        let coalesces: Bool
+        switch body["coalesce"] {
+        case .null: coalesces = false
+        case .bool(let flag): coalesces = flag
+        case let other: throw EddyError(.invalidArgument, "field \"coalesce\" must be true or false, not \(JSONWriter.string(other))")
+        }
         self.state.withLock { $0.held[requestID] = [] }
         let attachment: ListenerAttachment
         do {
-            attachment = try await engine.listen(path, query: query, since: since, selection: selection, access: access) { events in
+            attachment = try await engine.listen(
+                path, query: query, since: since, selection: selection, access: access, coalescesEntries: coalesces
+            ) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }
                     state.held[requestID]!.append(events)
