@@ -256,8 +256,12 @@ final class ListenerWindow {
     /// to changed. `entryChanges`: the entry's changes as this window's location sees them,
     /// when `needsEntryChanges`.
     func delivery(from old: Snapshot, logID: LogID, entryChanges: [ValueChange]?, silenced: Set<ListenerID>) -> Delivery? {
-        let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
-        return self.delivery(from: old, logID: logID, entryChanges: entryChanges, to: outputs)
+        self.delivery(from: old, logID: logID, entryChanges: entryChanges, to: self.outputs(excluding: silenced))
+    }
+
+    /// The members' outputs but the `silenced` ones'.
+    private func outputs(excluding silenced: Set<ListenerID>) -> [ListenerOutput] {
+        silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
     }
 
     /// For a window that `coalescesEntries`: the events that turn `old` into the current
@@ -267,7 +271,7 @@ final class ListenerWindow {
         outputs: [ListenerOutput], events: [ChildEvent]
     )? {
         precondition(!self.deliversChangeSets, "change sets are never joined")
-        let outputs = silenced.isEmpty ? self.members.map(\.output) : self.members.filter { !silenced.contains($0.id) }.map(\.output)
+        let outputs = self.outputs(excluding: silenced)
         if outputs.isEmpty { return nil }
         let events = self.events(from: old, logID: logID, entryChanges: entryChanges)
         return events.isEmpty ? nil : (outputs, events)

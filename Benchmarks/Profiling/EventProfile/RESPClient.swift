@@ -186,36 +186,21 @@ final class RESPClient: @unchecked Sendable {
     /// The next reply line's type byte and its number (0 for a simple string), read in place;
     /// nil when the server closed before it. An error line throws with its message.
     private func header() throws(RESPError) -> (UInt8, Int)? {
-        var scanned = 0
-        while true {
-            let base = self.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            var i = self.readStart + scanned
-            while i < self.readEnd, base[i] != UInt8(ascii: "\n") { i += 1 }
-            if i < self.readEnd {
-                guard i > self.readStart + 1, base[i - 1] == UInt8(ascii: "\r") else { throw RESPError("reply line without CRLF from redis") }
-                let type = base[self.readStart]
-                let text = UnsafeBufferPointer(start: base + self.readStart + 1, count: i - 1 - (self.readStart + 1))
-                self.readStart = i + 1
-                switch type {
-                case UInt8(ascii: "-"): throw RESPError("redis replied an error: \(String(decoding: text, as: UTF8.self))")
-                case UInt8(ascii: "+"): return (type, 0)
-                default:
-                    var n = 0
-                    var negative = false
-                    for byte in text {
-                        if byte == UInt8(ascii: "-") { negative = true; continue }
-                        guard byte >= 0x30, byte <= 0x39 else { throw RESPError("bad number in reply line: \(String(decoding: text, as: UTF8.self))") }
-                        n = n * 10 + Int(byte - 0x30)
-                    }
-                    return (type, negative ? -n : n)
-                }
+        guard let line = try self.nextLine() else { return nil }
+        guard let type = line.first else { throw RESPError("empty reply line from redis") }
+        let text = UnsafeBufferPointer(rebasing: line[1...])
+        switch type {
+        case UInt8(ascii: "-"): throw RESPError("redis replied an error: \(String(decoding: text, as: UTF8.self))")
+        case UInt8(ascii: "+"): return (type, 0)
+        default:
+            var n = 0
+            var negative = false
+            for byte in text {
+                if byte == UInt8(ascii: "-") { negative = true; continue }
+                guard byte >= 0x30, byte <= 0x39 else { throw RESPError("bad number in reply line: \(String(decoding: text, as: UTF8.self))") }
+                n = n * 10 + Int(byte - 0x30)
             }
-            scanned = self.readEnd - self.readStart
-            guard scanned < self.readBuffer.count else { throw RESPError("reply line longer than \(self.readBuffer.count) bytes from redis") }
-            guard try self.fill(scanned + 1) else {
-                if scanned == 0 { return nil }
-                throw RESPError("redis closed the connection in the middle of a line")
-            }
+            return (type, negative ? -n : n)
         }
     }
 
@@ -246,6 +231,12 @@ final class RESPClient: @unchecked Sendable {
 
     /// The next line without its CRLF; nil when the server closed before any of it arrived.
     private func line() throws(RESPError) -> [UInt8]? {
+        try self.nextLine().map { Array($0) }
+    }
+
+    /// The next line without its CRLF, in the read buffer (valid until the next read); nil when
+    /// the server closed before any of it arrived.
+    private func nextLine() throws(RESPError) -> UnsafeBufferPointer<UInt8>? {
         var scanned = 0
         while true {
             let base = self.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
@@ -253,7 +244,7 @@ final class RESPClient: @unchecked Sendable {
             while i < self.readEnd {
                 if base[i] == UInt8(ascii: "\n") {
                     guard i > self.readStart, base[i - 1] == UInt8(ascii: "\r") else { throw RESPError("reply line without CRLF from redis") }
-                    let line = Array(UnsafeBufferPointer(start: base + self.readStart, count: i - 1 - self.readStart))
+                    let line = UnsafeBufferPointer(start: base + self.readStart, count: i - 1 - self.readStart)
                     self.readStart = i + 1
                     return line
                 }
