@@ -147,10 +147,20 @@ if has_phase fanout; then
 echo "== fan-out: $fanout_rate writes/s, 2 followers x $fanout_subscribers subscribers, $fanout_seconds s"
 start fanleader serve --data "$work/fanleader"
 fan_url=$started_url
+fan_pids=("$started_pid")
 start fan1 follow --leader "$work/fanleader/replication.sock" --data "$work/fan1"
 f1=$started_url
+fan_pids+=("$started_pid")
 start fan2 follow --leader "$work/fanleader/replication.sock" --data "$work/fan2"
 f2=$started_url
+fan_pids+=("$started_pid")
 caught_up "$fan_url" "$f1" "$f2"
+# cpu_ticks PID: user + system clock ticks the process has used (/proc/PID/stat fields 14, 15).
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+before=(); for pid in "${fan_pids[@]}"; do before+=("$(cpu_ticks "$pid")"); done
 "$driver" fanout "$work/fanleader/eddyd.sock" "$fanout_rate" "$fanout_seconds" "$fanout_subscribers" "$work/fan1/eddyd.sock" "$work/fan2/eddyd.sock"
+# Where the two cores went: the daemons' CPU over the run (the harness takes most of the rest).
+ticks=$(getconf CLK_TCK)
+cpu=(); for i in "${!fan_pids[@]}"; do cpu+=("$(( ($(cpu_ticks "${fan_pids[$i]}") - ${before[$i]}) * 1000 / ticks ))"); done
+echo "  CPU used during the run: leader ${cpu[0]} ms, followers ${cpu[1]} ms and ${cpu[2]} ms"
 fi

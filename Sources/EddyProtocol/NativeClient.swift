@@ -103,6 +103,22 @@ public final class NativeClient: @unchecked Sendable {
         }
     }
 
+    /// The socket, for a caller that waits on many connections with poll or epoll and then
+    /// calls `receiveReady` on the readable ones.
+    public var fileDescriptor: Int32 { self.fd }
+
+    /// Hands `body` every whole frame after one read of the socket; false when the server closed
+    /// the connection. The read blocks while the socket holds nothing, so call it when poll or
+    /// epoll reports the socket readable.
+    public func receiveReady(_ body: (Frame) -> Void) throws(ProtocolError) -> Bool {
+        let count = read(self.fd, self.readBuffer.baseAddress, self.readBuffer.count)
+        if count == 0 { return false }
+        guard count > 0 else { throw ProtocolError("reading the socket failed: \(String(cString: strerror(errno)))") }
+        self.decoder.append(UnsafeRawBufferPointer(rebasing: self.readBuffer[..<count]))
+        while let frame = try self.decoder.next() { body(frame) }
+        return true
+    }
+
     /// The next frame; nil when the server closed the connection.
     public func receive() throws(ProtocolError) -> Frame? {
         while true {

@@ -26,6 +26,14 @@ import FanoutReceipts
 import Foundation
 import Synchronization
 
+/// CPU this process has used (user + system), in milliseconds.
+func cpuMilliseconds() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Int(usage.ru_utime.tv_sec) * 1000 + Int(usage.ru_utime.tv_usec) / 1000
+    return user + Int(usage.ru_stime.tv_sec) * 1000 + Int(usage.ru_stime.tv_usec) / 1000
+}
+
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 func percentile(_ sorted: [Double], _ f: Double) -> Double { sorted[min(max(Int((f * Double(sorted.count)).rounded(.up)) - 1, 0), sorted.count - 1)] }
 func format(_ x: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", x) }
@@ -64,44 +72,75 @@ func load(socket: String, duration: Double, writers: Int) throws {
     print("load: \(writers) writers, \(total) durable writes in \(format(elapsed, 2)) s: \(Int(Double(total) / elapsed)) writes/s")
 }
 
+/// One follower's subscribers, read by one thread that waits on all their sockets with poll(2).
+/// A thread per subscriber (as before 2026-11-26) woke 200 threads per write, and their context
+/// switches took CPU from the daemons being measured on the same two cores; one wake-up here
+/// reads every subscriber that is ready. Returns when every subscriber got `total` writes, was
+/// cut off or closed, or `stop` is set.
+func receiveFanout(clients: [NativeClient], receipts: [FanoutReceipts], total: Int, ready: DispatchSemaphore, stop: borrowing Atomic<Bool>) {
+    var sockets = clients.map { pollfd(fd: $0.fileDescriptor, events: Int16(POLLIN), revents: 0) }
+    var attached = Array(repeating: false, count: clients.count)
+    var open = clients.count
+    func finish(_ i: Int) {
+        if !attached[i] {
+            attached[i] = true
+            ready.signal()
+        }
+        sockets[i].fd = -1  // poll skips negative descriptors
+        open -= 1
+    }
+    while open > 0, !stop.load(ordering: .relaxed) {
+        guard poll(&sockets, nfds_t(sockets.count), 100) > 0 else { continue }
+        for i in sockets.indices where sockets[i].fd >= 0 && sockets[i].revents != 0 {
+            let mine = receipts[i]
+            var finished = false
+            let more = (try? clients[i].receiveReady { frame in
+                let now = FanoutReceipts.now()
+                if frame.kind == .error {
+                    fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
+                }
+                if frame.kind == .behind {
+                    // Cut off for lagging (the follower is saturated): counted, not fatal.
+                    mine.cutOff = true
+                    finished = true
+                    return
+                }
+                guard frame.kind == .events else { return }
+                if !attached[i] {
+                    attached[i] = true
+                    ready.signal()
+                    return
+                }
+                // Each write's value is {"n": <write number>}.
+                forEachWriteNumber(in: frame.payload) { mine.record($0, at: now) }
+                if mine.count == total { finished = true }
+            }) ?? false
+            if finished || !more { finish(i) }
+        }
+    }
+}
+
 func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, followers: [String]) throws {
     let total = Int(Double(rate) * duration)
     var receipts: [FanoutReceipts] = []
     let ready = DispatchSemaphore(value: 0)
     let done = DispatchGroup()
+    let stop = Atomic<Bool>(false)
     for follower in followers {
+        var clients: [NativeClient] = []
+        var mine: [FanoutReceipts] = []
         for _ in 0..<subscribers {
             let client = try NativeClient(path: follower)
-            let mine = FanoutReceipts(expected: total)
-            receipts.append(mine)
             try client.send(Frame(kind: .subscribe, requestID: 1, payload: fanoutSubscribePayload))
-            done.enter()
-            Thread {
-                defer { done.leave() }
-                var attached = false
-                while let frame = try? client.receive() {
-                    let now = FanoutReceipts.now()
-                    if frame.kind == .error {
-                        fatalError("subscriber got \(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))")
-                    }
-                    if frame.kind == .behind {
-                        // Cut off for lagging (the follower is saturated): counted, not fatal.
-                        mine.cutOff = true
-                        if !attached { ready.signal() }
-                        return
-                    }
-                    guard frame.kind == .events else { continue }
-                    if !attached {
-                        attached = true
-                        ready.signal()
-                        continue
-                    }
-                    // Each write's value is {"n": <write number>}.
-                    forEachWriteNumber(in: frame.payload) { mine.record($0, at: now) }
-                    if mine.count == total { return }
-                }
-            }.start()
+            clients.append(client)
+            mine.append(FanoutReceipts(expected: total))
         }
+        receipts += mine
+        done.enter()
+        Thread { [clients, mine] in
+            defer { done.leave() }
+            receiveFanout(clients: clients, receipts: mine, total: total, ready: ready, stop: stop)
+        }.start()
     }
     for _ in 0..<(subscribers * followers.count) { ready.wait() }
     let writer = try NativeClient(path: leader)
@@ -118,6 +157,7 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
         ackDone.signal()
     }.start()
     let start = ContinuousClock.now
+    let startCPU = cpuMilliseconds()
     let startReceiptClock = FanoutReceipts.now()
     let interval = Duration.seconds(1.0 / Double(rate))
     for n in 0..<total {
@@ -127,7 +167,9 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     }
     ackDone.wait()
     _ = done.wait(timeout: .now() + 30)
+    stop.store(true, ordering: .relaxed)
     let elapsed = seconds(ContinuousClock.now - start)
+    let harnessCPU = cpuMilliseconds() - startCPU
     var fromAck: [Double] = []
     let received = receipts.reduce(0) { $0 + $1.count }
     for receipt in receipts { receipt.latencies(from: acks, into: &fromAck) }
@@ -152,6 +194,7 @@ func fanout(leader: String, rate: Int, duration: Double, subscribers: Int, follo
     if !fromAck.isEmpty {
         print("  leader acknowledgement to follower-subscriber receipt: p50 \(format(percentile(fromAck, 0.5))) us, p99 \(format(percentile(fromAck, 0.99))) us")
     }
+    print("  CPU used by this harness during the run: \(harnessCPU) ms")
 }
 
 func consume(replication: String, native: String, name: String) throws {
