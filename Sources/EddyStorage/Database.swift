@@ -20,6 +20,11 @@ public final class Database: @unchecked Sendable {
     let db: OpaquePointer
     private let options: OpaquePointer
     private let cfOptions: OpaquePointer
+    /// `cfOptions` with LZ4 instead of zstd, for `StorageOptions.lz4Families`.
+    private let lz4Options: OpaquePointer
+    /// Each family's options (one of the two above), for SST files written outside the
+    /// database (`SortedFileLoader`) to have the family's format and compression.
+    let familyOptions: [String: OpaquePointer]
     private let blockOptions: OpaquePointer
     private let cache: OpaquePointer
     private let syncWrite: OpaquePointer
@@ -57,7 +62,6 @@ public final class Database: @unchecked Sendable {
         defer { cNames.forEach { free($0) } }
         var namePointers = cNames.map { UnsafePointer<CChar>($0) }
         let lz4Options = rocksdb_options_create_copy(cfOptions)!
-        defer { rocksdb_options_destroy(lz4Options) }
         rocksdb_options_set_compression(lz4Options, Int32(rocksdb_lz4_compression))
         var cfOptionList: [OpaquePointer?] = all.map { storage.zstd && storage.lz4Families.contains($0) ? lz4Options : cfOptions }
         var errptr: UnsafeMutablePointer<CChar>? = nil
@@ -70,6 +74,7 @@ public final class Database: @unchecked Sendable {
             let message = String(cString: errptr)
             rocksdb_free(errptr)
             rocksdb_options_destroy(cfOptions)
+            rocksdb_options_destroy(lz4Options)
             rocksdb_options_destroy(options)
             rocksdb_block_based_options_destroy(blockOptions)
             rocksdb_cache_destroy(cache)
@@ -78,6 +83,10 @@ public final class Database: @unchecked Sendable {
         self.db = db!
         self.options = options
         self.cfOptions = cfOptions
+        self.lz4Options = lz4Options
+        var familyOptions: [String: OpaquePointer] = [:]
+        for (name, option) in zip(all, cfOptionList) { familyOptions[name] = option! }
+        self.familyOptions = familyOptions
         self.blockOptions = blockOptions
         self.cache = cache
         var families: [String: ColumnFamily] = [:]
@@ -110,6 +119,7 @@ public final class Database: @unchecked Sendable {
         rocksdb_writeoptions_destroy(self.noWALWrite)
         rocksdb_readoptions_destroy(self.readOptions)
         rocksdb_options_destroy(self.cfOptions)
+        rocksdb_options_destroy(self.lz4Options)
         rocksdb_options_destroy(self.options)
         rocksdb_block_based_options_destroy(self.blockOptions)
         rocksdb_cache_destroy(self.cache)
