@@ -266,8 +266,9 @@ public enum FollowerBootstrap {
             let started = ContinuousClock.now
             var lastReport = started
             let count: Int
-            do {
-                count = try Engine.restoreSnapshot(directory: incoming, replicaOf: databaseID) { () throws(EddyError) -> [EngineSnapshotReader.Record]? in
+            do throws(EddyError) {
+                let restore = try SnapshotRestore(directory: incoming)
+                receiving: while true {
                     let frame: Frame?
                     do throws(ProtocolError) {
                         frame = try client.receive()
@@ -277,18 +278,14 @@ public enum FollowerBootstrap {
                     guard let frame else { throw EddyError(.unavailable, "the leader closed the connection in the middle of the snapshot") }
                     switch frame.kind {
                     case .snapshotChunk:
-                        let records: [EngineSnapshotReader.Record]
-                        do throws(ProtocolError) {
-                            records = try SnapshotChunk.decode(frame.payload)
-                        } catch {
-                            throw EddyError(.corruption, "snapshot chunk rejected: \(error.message)")
+                        // Verified by its checksum before any record is handed over.
+                        received += try SnapshotChunk.decode(frame.payload) { family, key, value throws(EddyError) in
+                            try restore.put(family: family, key: key, value: value)
                         }
-                        received += records.count
                         if ContinuousClock.now - lastReport >= .seconds(10) {
                             lastReport = .now
                             logger.info("snapshot bootstrap in progress", metadata: ["eddy.records": "\(received)"])
                         }
-                        return records
                     case .snapshotEnd:
                         let expected = (try? JSONParser.parse(frame.payload)["records"]).flatMap { value -> Int? in
                             if case .number(let n) = value { return Int(exactly: n) }  // 1e30 or 1.5: no count
@@ -297,17 +294,18 @@ public enum FollowerBootstrap {
                         guard expected == received else {
                             throw EddyError(.corruption, "the snapshot ended after \(received) records but the leader sent \(expected.map(String.init) ?? "?")")
                         }
-                        return nil
+                        break receiving
                     default:
                         throw EddyError(.corruption, "unexpected frame \(frame.kind) inside the snapshot")
                     }
                 }
+                count = try restore.finish(replicaOf: databaseID)
             } catch {
                 // A partial snapshot is never used; the replica in `directory` is untouched.
                 try? files.removeItem(atPath: incoming)
                 throw TransferFailure(error: error)
             }
-            // Complete and synced (restoreSnapshot flushed and synced it): mark it, then swap.
+            // Complete and synced (`finish` ingested, flushed and synced it): mark it, then swap.
             guard files.createFile(atPath: incoming + "/" + Self.completeFile, contents: Data()) else {
                 throw EddyError(.io, "cannot create \(incoming)/\(Self.completeFile) to mark the snapshot complete")
             }

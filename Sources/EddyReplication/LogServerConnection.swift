@@ -105,11 +105,9 @@ final class LogServerConnection: Sendable {
         try await self.send(
             .snapshot, JSONWriter.bytes(.object(["at": reader.at.map { .string($0.rawValue) } ?? .null, "databaseID": .string(try engine.replicatedDatabaseID())])))
         var count = 0
-        while true {
-            let records = try reader.next(bytesMax: Self.frameBytesMax)
-            if records.isEmpty { break }
-            try await self.send(.snapshotChunk, SnapshotChunk.encode(records))
-            count += records.count
+        while let chunk = try SnapshotChunk.encode(from: reader, bytesMax: Self.frameBytesMax) {
+            try await self.send(.snapshotChunk, chunk.payload)
+            count += chunk.records
         }
         // The snapshot may hold the newest entries before their fsync: promise them only once
         // they are durable.

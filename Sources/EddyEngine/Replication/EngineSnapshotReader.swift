@@ -43,8 +43,20 @@ public final class EngineSnapshotReader: @unchecked Sendable {
     /// The next records, about `bytesMax` bytes of keys and values (at least one); empty at the end.
     public func next(bytesMax: Int) throws(EddyError) -> [Record] {
         var records: [Record] = []
+        try self.next(bytesMax: bytesMax) { family, key, value in
+            records.append(Record(family: family, key: Array(key), value: Array(value)))
+        }
+        return records
+    }
+
+    /// Hands `body` the next records (family index, key, value; the buffers are valid during the
+    /// call only), about `bytesMax` bytes of keys and values and at least one; returns how many,
+    /// 0 at the end. Nothing is copied on the way.
+    @discardableResult
+    public func next(bytesMax: Int, _ body: (UInt8, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) throws(EddyError) -> Int {
+        var count = 0
         var bytes = 0
-        while self.family < Self.families.count, records.isEmpty || bytes < bytesMax {
+        while self.family < Self.families.count, count == 0 || bytes < bytesMax {
             if self.iterator == nil {
                 let iterator = self.database.makeIterator(self.database.columnFamily(Self.families[self.family]), snapshot: self.snapshot)
                 iterator.seekToFirst()
@@ -61,12 +73,16 @@ public final class EngineSnapshotReader: @unchecked Sendable {
                 self.family += 1
                 continue
             }
-            let record = Record(family: UInt8(self.family), key: iterator.key, value: iterator.value)
-            bytes += record.key.count + record.value.count + 9
-            records.append(record)
+            iterator.withKey { key in
+                iterator.withValue { value in
+                    body(UInt8(self.family), key, value)
+                    bytes += key.count + value.count + 9
+                }
+            }
+            count += 1
             iterator.next()
         }
-        return records
+        return count
     }
 }
 
@@ -74,50 +90,5 @@ extension Engine {
     /// A consistent copy of this database to send to a new follower.
     public func makeSnapshotReader() throws(EddyError) -> EngineSnapshotReader {
         try EngineSnapshotReader(database: self.database)
-    }
-
-    /// Creates the database in `directory` (which must not hold one) from a snapshot's records,
-    /// as `next()` yields them until it returns nil, and records that it replicates the leader's
-    /// database `replicaOf`. Written without syncing each batch, then flushed and synced once:
-    /// the caller marks the directory as being bootstrapped until this returns, so a crash in
-    /// between is redone from scratch. Returns the number of records.
-    public static func restoreSnapshot(
-        directory: String, replicaOf: String, next: () throws(EddyError) -> [EngineSnapshotReader.Record]?
-    ) throws(EddyError) -> Int {
-        let database: Database
-        do {
-            var storage = StorageOptions()
-            storage.lz4Families = [ColumnFamilies.index]
-            database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)
-        } catch {
-            throw EngineErrors.storage(error, while: "creating \(directory) for a snapshot")
-        }
-        defer { database.close() }
-        let families = EngineSnapshotReader.families.map { database.columnFamily($0) }
-        var count = 0
-        func storage(_ body: () throws(RocksDBError) -> Void) throws(EddyError) {
-            do {
-                try body()
-            } catch {
-                throw EngineErrors.storage(error, while: "writing a snapshot into \(directory)")
-            }
-        }
-        while let records = try next() {
-            let batch = WriteBatch()
-            for record in records {
-                guard Int(record.family) < families.count else {
-                    throw EddyError(.corruption, "snapshot record names family \(record.family), which does not exist")
-                }
-                batch.put(families[Int(record.family)], record.key, record.value)
-            }
-            try storage { () throws(RocksDBError) in try database.write(batch, durability: .buffered) }
-            count += records.count
-        }
-        try storage { () throws(RocksDBError) in
-            try database.put(database.columnFamily(ColumnFamilies.meta), MetaKeys.replicaOf, Array(replicaOf.utf8), durability: .buffered)
-            try database.flushMemtables()
-            try database.flushWAL(sync: true)
-        }
-        return count
     }
 }
