@@ -11,7 +11,8 @@
 // Snapshots: a follower that needs entries the log no longer has (new, after the log was
 // pruned, or older than the log keeps) gets a consistent snapshot (`snapshot`, chunks,
 // `snapshotEnd`) and then the entries after it, when its hello says it can take one; it is
-// refused with reason `snapshotNeeded` otherwise.
+// refused with reason `snapshotNeeded` otherwise. A new follower of a long log (at least
+// `snapshotBootstrapEntries` entries) that can take a snapshot gets one too: its catch-up.
 //
 // Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
 // database, a follower whose last applied entry this leader never had (another history; the
@@ -43,7 +44,19 @@ final class LogServerConnection: Sendable {
     private let started = Mutex(false)
     private let doorbell: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
 
-    init(channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil, logger: Logger) {
+    /// A new replica (no entry applied) of a log holding at least this many entries starts from
+    /// a snapshot instead of replaying them (0: never, unless the log was pruned). A snapshot is
+    /// written into SST files and ingested, several times faster than entries applied through
+    /// the follower's committer (Benchmarks/README.md, "catch-up"), and the log comes with it,
+    /// so the replica is the same either way. Below it, replay: no snapshot held open on the
+    /// leader for a short history.
+    let snapshotBootstrapEntries: Int
+
+    init(
+        channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
+        snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, logger: Logger
+    ) {
+        self.snapshotBootstrapEntries = snapshotBootstrapEntries
         self.secret = secret
         self.channel = channel
         self.data = data
@@ -189,7 +202,13 @@ final class LogServerConnection: Sendable {
             } else if hello["lastApplied"] != .null {
                 return self.refuse("lastApplied must be a log id or null")
             } else {
-                needsSnapshot = pruned != nil
+                // A new replica: from a snapshot when the log no longer starts at the beginning,
+                // or when it is long enough that copying the state beats replaying the history
+                // (a snapshot is written as plain records; a replayed entry goes through the
+                // committer, before-images and all). See `snapshotBootstrapEntries`.
+                needsSnapshot =
+                    pruned != nil
+                    || (acceptsSnapshot && self.snapshotBootstrapEntries > 0 && engine.logHolds(atLeast: self.snapshotBootstrapEntries))
             }
         } catch {
             return self.refuse(error.message)

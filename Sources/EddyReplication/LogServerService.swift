@@ -31,11 +31,17 @@ public struct LogServerService: Service {
     let secret: String?
     /// TLS for a TCP listener (nil: plain).
     let tls: NIOSSLContext?
+    /// See `LogServerConnection.snapshotBootstrapEntries`.
+    let snapshotBootstrapEntries: Int
+    /// Its default (`--snapshot-bootstrap-entries`).
+    public static let snapshotBootstrapEntriesDefault = 50_000
 
     public init(
         address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
-        tls: NIOSSLContext? = nil, logger: Logger, bound: ListenersBound? = nil
+        snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, tls: NIOSSLContext? = nil, logger: Logger,
+        bound: ListenersBound? = nil
     ) {
+        self.snapshotBootstrapEntries = snapshotBootstrapEntries
         self.tls = tls
         self.secret = secret
         self.bound = bound
@@ -53,12 +59,14 @@ public struct LogServerService: Service {
         let doorbells = self.doorbells
         let secret = self.secret
         let tls = self.tls
+        let snapshotBootstrapEntries = self.snapshotBootstrapEntries
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
                 let connection = LogServerConnection(
-                    channel: channel, data: data, registry: registry, doorbells: doorbells, secret: secret, logger: logger)
+                    channel: channel, data: data, registry: registry, doorbells: doorbells, secret: secret,
+                    snapshotBootstrapEntries: snapshotBootstrapEntries, logger: logger)
                 channels.withLock { $0[ObjectIdentifier(channel)] = channel }
                 channel.closeFuture.whenComplete { _ in
                     _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }

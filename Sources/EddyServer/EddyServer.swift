@@ -150,13 +150,13 @@ public enum EddyServer {
             replicationServices.append(
                 LogServerService(
                     address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
-                    secret: replicationSecret, logger: logger, bound: bound))
+                    secret: replicationSecret, snapshotBootstrapEntries: configuration.snapshotBootstrapEntries, logger: logger, bound: bound))
             if let listen = configuration.replicationListen {
                 let (host, port) = try ServeConfiguration.parseHostPort(listen)
                 replicationServices.append(
                     LogServerService(
                         address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, secret: replicationSecret,
-                        tls: tlsContext, logger: logger, bound: bound))
+                        snapshotBootstrapEntries: configuration.snapshotBootstrapEntries, tls: tlsContext, logger: logger, bound: bound))
             }
             registry = followers
         }

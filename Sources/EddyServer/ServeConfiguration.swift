@@ -4,6 +4,7 @@
 import EddyEngine
 import Foundation
 import EddyModel
+import EddyReplication
 
 public struct ServeConfiguration: Sendable, Equatable {
     /// Directory holding one RocksDB database per namespace. Default `./data`.
@@ -97,6 +98,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var syncFollowers = 0
     /// How long a write waits for `syncFollowers` followers. Default 5000.
     public var syncFollowersTimeoutMilliseconds = 5000
+    /// A new follower (an empty replica) of a log holding at least this many entries starts from
+    /// a snapshot of the leader instead of replaying them (0: only when the log was pruned past
+    /// what it needs). Default 50000.
+    public var snapshotBootstrapEntries = LogServerService.snapshotBootstrapEntriesDefault
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
     /// Listen beyond loopback although no authentication is configured: anyone who reaches a
@@ -227,6 +232,9 @@ public struct ServeConfiguration: Sendable, Equatable {
         guard (1...600_000).contains(self.syncFollowersTimeoutMilliseconds) else {
             throw EddyError(
                 .invalidArgument, "sync-followers-timeout-ms \(self.syncFollowersTimeoutMilliseconds) is out of range 1...600000 (milliseconds)")
+        }
+        guard self.snapshotBootstrapEntries >= 0 else {
+            throw EddyError(.invalidArgument, "snapshot-bootstrap-entries \(self.snapshotBootstrapEntries) must be at least 0 (entries; 0: never)")
         }
         if self.rulesFile != nil, self.leader != nil {
             throw EddyError(.invalidArgument, "rules-file is for a leader; a follower takes its leader's rules")
@@ -375,6 +383,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("log-retention-check-ms", .integer(let n)): self.logRetentionCheckMilliseconds = n
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
+            case ("snapshot-bootstrap-entries", .integer(let n)): self.snapshotBootstrapEntries = n
             case ("metrics", .string(let s)): self.metricsListen = s
             case ("log-requests", .bool(let b)), ("log_requests", .bool(let b)): self.logRequests = b
             case ("ready-lag-max-seconds", .integer(let n)), ("ready_lag_max_seconds", .integer(let n)): self.readyLagMaxSeconds = n
@@ -382,7 +391,7 @@ public struct ServeConfiguration: Sendable, Equatable {
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
                 ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
                 ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
-                ("sync-followers", _), ("sync-followers-timeout-ms", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
+                ("sync-followers", _), ("sync-followers-timeout-ms", _), ("snapshot-bootstrap-entries", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("replication-listen", _), ("durability", _),
                 ("log-level", _), ("metrics", _):
@@ -392,7 +401,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
                 )
             }
         }

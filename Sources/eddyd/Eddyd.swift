@@ -131,6 +131,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("sync-followers-timeout-ms"), help: "How long a write waits for --sync-followers before failing (milliseconds). Default: 5000")
     var syncFollowersTimeoutMilliseconds: Int?
 
+    @Option(name: .customLong("snapshot-bootstrap-entries"), help: "A new follower of a log with at least this many entries starts from a snapshot instead of replaying them (0: only when the log was pruned). Default: 50000")
+    var snapshotBootstrapEntries: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
@@ -296,6 +299,7 @@ struct Serve: AsyncParsableCommand {
         if let logRetentionCheckMilliseconds { configuration.logRetentionCheckMilliseconds = logRetentionCheckMilliseconds }
         if let syncFollowers { configuration.syncFollowers = syncFollowers }
         if let syncFollowersTimeoutMilliseconds { configuration.syncFollowersTimeoutMilliseconds = syncFollowersTimeoutMilliseconds }
+        if let snapshotBootstrapEntries { configuration.snapshotBootstrapEntries = snapshotBootstrapEntries }
         try configuration.validate()
         return configuration
     }

@@ -8,13 +8,14 @@ import json
 import os
 import random
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 import requests
 
-from conftest import follower_of, put_rules, run_eddy
+from conftest import EDDYD, follower_of, put_rules, run_eddy
 from test_native import EVENTS, SUBSCRIBE, SUBSCRIBED, WRITE, WRITTEN, Native
 
 SEED = int(os.environ.get("EDDY_SEED", random.randrange(1 << 30)))
@@ -423,6 +424,48 @@ def test_followers_behind_the_retained_log_bootstrap_from_a_snapshot(daemon_fact
     digests = [digest_and_verify(d) for d in (leader, old, new)]
     for d in digests[1:]:
         assert (d["tree"], d["index"]) == (digests[0]["tree"], digests[0]["index"]), digests
+
+
+def test_a_new_follower_of_a_long_log_starts_from_a_snapshot(daemon_factory):
+    """Catch-up (issue 15): an empty replica of a log with at least --snapshot-bootstrap-entries
+    entries is copied from a snapshot (written as SST files and ingested) instead of replaying
+    every entry; the copy equals the leader (tree, index entries and the whole log), then follows
+    live. Below the threshold an empty replica replays, and 0 turns the snapshot off."""
+    leader = daemon_factory("--snapshot-bootstrap-entries", "300")
+    put_rules(leader, {"rules": {"r": {".indexOn": ["s"]}}})
+    rng = random.Random(SEED + 11)
+    random_writes(leader.base_url, rng, 200)
+    short = follower_of(daemon_factory, leader, name="short")  # 201 entries: replays
+    wait_caught_up(leader, short)
+    random_writes(leader.base_url, rng, 250)
+    long = follower_of(daemon_factory, leader, name="long")  # 451 entries: a snapshot
+    wait_for_log(long, "bootstrapped from a snapshot")
+    random_writes(leader.base_url, rng, 40)  # live, after the snapshot
+    wait_caught_up(leader, short, long)
+    assert requests.get(long.url("/r", orderBy='"s"', limitToLast="7")).json() == requests.get(
+        leader.url("/r", orderBy='"s"', limitToLast="7")).json()
+    assert "bootstrapped from a snapshot" not in open(short.log_path).read()
+    for d in (leader, short, long):
+        d.stop()
+    digests = [digest_and_verify(d) for d in (leader, short, long)]
+    assert digests[0]["log"]["count"] >= 450
+    assert digests[1] == digests[0] and digests[2] == digests[0], digests
+
+    leader.args = ["--snapshot-bootstrap-entries", "0"]
+    leader.start()
+    never = follower_of(daemon_factory, leader, name="never")
+    wait_caught_up(leader, never)
+    assert "bootstrapped from a snapshot" not in open(never.log_path).read()
+    assert requests.get(never.url("/r")).json() == requests.get(leader.url("/r")).json()
+
+
+def test_snapshot_bootstrap_entries_must_not_be_negative(tmp_path):
+    answer = subprocess.run(
+        [EDDYD, "serve", "--data", str(tmp_path / "d"), "--http", "127.0.0.1:0", "--snapshot-bootstrap-entries=-1"],
+        capture_output=True, text=True, timeout=60)
+    assert answer.returncode != 0
+    assert "snapshot-bootstrap-entries -1 must be at least 0" in answer.stderr, answer.stderr
+    assert not os.path.exists(tmp_path / "d" / "default"), "nothing created for a refused configuration"
 
 
 def test_sync_followers_confirm_writes_or_fail_them_clearly(daemon_factory):

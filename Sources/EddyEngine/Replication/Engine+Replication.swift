@@ -29,6 +29,19 @@ extension Engine {
         return entries
     }
 
+    /// True when the log holds at least `count` entries; reads at most that many keys.
+    public func logHolds(atLeast count: Int) -> Bool {
+        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
+        iterator.seekToFirst()
+        var seen = 0
+        while iterator.isValid {
+            seen += 1
+            if seen >= count { return true }
+            iterator.next()
+        }
+        return count <= 0
+    }
+
     /// The oldest entry still in the log (nil when empty).
     public func firstLogID() throws(EddyError) -> LogID? {
         let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
