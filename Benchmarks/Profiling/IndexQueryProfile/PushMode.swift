@@ -34,7 +34,7 @@ func runPushMode(_ arguments: Arguments) async throws {
     let data = DataSet(count: arguments.preload, seed: arguments.seed)
     let values = pushValues(data)
     var configurations: [Configuration] = []
-    for indexOn in [[], ["score"], ["score", "name", "group", "meta/x"]] {
+    for indexOn in [[], ["score"], ["score", "name", "group", "meta/x"]] where arguments.indexCounts?.contains(indexOn.count) ?? true {
         let directory = try temporaryDirectory("eddy-index-push")
         let engine = try await openLoaded(directory, data)
         _ = try await engine.setRules(rulesDocument(indexOn))
@@ -101,6 +101,7 @@ func runPushMode(_ arguments: Arguments) async throws {
             "single_us": .number(latency), "concurrent_per_s": .number(rate),
         ])
     }
+    guard configurations.count == 3 else { return }  // --indexes chose some: no ratios
     let none = configurations[0]
     let four = configurations[2]
     let latencyRatio = median(four.latencies) / median(none.latencies)

@@ -17,6 +17,7 @@
 //            --iterations I (2000)  --warmup W (200)  --span S (10000)  --on a,b (build: score)
 //            --preload P (push: 100000)  --single K (push: 1000)  --concurrent K (push: 10000)
 //            --writers W (push: 64)  --queries a,b (query: only these kinds, e.g. equal; for perf)
+//            --indexes 0,4 (push: only the configurations with these many indexes; for perf)
 // Output: aligned text lines, then one JSON line (the line starting with `{`) for scripts.
 
 import EddyModel
@@ -38,6 +39,7 @@ struct Arguments {
     var writers = 64
     /// query mode: the kinds to run (nil: all four).
     var queries: [String]?
+    var indexCounts: [Int]?
 
     static func parse(_ words: [String]) -> Arguments {
         var arguments = Arguments()
@@ -69,6 +71,7 @@ struct Arguments {
             case "--concurrent": arguments.concurrent = max(1, int(word))
             case "--writers": arguments.writers = max(1, int(word))
             case "--queries": arguments.queries = value(word).split(separator: ",").map(String.init)
+            case "--indexes": arguments.indexCounts = value(word).split(separator: ",").map { Int($0) ?? -1 }
             case "-h", "--help": usage(nil)
             default:
                 if word.hasPrefix("--") { usage("unknown option \(word)") }
