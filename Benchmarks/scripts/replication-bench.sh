@@ -6,7 +6,8 @@
 #      consume: streamed and acknowledged like real ones, nothing applied), and on a leader with
 #      --sync-followers 1 and one, interleaved for ROUNDS rounds; medians and ratios (target: the
 #      log server costs at most 15%). Then one round with real follower processes, for reference.
-#   2. catch-up: a new follower replays the leader's whole log (the small entries of phase 1):
+#   2. catch-up: a new follower copies the leader's whole log (the small entries of phase 1; by
+#      snapshot once the log holds --snapshot-bootstrap-entries, default 50,000, else by replay):
 #      entries/s from its start until it applied the leader's newest entry (target >= 100,000).
 #   3. fan-out: 2,000 durable writes/s for SECONDS to the leader, 2 followers with 100 native
 #      subscribers each: events/s, losses, leader-ack to subscriber receipt p50/p99.
@@ -128,7 +129,7 @@ done
 fi
 
 if has_phase catchup; then
-echo "== catch-up: a new follower replays the leader's log"
+echo "== catch-up: a new follower of the leader's log (a snapshot from 50,000 entries on, else replay)"
 start_time=$(date +%s.%N)
 start catchup follow --leader "$work/leader/replication.sock" --data "$work/catchup"
 caught_up "$leader_url" "$started_url"
