@@ -1,7 +1,8 @@
 // Log retention and snapshots at the engine: pruning by age keeps the newest entry and what a
 // follower still needs, records how far it pruned, refuses resumes from before that, and
 // `verify` checks a pruned log backwards; a snapshot restored elsewhere is the same database
-// (digests equal) and says which database it replicates.
+// (digests equal) and says which database it replicates; a snapshot whose records of a family
+// are out of key order is refused.
 
 import EddyEngine
 import EddyModel
@@ -104,4 +105,39 @@ import Testing
             #expect(try restored.digest()["index"] == engine.digest()["index"])
         }
     }
+
+    @Test func aSnapshotWithRecordsOutOfKeyOrderIsRefused() throws {
+        let target = TemporaryDirectory("snapshot-disorder")
+        defer { target.remove() }
+        let restore = try SnapshotRestore(directory: target.path)
+        func put(_ family: UInt8, _ key: String) throws(EddyError) {
+            var failure: EddyError?
+            Array(key.utf8).withUnsafeBytes { key in
+                Array("v".utf8).withUnsafeBytes { value in
+                    do throws(EddyError) {
+                        try restore.put(family: family, key: key, value: value)
+                    } catch {
+                        failure = error
+                    }
+                }
+            }
+            if let failure { throw failure }
+        }
+        try put(0, "b")
+        try put(2, "a")  // another family starts its own order
+        #expect(restore.count == 2)
+        do {
+            try put(0, "a")
+            Issue.record("a key before the family's previous one was accepted")
+        } catch {
+            #expect(error.message.contains("writing a snapshot into"), "\(error.message)")
+        }
+        do {
+            try put(7, "z")
+            Issue.record("a record of a family that does not exist was accepted")
+        } catch {
+            #expect(error.code == .corruption && error.message.contains("family 7"), "\(error.message)")
+        }
+    }
 }
+
