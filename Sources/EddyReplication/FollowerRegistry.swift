@@ -68,15 +68,27 @@ public final class FollowerRegistry: Sendable {
 
     /// How many connected followers of `namespace` applied `id` (or later).
     private func countApplied(_ id: LogID, namespace: String) -> Int {
-        self.followers.withLock { followers in
-            followers.values.filter { $0.namespace == namespace && $0.applied.map { !($0 < id) } == true }.count
-        }
+        Self.count(self.appliedPositions(), applied: id, namespace: namespace)
     }
 
+    /// Every connected follower's namespace and last applied id, read under the lock once.
+    private func appliedPositions() -> [(namespace: String, applied: LogID?)] {
+        self.followers.withLock { followers in followers.values.map { ($0.namespace, $0.applied) } }
+    }
+
+    private static func count(_ positions: [(namespace: String, applied: LogID?)], applied id: LogID, namespace: String) -> Int {
+        positions.count { $0.namespace == namespace && $0.applied.map { !($0 < id) } == true }
+    }
+
+    /// Resumes the waiters that enough followers have now acknowledged. The followers' positions
+    /// are read once, not once per waiter: with 64 writers waiting, every acknowledgement scanned
+    /// the follower table 64 times under the waiters' lock (a tenth of a leader's CPU with
+    /// `--sync-followers 1`).
     private func releaseWaiters() {
+        let positions = self.appliedPositions()
         let ready = self.waiters.withLock { waiters -> [CheckedContinuation<Bool, Never>] in
             var ready: [CheckedContinuation<Bool, Never>] = []
-            for (token, waiter) in waiters.waiting where self.countApplied(waiter.id, namespace: waiter.namespace) >= waiter.count {
+            for (token, waiter) in waiters.waiting where Self.count(positions, applied: waiter.id, namespace: waiter.namespace) >= waiter.count {
                 ready.append(waiter.continuation)
                 waiters.waiting.removeValue(forKey: token)
             }
@@ -101,8 +113,13 @@ public final class FollowerRegistry: Sendable {
                 defer { waiters.sweeping = true }
                 return !waiters.sweeping
             }
-            self.releaseWaiters()  // an ack may have come in between
             if startSweeper { Task { await self.sweep() } }
+            // An acknowledgement may have come in between the check above and the insertion: it
+            // found no waiter to release. Only this waiter needs looking at again (whoever
+            // removes it from the table resumes it).
+            if self.countApplied(id, namespace: namespace) >= count, let mine = self.waiters.withLock({ $0.waiting.removeValue(forKey: token) }) {
+                mine.continuation.resume(returning: true)
+            }
         }
         return (confirmed, self.countApplied(id, namespace: namespace))
     }
