@@ -111,17 +111,7 @@ import Testing
         defer { target.remove() }
         let restore = try SnapshotRestore(directory: target.path)
         func put(_ family: UInt8, _ key: String) throws(EddyError) {
-            var failure: EddyError?
-            Array(key.utf8).withUnsafeBytes { key in
-                Array("v".utf8).withUnsafeBytes { value in
-                    do throws(EddyError) {
-                        try restore.put(family: family, key: key, value: value)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
+            try restore.put(EngineSnapshotReader.Record(family: family, key: Array(key.utf8), value: Array("v".utf8)))
         }
         try put(0, "b")
         try put(2, "a")  // another family starts its own order

@@ -39,15 +39,35 @@ public final class SnapshotRestore {
 
     /// Adds one record (`family` indexes `EngineSnapshotReader.families`).
     public func put(family: UInt8, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(EddyError) {
+        let loader = try self.loader(family)
+        do {
+            try loader.put(key, value)
+        } catch {
+            throw self.writeError(error)
+        }
+        self.count += 1
+    }
+
+    /// `put` of a decoded record.
+    public func put(_ record: EngineSnapshotReader.Record) throws(EddyError) {
+        let loader = try self.loader(record.family)
+        do {
+            try loader.put(record.key, record.value)
+        } catch {
+            throw self.writeError(error)
+        }
+        self.count += 1
+    }
+
+    private func loader(_ family: UInt8) throws(EddyError) -> SortedFileLoader {
         guard Int(family) < self.loaders.count else {
             throw EddyError(.corruption, "snapshot record names family \(family), which does not exist")
         }
-        do {
-            try self.loaders[Int(family)].put(key, value)
-        } catch {
-            throw EngineErrors.storage(error, while: "writing a snapshot into \(self.directory)")
-        }
-        self.count += 1
+        return self.loaders[Int(family)]
+    }
+
+    private func writeError(_ error: RocksDBError) -> EddyError {
+        EngineErrors.storage(error, while: "writing a snapshot into \(self.directory)")
     }
 
     /// Ingests what was put, records that the database replicates `replicaOf`, flushes and
@@ -59,7 +79,7 @@ public final class SnapshotRestore {
             try self.database.flushMemtables()
             try self.database.flushWAL(sync: true)
         } catch {
-            throw EngineErrors.storage(error, while: "writing a snapshot into \(self.directory)")
+            throw self.writeError(error)
         }
         self.database.close()
         return self.count
@@ -79,19 +99,7 @@ extension Engine {
     ) throws(EddyError) -> Int {
         let restore = try SnapshotRestore(directory: directory)
         while let records = try next() {
-            for record in records {
-                var failure: EddyError?
-                record.key.withUnsafeBytes { key in
-                    record.value.withUnsafeBytes { value in
-                        do throws(EddyError) {
-                            try restore.put(family: record.family, key: key, value: value)
-                        } catch {
-                            failure = error
-                        }
-                    }
-                }
-                if let failure { throw failure }
-            }
+            for record in records { try restore.put(record) }
         }
         return try restore.finish(replicaOf: replicaOf)
     }
