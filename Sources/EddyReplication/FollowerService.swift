@@ -11,7 +11,9 @@
 // status says why, reads go on being served.
 //
 // A namespace the follower does not have yet is first bootstrapped (`FollowerBootstrap`, a
-// snapshot when the leader's log no longer starts at the beginning). The default namespace's
+// snapshot when the leader's log no longer starts at the beginning). Such a replica that is
+// still empty when the leader refuses it for pruned entries (pruned after the bootstrap
+// checked, or while the connection was down) is discarded and bootstrapped again. The default namespace's
 // connection hands the leader's namespace list to `onNamespaces`.
 //
 // Runs on its own thread with a blocking socket; at most `entriesInFlightMax` entries are
@@ -100,17 +102,23 @@ public final class FollowerService: Service, Sendable {
                 }
             }
         } onGracefulShutdown: {
-            let client = self.state.withLock { state -> (any FrameChannel)? in
-                state.stopping = true
-                return state.client
-            }
-            client?.shutdown()
-            self.wake.signal()
+            self.stop()
         }
         if let reason = self.state.withLock({ $0.snapshotNeeded }) {
             // Ends the daemon (a service that returns stops the group): the next start bootstraps.
             throw EddyError(.unavailable, "\(reason); restart eddyd follow to bootstrap this replica from a snapshot")
         }
+    }
+
+    /// Ends the service: its connection is shut down and the backoff between sessions ends at
+    /// once. Before `run`, the service returns as soon as it starts.
+    func stop() {
+        let client = self.state.withLock { state -> (any FrameChannel)? in
+            state.stopping = true
+            return state.client
+        }
+        client?.shutdown()
+        self.wake.signal()
     }
 
     private var stopping: Bool { self.state.withLock { $0.stopping } }
@@ -139,6 +147,16 @@ public final class FollowerService: Service, Sendable {
                 case .stopped: return
                 case .diverged: return
                 case .snapshotNeeded: return
+                case .emptyReplicaNeedsSnapshot:
+                    do throws(EddyError) {
+                        if try self.data.discardEmptyReplica(namespace: self.namespace) {
+                            bootstrapped = false
+                            backoff = .milliseconds(100)
+                            continue
+                        }
+                    } catch {
+                        self.fail(error.message)
+                    }
                 case .connectedThenLost: backoff = .milliseconds(100)
                 case .failed: break
                 }
@@ -150,7 +168,7 @@ public final class FollowerService: Service, Sendable {
         }
     }
 
-    private enum Outcome { case stopped, diverged, snapshotNeeded, connectedThenLost, failed }
+    private enum Outcome { case stopped, diverged, snapshotNeeded, emptyReplicaNeedsSnapshot, connectedThenLost, failed }
 
     private func fail(_ message: String) {
         self.logger.warning("replication: \(message)", metadata: ["eddy.leader": "\(self.leader)"])
@@ -193,6 +211,12 @@ public final class FollowerService: Service, Sendable {
                 let refusal = (try? JSONParser.parse(first.payload)) ?? .null
                 let message = "the leader refused this follower: \(JSONWriter.string(refusal["message"]))"
                 self.fail(message)
+                if refusal["reason"] == .string("snapshotNeeded"), lastApplied == nil, self.namespace != DataDirectory.defaultNamespace {
+                    // An empty replica of a namespace found while running, whose entries the
+                    // leader pruned after its bootstrap checked (between the two connections):
+                    // nothing to keep, so it is bootstrapped from a snapshot now.
+                    return .emptyReplicaNeedsSnapshot
+                }
                 if refusal["reason"] == .string("snapshotNeeded") || (self.endsOnAnotherHistory && refusal["reason"] == .string("anotherHistory")) {
                     self.state.withLock { $0.snapshotNeeded = message }
                     return .snapshotNeeded

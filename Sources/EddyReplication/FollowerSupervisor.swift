@@ -7,8 +7,10 @@
 // Until then a client asking that follower for the namespace gets `notFound`.
 //
 // Namespaces are never dropped on a leader (Eddy has no drop), so a service, once started, runs
-// until shutdown. One that ends with an error (a replica that needs a snapshot while open) ends
-// the daemon, as a lone follower did: the next start bootstraps it.
+// until shutdown. One that ends with an error (a replica holding entries that needs a snapshot
+// while open: its position was pruned while the connection was down) stops the others and ends
+// the daemon with that error, as a lone follower did: the next start (systemd's restart)
+// bootstraps it. An empty replica in that state is bootstrapped in place (FollowerService).
 //
 // Bounded: at most `Limits.namespacesOpenMax` services (namespaces beyond are logged, not
 // replicated).
@@ -64,13 +66,28 @@ public final class FollowerSupervisor: Service, Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             await withGracefulShutdownHandler {
                 for await service in self.added {
-                    group.addTask { try await service.run() }
+                    group.addTask {
+                        do {
+                            try await service.run()
+                        } catch {
+                            // A namespace that needs a restart to be bootstrapped (see the top):
+                            // every other namespace stops too, and the error ends the daemon.
+                            self.stopAll()
+                            throw error
+                        }
+                    }
                 }
             } onGracefulShutdown: {
                 self.addedContinuation.finish()
             }
             try await group.waitForAll()
         }
+    }
+
+    /// Stops every service (started or not) and takes no new one.
+    private func stopAll() {
+        self.addedContinuation.finish()
+        for service in self.services.withLock({ Array($0.values) }) { service.stop() }
     }
 
     private func discovered(_ namespaces: [String]) {

@@ -220,23 +220,30 @@ public enum EddyServer {
         )
         // Graceful shutdown stops them last to first: HTTP, the metrics listener, retention,
         // replication, the native socket, and only then the databases.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: DataDirectoryService(data: data)),
-            .init(
-                service: NativeServerService(
-                    address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
-                    outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
-                    authenticator: authenticator, logger: logger, bound: bound)),
+        var services: [any Service] = [
+            DataDirectoryService(data: data),
+            NativeServerService(
+                address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
+                outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
+                authenticator: authenticator, logger: logger, bound: bound),
         ]
-        for service in nativeTCP { services.append(.init(service: service)) }
-        for service in replicationServices { services.append(.init(service: service)) }
-        services.append(.init(service: retention))
-        services.append(.init(service: ReloadService(
-                    started: configuration, control: logLevel, certificate: certificate, authenticator: authenticator, data: data, logger: logger)))
-        for service in metricsListener { services.append(.init(service: service)) }
-        services.append(.init(service: app))
+        for service in nativeTCP { services.append(service) }
+        for service in replicationServices { services.append(service) }
+        services.append(retention)
+        services.append(
+            ReloadService(started: configuration, control: logLevel, certificate: certificate, authenticator: authenticator, data: data, logger: logger))
+        for service in metricsListener { services.append(service) }
+        services.append(app)
+        // A service that ends or fails (a follower's namespace that needs a restart to be
+        // bootstrapped, a listener that failed) shuts the others down as SIGTERM does, in the
+        // same order, and the daemon then exits with its error. Cancelling the group instead
+        // left it waiting on services that stop only gracefully.
+        let configured = services.map {
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+        }
         let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: ServiceGroupConfiguration(services: configured, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             if let run {
                 async let stopped: Void = run.started(group)

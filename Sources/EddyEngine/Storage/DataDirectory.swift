@@ -97,6 +97,27 @@ public final class DataDirectory: Sendable {
         return try self.openEngine(name, create: true)
     }
 
+    /// Closes and removes a follower's replica of namespace `name` that holds no entry, so it
+    /// can be bootstrapped from a snapshot (a replica created empty, then refused because the
+    /// leader pruned the entries it needs). False, and nothing changed, when the replica holds
+    /// an entry or is not open. Under the open map's lock, so no client reopens it meanwhile
+    /// (on a follower, a namespace that is neither open nor on disk is `notFound`).
+    public func discardEmptyReplica(namespace name: String) throws(EddyError) -> Bool {
+        try Self.validateNamespace(name)
+        return try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Bool in
+            guard !state.closed, let engine = state.engines[name], try engine.lastLogID() == nil else { return false }
+            state.engines[name] = nil
+            engine.close()
+            do {
+                try FileManager.default.removeItem(atPath: self.path + "/" + name)
+            } catch {
+                throw EddyError(.io, "removing the empty replica of namespace \(name) to bootstrap it: \(error.localizedDescription)")
+            }
+            self.logger.info("discarded an empty replica to bootstrap it from a snapshot", metadata: ["eddy.ns": "\(name)"])
+            return true
+        }
+    }
+
     private func isOpenOrOnDisk(_ name: String) -> Bool {
         self.state.withLock { $0.engines[name] != nil } || FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
     }
