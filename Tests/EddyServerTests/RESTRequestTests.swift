@@ -21,6 +21,22 @@ import Testing
         #expect(request.print == .normal)
     }
 
+    @Test func timeoutForms() throws {
+        #expect(try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "timeout=250ms").timeout == .milliseconds(250))
+        #expect(try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "timeout=3s").timeout == .seconds(3))
+        #expect(try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "timeout=15min").timeout == .seconds(900))
+        for bad in ["15min1", "901s", "0s", "1.5s", "ms", "+3s", "3 s", "3S"] {
+            #expect(throws: RESTError.self) { try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "timeout=\(bad)") }
+        }
+    }
+
+    @Test func callbackNames() {
+        for good in ["cb", "_x", "$", "app.handlers.got_1", "A1$"] { #expect(RESTRequest.isCallbackName(good), "\(good)") }
+        for bad in ["", "1a", "a.", ".a", "a..b", "a(1)", "a-b", "a b", "é", String(repeating: "x", count: 257)] {
+            #expect(!RESTRequest.isCallbackName(bad), "\(bad)")
+        }
+    }
+
     @Test func plusStaysLiteral() throws {
         let request = try RESTRequest(method: .get, rawPath: "/a+b.json", rawQuery: nil)
         #expect(request.path.keys == ["a+b"])

@@ -389,6 +389,68 @@ def test_shallow_refuses_etags(http, d, base):
         assert "shallow" in r.json()["error"]
 
 
+def test_callback_wraps_the_answer_in_jsonp(http, d, base):
+    """Firebase's `callback=` (JSONP): GET answers `fn(<json>);` as JavaScript, for plain reads,
+    queries, pretty output and answers large enough to be streamed."""
+    put(http, d, base, {"a": {"s": 2}, "b": {"s": 1}})
+    r = http.get(d.url(base, callback="gotData"))
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/javascript")
+    assert r.text.startswith("gotData(") and r.text.endswith(");")
+    assert json.loads(r.text[len("gotData("):-2]) == {"a": {"s": 2}, "b": {"s": 1}}
+    r = http.get(d.url(base, callback="app.handlers.$got_1", orderBy='"$key"', limitToFirst="1"))
+    assert r.status_code == 200 and json.loads(r.text[len("app.handlers.$got_1("):-2]) == {"a": {"s": 2}}
+    r = http.get(d.url(base + "/a", callback="cb", print="pretty"))
+    assert json.loads(r.text[3:-2]) == {"s": 2}
+    big = {f"k{i}": "x" * 1000 for i in range(3000)}  # about 3 MB: sent in chunks
+    put(http, d, base + "/big", big)
+    r = http.get(d.url(base + "/big", callback="cb"))
+    assert r.status_code == 200 and r.text.startswith("cb(") and r.text.endswith(");")
+    assert json.loads(r.text[3:-2]) == big
+
+
+def test_callback_names_are_checked(http, d, base):
+    # Only a function name: the answer must never carry a script of the caller's choosing.
+    for name in ("alert(1)", "1abc", "a..b", "a.", "", "x" * 257, "cb;evil", "é"):
+        r = http.get(d.url(base, callback=name))
+        assert r.status_code == 400, name
+        assert "callback=" in r.json()["error"]
+    r = http.put(d.url(base, callback="cb"), data="1")
+    assert r.status_code == 400 and "only allowed on GET" in r.json()["error"]
+    assert get(http, d, base) is None  # nothing of the refused write applied
+    r = http.get(d.url(base, callback="cb"), headers={"Accept": "text/event-stream"}, stream=True)
+    assert r.status_code == 400 and "cannot be streamed" in r.json()["error"]
+
+
+def test_timeout_limits_a_read(http, d, base):
+    """`timeout=<n>ms|s|min`, at most 15 min: a read that takes longer is answered 400; a bad
+    value is a 400 naming it; writes accept it and are not limited by it."""
+    big = {f"k{i}": "x" * 1000 for i in range(3000)}
+    put(http, d, base, big)
+    assert get(http, d, base, timeout="10s") == big
+    assert get(http, d, base, timeout="15min") == big
+    r = http.get(d.url(base, timeout="1ms"))
+    assert r.status_code == 400 and "longer than timeout=" in r.json()["error"]
+    for bad in ("16min", "0ms", "3h", "1.5s", "s", "-1s", "99999999999ms"):
+        r = http.get(d.url(base, timeout=bad))
+        assert r.status_code == 400, bad
+        assert f"timeout={bad}" in r.json()["error"], r.text
+    r = http.put(d.url(base + "/w", timeout="3s"), data="1")
+    assert r.status_code == 200
+    r = http.put(d.url(base + "/w", timeout="3x"), data="2")
+    assert r.status_code == 400
+    assert get(http, d, base + "/w") == 1
+
+
+def test_write_size_limit_is_checked(http, d, base):
+    for limit in ("tiny", "small", "medium", "large", "unlimited"):
+        r = http.put(d.url(base + "/" + limit, writeSizeLimit=limit), data="1")
+        assert r.status_code == 200, (limit, r.text)
+    r = http.put(d.url(base + "/huge", writeSizeLimit="huge"), data="1")
+    assert r.status_code == 400 and "writeSizeLimit=huge" in r.json()["error"]
+    assert get(http, d, base + "/huge") is None
+
+
 def test_unknown_parameters_are_ignored(http, d, base):
     r = http.put(d.url(base, auth="token", access_token="x", whatever="1"), data="1")
     assert r.status_code == 200

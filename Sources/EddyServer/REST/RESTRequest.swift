@@ -8,6 +8,14 @@
 //   they are allowed on GET only and not together with shallow=true.
 // - `auth`/`access_token` carry a credential and `auth_variable_override` an `auth` for the
 //   rules (see `Authenticator`); other unknown parameters are ignored, as Firebase ignores them.
+// - `callback=<fn>` (JSONP, GET only): the answer is sent as `fn(<json>);`, `application/javascript`.
+//   The name must be a JavaScript identifier or a dotted path of them (at most
+//   `callbackBytesMax` bytes), so the answer cannot carry a script of the caller's choosing.
+// - `timeout=<n>ms|s|min` (at most 15 min; checked on every method, it limits reads): a GET that
+//   takes longer is answered 400 (or, once a long answer has started, its connection ends
+//   before the answer is complete). Event streams are not limited by it.
+// - `writeSizeLimit=tiny|small|medium|large|unlimited` is checked and otherwise has no effect:
+//   Eddy applies every valid write (bounded by --request-bytes-max) whatever its budget.
 
 import EddyEngine
 import EddyModel
@@ -40,6 +48,14 @@ struct RESTRequest {
     var credential: String?
     /// `auth_variable_override=`: the raw JSON.
     var authOverride: String?
+    /// `callback=`: the JSONP function the answer is wrapped in.
+    var callback: String?
+    /// `timeout=`: how long a read may take.
+    var timeout: Duration?
+
+    static let callbackBytesMax = 256
+    static let timeoutMax: Duration = .seconds(15 * 60)
+    static let writeSizeLimits: Set<String> = ["tiny", "small", "medium", "large", "unlimited"]
 
     /// Parses the raw (still percent-encoded) path and query.
     init(method: Method, rawPath: String, rawQuery: String?) throws(RESTError) {
@@ -119,6 +135,20 @@ struct RESTRequest {
                 case "false": self.shallow = false
                 default: throw RESTError(status: 400, message: "shallow=\(value) is invalid; use shallow=true")
                 }
+            case "callback":
+                guard Self.isCallbackName(value) else {
+                    throw RESTError(
+                        status: 400,
+                        message: "callback=\(value.prefix(64)) is invalid; use a JavaScript function name (letters, digits, _ and $, dotted names allowed, at most \(Self.callbackBytesMax) bytes)"
+                    )
+                }
+                self.callback = value
+            case "timeout":
+                self.timeout = try Self.parseTimeout(value)
+            case "writeSizeLimit":
+                guard Self.writeSizeLimits.contains(value) else {
+                    throw RESTError(status: 400, message: "writeSizeLimit=\(value.prefix(64)) is invalid; use tiny, small, medium, large or unlimited")
+                }
             case "format":
                 guard value == "export" || value == "strict" else {
                     throw RESTError(status: 400, message: "format=\(value) is invalid; use format=export (data) or format=strict (rules)")
@@ -138,6 +168,9 @@ struct RESTRequest {
         } catch {
             throw RESTError(error)
         }
+        if self.callback != nil, self.method != .get {
+            throw RESTError(status: 400, message: "callback= (JSONP) is only allowed on GET")
+        }
         if self.shallow, self.method != .get {
             throw RESTError(status: 400, message: "shallow=true is only allowed on GET")
         }
@@ -149,5 +182,35 @@ struct RESTRequest {
                 throw RESTError(status: 400, message: "shallow=true cannot be combined with a query (orderBy)")
             }
         }
+    }
+
+    /// A JavaScript identifier (ASCII letters, digits, `_`, `$`; not starting with a digit), or
+    /// several joined by `.`.
+    static func isCallbackName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= Self.callbackBytesMax else { return false }
+        for part in bytes.split(separator: 0x2E, omittingEmptySubsequences: false) {
+            guard let first = part.first, !(0x30...0x39).contains(first) else { return false }
+            let valid = part.allSatisfy { b in
+                (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x5F || b == 0x24
+            }
+            guard valid else { return false }
+        }
+        return true
+    }
+
+    /// `<n>ms`, `<n>s` or `<n>min`, more than 0 and at most 15 minutes (Firebase's forms).
+    static func parseTimeout(_ text: String) throws(RESTError) -> Duration {
+        let units: [(suffix: String, milliseconds: Int)] = [("ms", 1), ("min", 60_000), ("s", 1000)]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let digits = text.dropLast(unit.suffix.count)
+            guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Int(digits) else { break }
+            let duration = Duration.milliseconds(n * unit.milliseconds)
+            guard n > 0, duration <= Self.timeoutMax else {
+                throw RESTError(status: 400, message: "timeout=\(text) is out of range; it must be more than 0 and at most 15min")
+            }
+            return duration
+        }
+        throw RESTError(status: 400, message: "timeout=\(text.prefix(64)) is invalid; use a whole number followed by ms, s or min, e.g. timeout=3s")
     }
 }

@@ -6,7 +6,7 @@
 //   POST    push; answers {"name": "<push id>"}; X-HTTP-Method-Override selects another method
 //   PATCH   multi-path update; answers the body as written
 //   DELETE  remove; answers null (if-match as PUT)
-// print=silent answers 204 with no body; print=pretty indents.
+// print=silent answers 204 with no body; print=pretty indents; callback=fn (GET) answers fn(<json>);.
 // /.settings/rules.json: GET the rules document, PUT to replace it.
 // /.settings/indexes.json: GET every index with its state and build progress.
 // /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
@@ -326,6 +326,7 @@ public struct RESTResponder: HTTPResponder {
     }
 
     private func get(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, access: Access) async throws -> Response {
+        let started = ContinuousClock.now
         let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
         if rest.shallow, wantsETag || headers[.ifNoneMatch] != nil {
             // An ETag of the shallow form would never match the data in a later if-match.
@@ -339,11 +340,11 @@ public struct RESTResponder: HTTPResponder {
             } catch {
                 throw RESTError(error)
             }
-            let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            try Self.checkTimeout(rest, since: started)
+            return Response(status: .ok, headers: Self.jsonHeaders(rest), body: ResponseBody(byteBuffer: Self.jsonBody(body, rest)))
         }
         if rest.query == nil, !rest.shallow, !wantsETag, headers[.ifNoneMatch] == nil, rest.print != .silent {
-            return try await self.streamedGet(rest, engine: engine, access: access)
+            return try await self.streamedGet(rest, engine: engine, access: access, started: started)
         }
         let value: Value
         do {
@@ -355,6 +356,7 @@ public struct RESTResponder: HTTPResponder {
         } catch {
             throw RESTError(error)
         }
+        try Self.checkTimeout(rest, since: started)
         if let ifNoneMatch = headers[.ifNoneMatch] {
             let etag = ETag.of(value)
             if ifNoneMatch == etag {
@@ -370,7 +372,9 @@ public struct RESTResponder: HTTPResponder {
     /// is sent chunked, `streamChunkBytes` at a time as the client reads (the writer waits for
     /// the connection to drain), all from one snapshot. A failure mid-answer (the database
     /// closing) ends the connection, so a client never takes a cut answer for a whole one.
-    private func streamedGet(_ rest: RESTRequest, engine: Engine, access: Access) async throws -> Response {
+    /// A read past its `timeout=` is refused (400) when its answer has not started; a long
+    /// answer already under way ends its connection instead (see `streamedGet`).
+    private func streamedGet(_ rest: RESTRequest, engine: Engine, access: Access, started: ContinuousClock.Instant) async throws -> Response {
         let opened: (stream: TreeJSONStream, first: [UInt8])
         do {
             opened = try await engine.openJSONStream(
@@ -378,21 +382,54 @@ public struct RESTResponder: HTTPResponder {
         } catch {
             throw RESTError(error)
         }
-        let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        try Self.checkTimeout(rest, since: started)
+        let headers = Self.jsonHeaders(rest)
         let stream = opened.stream
         if stream.isFinished {
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: opened.first)))
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: Self.jsonBody(opened.first, rest)))
         }
         let first = opened.first
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
+                if let callback = rest.callback { try await writer.write(ByteBuffer(string: callback + "(")) }
                 try await writer.write(ByteBuffer(bytes: first))
                 while let chunk = try await engine.nextChunk(of: stream, bytesMax: Self.streamChunkBytes) {
+                    // Thrown mid-answer: the connection ends, so the client never takes a cut answer for a whole one.
+                    try Self.checkTimeout(rest, since: started)
                     try await writer.write(ByteBuffer(bytes: chunk))
                 }
+                if rest.callback != nil { try await writer.write(ByteBuffer(string: ");")) }
                 try await writer.finish(nil)
             })
+    }
+
+    /// 400 when the read has taken longer than the request's `timeout=`.
+    static func checkTimeout(_ rest: RESTRequest, since started: ContinuousClock.Instant) throws(RESTError) {
+        guard let timeout = rest.timeout else { return }
+        let elapsed = ContinuousClock.now - started
+        guard elapsed > timeout else { return }
+        let milliseconds = { (d: Duration) in d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000 }
+        throw RESTError(
+            status: 400, message: "the read took \(milliseconds(elapsed)) ms, longer than timeout= allows (\(milliseconds(timeout)) ms); nothing was answered")
+    }
+
+    /// JSON, or JavaScript for a JSONP answer (`callback=`).
+    static func jsonHeaders(_ rest: RESTRequest) -> HTTPFields {
+        guard rest.callback != nil else { return [.contentType: "application/json; charset=utf-8"] }
+        return [.contentType: "application/javascript; charset=utf-8", .init("X-Content-Type-Options")!: "nosniff"]
+    }
+
+    /// The answer's JSON, as `callback(<json>);` for a JSONP answer.
+    static func jsonBody(_ json: [UInt8], _ rest: RESTRequest) -> ByteBuffer {
+        guard let callback = rest.callback else { return ByteBuffer(bytes: json) }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(callback.utf8.count + json.count + 3)
+        buffer.writeString(callback)
+        buffer.writeString("(")
+        buffer.writeBytes(json)
+        buffer.writeString(");")
+        return buffer
     }
 
     /// Answers up to this size are built whole and sent with a Content-Length.
@@ -513,13 +550,13 @@ public struct RESTResponder: HTTPResponder {
         _ value: Value, _ rest: RESTRequest, status: HTTPResponse.Status = .ok, etag: String? = nil,
         ignoreSilent: Bool = false
     ) -> Response {
-        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        var headers = Self.jsonHeaders(rest)
         if let etag { headers[.eTag] = etag }
         if rest.print == .silent, !ignoreSilent {
             return Response(status: .noContent, headers: headers)
         }
         let bytes = JSONWriter.bytes(value, pretty: rest.print == .pretty)
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: Self.jsonBody(bytes, rest)))
     }
 
     static func error(_ error: RESTError) -> Response {

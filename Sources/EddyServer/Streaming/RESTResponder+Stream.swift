@@ -37,6 +37,7 @@ extension RESTResponder {
     func stream(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, identity: Authenticator.Identity) async throws -> Response {
         let access = identity.access
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
+        guard rest.callback == nil else { throw RESTError(status: 400, message: "callback= (JSONP) cannot be streamed; listen without it") }
         let buffer = EventBuffer(batchesMax: self.streamBufferBatches, bytesMax: self.streamBufferBytes, budget: self.streamBudget)
         let attachment: ListenerAttachment
         let sink: ChildEventSink = { buffer.push($0) }
