@@ -122,6 +122,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.database.deliver { box.value(DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing"), ref) }
     }
 
+    /// The async form of `setPriority(_:withCompletionBlock:)`: throws `invalidValue`.
+    public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
+        throw DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing")
+    }
+
     private static func stringKeyed(_ values: [AnyHashable: Any]) -> Any {
         var out: [String: Any] = [:]
         for (key, value) in values { out["\(key.base)"] = value }
@@ -224,10 +229,32 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         if let block { self.unsupported("cancelDisconnectOperations", block) }
     }
 
+    // The async forms Swift makes of Firebase's completion-block methods: each throws, so
+    // `try await ref.onDisconnectRemoveValue()` cannot pass for a registered operation.
+    public func onDisconnectSetValue(_ value: Any?) async throws -> DatabaseReference {
+        throw Self.unsupportedError("onDisconnectSetValue")
+    }
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
+        throw Self.unsupportedError("onDisconnectSetValue")
+    }
+    public func onDisconnectRemoveValue() async throws -> DatabaseReference {
+        throw Self.unsupportedError("onDisconnectRemoveValue")
+    }
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
+        throw Self.unsupportedError("onDisconnectUpdateChildValues")
+    }
+    public func cancelDisconnectOperations() async throws -> DatabaseReference {
+        throw Self.unsupportedError("cancelDisconnectOperations")
+    }
+
+    private static func unsupportedError(_ name: String) -> DatabaseError {
+        DatabaseError(.unknownError, "\(name): eddyd does not run operations on disconnect yet")
+    }
+
     private func unsupported(_ name: String, _ block: @escaping ((any Error)?, DatabaseReference) -> Void) {
         let box = UncheckedSendable(block)
         let ref = self
-        self.database.deliver { box.value(DatabaseError(.unknownError, "\(name): eddyd does not run operations on disconnect yet"), ref) }
+        self.database.deliver { box.value(Self.unsupportedError(name), ref) }
     }
 
     // MARK: Connection
