@@ -159,11 +159,24 @@ public final class Database: NSObject, Sendable {
 
     /// The location a full URL names: this database's URL followed by a path.
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
-        let base = self.url.hasSuffix("/") ? String(self.url.dropLast()) : self.url
-        guard databaseUrl.hasPrefix(base) else {
+        let location = Self.withoutQuery(databaseUrl)
+        let base = self.locationBase
+        guard location == base || location.hasPrefix(base + "/") else {
             preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.url)")
         }
-        return self.reference(withPath: String(databaseUrl.dropFirst(base.count)))
+        let rawPath = String(location.dropFirst(base.count))
+        return self.reference(withPath: rawPath.removingPercentEncoding ?? rawPath)
+    }
+
+    /// The URL without its query or fragment (`?ns=`) and trailing slash: where every
+    /// `DatabaseReference.url` of this instance starts.
+    var locationBase: String { Self.withoutQuery(self.url) }
+
+    static func withoutQuery(_ url: String) -> String {
+        var base = Substring(url)
+        if let mark = base.firstIndex(where: { $0 == "?" || $0 == "#" }) { base = base[..<mark] }
+        while base.hasSuffix("/") { base = base.dropLast() }
+        return String(base)
     }
 
     /// Points this instance at the HTTP listener at host:port (eddyd's `--http`, as the

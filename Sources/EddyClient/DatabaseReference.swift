@@ -47,11 +47,23 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// The last key of the path; nil at the root.
     public var key: String? { self.path.keys.last }
 
-    /// The database URL followed by the path.
+    /// The database URL without its query (`?ns=`), followed by the path with each key
+    /// percent-encoded, as Firebase's `url` (`http://127.0.0.1:9000/users/a%20b`).
     public var url: String {
-        let base = self.database.url.hasSuffix("/") ? String(self.database.url.dropLast()) : self.database.url
-        return base + (self.path.isRoot ? "" : self.path.description)
+        self.database.locationBase + self.path.keys.map { "/" + Self.percentEncoded($0) }.joined()
     }
+
+    /// A key as it appears in a URL path: everything but unreserved characters and the
+    /// sub-delimiters Firebase leaves alone is percent-encoded (`/`, `?`, `#` and `%` always).
+    static func percentEncoded(_ key: String) -> String {
+        key.addingPercentEncoding(withAllowedCharacters: Self.keyCharactersInURL) ?? key
+    }
+
+    private static let keyCharactersInURL: CharacterSet = {
+        var set = CharacterSet.urlPathAllowed
+        set.remove(charactersIn: "/?#%;")
+        return set
+    }()
 
     public override var description: String { self.url }
 

@@ -40,6 +40,23 @@ import Testing
         #expect(try await posts.getData().childrenCount == 1)
     }
 
+    @Test func urlsOfANamespacedDatabaseRoundTrip() async throws {
+        // Firebase's emulator URL form: the namespace rides in the query, never in a location's url.
+        let database = Database.database(url: self.daemon.httpURL + "/?ns=urls")
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("a b/ünï")
+        #expect(ref.url == self.daemon.httpURL + "/a%20b/%C3%BCn%C3%AF")
+        #expect(database.reference().url == self.daemon.httpURL)
+        #expect(ref.description == ref.url)
+        let back = database.reference(fromURL: ref.url)
+        #expect(back.key == "ünï" && back.parent?.key == "a b")
+        #expect(database.reference(fromURL: self.daemon.httpURL + "/x/y?ns=urls").url == self.daemon.httpURL + "/x/y")
+        try await back.setValue(1)
+        #expect(try await ref.getData().value as? Int == 1)
+        // Written in namespace "urls", not in the default one.
+        #expect(!(try await self.database().reference().child("a b/ünï").getData().exists()))
+    }
+
     @Test func observersHearChildEventsOverSSE() async throws {
         let list = self.database().reference().child("http/list")
         let log = Recorder<String>()
