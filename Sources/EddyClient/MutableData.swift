@@ -27,13 +27,11 @@ public final class MutableData: NSObject, @unchecked Sendable {
         self.init(root: Root(value), path: Path(validatedKeys: []))
     }
 
-    /// The data here as Foundation values (nil where there is none). Setting it replaces the
-    /// data here; a value JSON cannot hold is refused and fails the transaction.
+    /// The data here as Foundation values (NSNull where there is none, as Firebase's). Setting
+    /// it replaces the data here (nil or NSNull removes it); a value JSON cannot hold is refused
+    /// and fails the transaction.
     public var value: Any? {
-        get {
-            let data = self.root.value.child(at: self.path)
-            return data.isNull ? nil : FoundationValue.foundation(data)
-        }
+        get { FoundationValue.foundation(self.root.value.child(at: self.path)) }
         set {
             do {
                 let data = try FoundationValue.value(newValue, path: self.path.description)

@@ -235,6 +235,15 @@ import Testing
         #expect(try await counter.getData().value as? Int == 40)
         let (committed, snapshot) = try await counter.runTransactionBlock { _ in TransactionResult.abort() }
         #expect(!committed && snapshot.value as? Int == 40)
+        // No data reads as NSNull, as in Firebase (`if currentData.value is NSNull`).
+        let seen = Recorder<String>()
+        let (created, _) = try await self.database().reference().child("counter-new").runTransactionBlock { data in
+            seen.add(data.value is NSNull ? "null" : "\(data.value ?? "nil")")
+            data.value = 1
+            return TransactionResult.success(withValue: data)
+        }
+        let first = try await seen.wait(for: 1).first
+        #expect(created && first == "null")
     }
 
     @Test func observersResumeAcrossADaemonRestartWithoutGapsOrRepeats() async throws {
