@@ -328,13 +328,18 @@ public final class Database: NSObject, Sendable {
         }
     }
 
+    /// The view a query's observers share: its path and its constraints.
+    static func viewID(_ query: DatabaseQuery) -> String {
+        query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
+    }
+
     /// Adds an observer to the view of `query` (made when it is the first).
     func observe(_ query: DatabaseQuery, _ registration: QueryView.Registration) {
         if InfoView.isInfo(query.path) {
             self.info.add(registration, at: query.path, ref: query.ref)
             return
         }
-        let id = query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
+        let id = Self.viewID(query)
         let view = self.state.withLock { state -> QueryView in
             let view = state.views[id] ?? QueryView(query: query, id: id)
             state.views[id] = view
@@ -368,13 +373,15 @@ public final class Database: NSObject, Sendable {
     }
 
     /// Removes every observer of every view at `path`.
-    func removeObservers(at path: Path) {
+    /// The observers at `path`: all of them, or (`query`) only those of views of that query.
+    func removeObservers(at path: Path, of query: DatabaseQuery? = nil) {
         if InfoView.isInfo(path) {
             self.info.removeAll(at: path)
             return
         }
+        let viewID = query.map(Self.viewID)
         let handles = self.state.withLock { state in
-            state.viewOfHandle.filter { $0.value.query.path == path }.map(\.key)
+            state.viewOfHandle.filter { $0.value.query.path == path && (viewID == nil || $0.value.id == viewID) }.map(\.key)
         }
         for handle in handles { self.removeObserver(handle) }
     }

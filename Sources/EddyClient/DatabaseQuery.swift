@@ -108,10 +108,11 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         self.database.removeObserver(handle)
     }
 
-    /// Removes every observer registered at this location (with any query), not those of
-    /// its children.
+    /// As Firebase's: on a reference (or a query without constraints), removes every observer
+    /// at this location, with any query; on a query, only the observers of that same query.
+    /// Never those of its children.
     public func removeAllObservers() {
-        self.database.removeObservers(at: self.path)
+        self.database.removeObservers(at: self.path, of: self.spec.isDefault ? nil : self)
     }
 
     /// Firebase keeps such data cached on disk; Eddy's client has no disk cache: no effect.

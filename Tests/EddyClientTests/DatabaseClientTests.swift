@@ -113,6 +113,27 @@ import Testing
         #expect(events.all.count == 3, "no event after removeObserver")
     }
 
+    @Test func removeAllObserversOnAQueryRemovesOnlyThatQuerysObservers() async throws {
+        let database = self.database()
+        let list = database.reference().child("scoped")
+        let heard = Recorder<String>()
+        list.observe(.childAdded) { heard.add("ref \($0.key)") }
+        let firstTwo = list.queryOrderedByKey().queryLimited(toFirst: 2)
+        firstTwo.observe(.childAdded) { heard.add("first2 \($0.key)") }
+        let lastOne = list.queryOrderedByKey().queryLimited(toLast: 1)
+        lastOne.observe(.childAdded) { heard.add("last1 \($0.key)") }
+        try await list.child("a").setValue(1)
+        _ = try await heard.wait(for: 3)
+        firstTwo.removeAllObservers()  // only the limitToFirst(2) observer
+        try await list.child("b").setValue(2)
+        let after = try await heard.wait(for: 5)
+        #expect(Set(after.dropFirst(3)) == ["ref b", "last1 b"], "\(after)")
+        list.removeAllObservers()  // a reference: every observer at the location
+        try await list.child("c").setValue(3)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(heard.all.count == 5, "\(heard.all)")
+    }
+
     @Test func queriesOrderByNestedChildAndLimit() async throws {
         try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "top": {".indexOn": ["metrics/views", "title"]}}}"#)
         let posts = self.database().reference().child("top")
