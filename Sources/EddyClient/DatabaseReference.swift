@@ -214,59 +214,114 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
-    // MARK: Presence (not supported yet)
+    // MARK: Presence: writes the server makes when this client's connection ends
+    //
+    // As Firebase's: registered on the server (the rules are checked when they run, with this
+    // client's identity when it registered them), run when the connection ends however it ends
+    // (goOffline, the process killed, the network gone), in the order registered. They are
+    // registered for one connection: register them again once `.info/connected` is true again,
+    // as Firebase's presence code does. Only the native protocol carries them (`eddy://`,
+    // `eddy+unix://`); over the HTTP fallback they fail. A value that is not a database value
+    // fails at once. The completion runs when the server has registered (not run) the write.
 
-    public func onDisconnectSetValue(_ value: Any?) {}
-    public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
-        self.unsupported("onDisconnectSetValue", block)
+    public func onDisconnectSetValue(_ value: Any?) {
+        self.registerOnDisconnect("set", value, completion: nil)
     }
-    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any) {}
+    public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.registerOnDisconnect("set", value, completion: block)
+    }
+    /// Eddy stores no priorities: the value is registered, the priority dropped.
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any) {
+        self.registerOnDisconnect("set", value, completion: nil)
+    }
     public func onDisconnectSetValue(
         _ value: Any?, andPriority priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
     ) {
-        self.unsupported("onDisconnectSetValue", block)
+        self.registerOnDisconnect("set", value, completion: block)
     }
-    public func onDisconnectRemoveValue() {}
+    public func onDisconnectRemoveValue() {
+        self.registerOnDisconnect("remove", nil, completion: nil)
+    }
     public func onDisconnectRemoveValue(completionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
-        self.unsupported("onDisconnectRemoveValue", block)
+        self.registerOnDisconnect("remove", nil, completion: block)
     }
-    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) {}
+    public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) {
+        self.registerOnDisconnect("update", Self.stringKeyed(values), completion: nil)
+    }
     public func onDisconnectUpdateChildValues(
         _ values: [AnyHashable: Any], withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
     ) {
-        self.unsupported("onDisconnectUpdateChildValues", block)
+        self.registerOnDisconnect("update", Self.stringKeyed(values), completion: block)
     }
-    public func cancelDisconnectOperations() {}
+    /// Drops this client's onDisconnect writes at or below this location.
+    public func cancelDisconnectOperations() {
+        self.cancelOnDisconnect(completion: nil)
+    }
     public func cancelDisconnectOperations(completionBlock block: (((any Error)?, DatabaseReference) -> Void)?) {
-        if let block { self.unsupported("cancelDisconnectOperations", block) }
+        self.cancelOnDisconnect(completion: block)
     }
 
-    // The async forms Swift makes of Firebase's completion-block methods: each throws, so
-    // `try await ref.onDisconnectRemoveValue()` cannot pass for a registered operation.
+    // The async forms Swift makes of Firebase's completion-block methods.
     public func onDisconnectSetValue(_ value: Any?) async throws -> DatabaseReference {
-        throw Self.unsupportedError("onDisconnectSetValue")
+        try await self.awaitCompletion { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
     }
     public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
-        throw Self.unsupportedError("onDisconnectSetValue")
+        try await self.awaitCompletion { self.onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
     public func onDisconnectRemoveValue() async throws -> DatabaseReference {
-        throw Self.unsupportedError("onDisconnectRemoveValue")
+        try await self.awaitCompletion { self.onDisconnectRemoveValue(completionBlock: $0) }
     }
     public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
-        throw Self.unsupportedError("onDisconnectUpdateChildValues")
+        let box = UncheckedSendable(values)
+        return try await self.awaitCompletion { self.onDisconnectUpdateChildValues(box.value, withCompletionBlock: $0) }
     }
     public func cancelDisconnectOperations() async throws -> DatabaseReference {
-        throw Self.unsupportedError("cancelDisconnectOperations")
+        try await self.awaitCompletion { self.cancelDisconnectOperations(completionBlock: $0) }
     }
 
-    private static func unsupportedError(_ name: String) -> DatabaseError {
-        DatabaseError(.unknownError, "\(name): eddyd does not run operations on disconnect yet")
+    private func registerOnDisconnect(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
+        var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
+        if op != "remove" {
+            do {
+                payload["value"] = try FoundationValue.value(value, path: self.path.description)
+            } catch {
+                self.complete(completion, .failure(error))
+                return
+            }
+        }
+        let box = UncheckedSendable(completion)
+        self.database.connection.request(.onDisconnect, .object(payload)) { result in
+            self.complete(box.value, result.map { _ in () })
+        }
     }
 
-    private func unsupported(_ name: String, _ block: @escaping ((any Error)?, DatabaseReference) -> Void) {
-        let box = UncheckedSendable(block)
+    private func cancelOnDisconnect(completion: (((any Error)?, DatabaseReference) -> Void)?) {
+        let box = UncheckedSendable(completion)
+        self.database.connection.request(.cancelDisconnect, .object(["path": .string(self.path.description)])) { result in
+            self.complete(box.value, result.map { _ in () })
+        }
+    }
+
+    private func complete(_ completion: (((any Error)?, DatabaseReference) -> Void)?, _ result: Result<Void, DatabaseError>) {
+        guard let completion else { return }
+        let box = UncheckedSendable(completion)
         let ref = self
-        self.database.deliver { box.value(Self.unsupportedError(name), ref) }
+        self.database.deliver {
+            switch result {
+            case .success: box.value(nil, ref)
+            case .failure(let error): box.value(error, ref)
+            }
+        }
+    }
+
+    private func awaitCompletion(
+        _ start: (@escaping ((any Error)?, DatabaseReference) -> Void) -> Void
+    ) async throws -> DatabaseReference {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DatabaseReference, any Error>) in
+            start { error, ref in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: ref) }
+            }
+        }
     }
 
     // MARK: Connection

@@ -197,6 +197,10 @@ final class HTTPTransport: Transport {
         case .status:
             guard let url = URL(string: self.base + "/.status.json") else { throw DatabaseError(.invalidQuery, "bad base URL \(self.base)") }
             return URLRequest(url: url)
+        case .onDisconnect, .cancelDisconnect:
+            throw DatabaseError(
+                .unknownError,
+                "onDisconnect writes need the native protocol (an eddy:// or eddy+unix:// URL): over HTTP the server has no connection whose end would run them")
         default:
             throw DatabaseError(.invalidQuery, "the HTTP transport does not send \(kind) requests")
         }

@@ -371,6 +371,13 @@ public final class Engine: Sendable {
         try await self.write(.remove(path), ifMatch: ifMatch)
     }
 
+    /// The write validated and normalized as `write` would (keys, sizes, server values),
+    /// without queueing it; adds its rough size to `approximateBytes`. For writes held to be
+    /// made later (onDisconnect).
+    public static func validated(_ operation: WriteOperation, approximateBytes: inout Int) throws(EddyError) -> WriteOperation {
+        try self.validate(operation, approximateBytes: &approximateBytes)
+    }
+
     /// Validates and normalizes a write; adds its rough size to `approximateBytes`.
     static func validate(_ operation: WriteOperation, approximateBytes: inout Int) throws(EddyError) -> WriteOperation {
         switch operation {

@@ -75,6 +75,15 @@ public struct Frame: Sendable, Equatable {
         /// `{"ns": "<name>"?, "document": {"rules": {...}}}`: validates and replaces the rules
         /// (answer: `value` with `{"indexes": <.indexOn declarations>}`). The admin's, as above.
         case setRules = 12
+        /// `{"ns": "<name>"?, "op": "set"|"update"|"remove", "path": "/a", "value": ...}`: a
+        /// write the server makes when this connection ends (Firebase's onDisconnect), with the
+        /// connection's identity at registration; the rules are checked when it runs (answer:
+        /// `value` `{"value": null}` once validated; nothing is written yet). Added without a
+        /// version change: an older server refuses the kind.
+        case onDisconnect = 13
+        /// `{"ns": "<name>"?, "path": "/a"}`: drops this connection's onDisconnect writes at or
+        /// below the path (answer: `value` `{"value": {"cancelled": n}}`).
+        case cancelDisconnect = 14
         // server -> client
         /// `{"value": ..., "etag": "..."?}`
         case value = 20

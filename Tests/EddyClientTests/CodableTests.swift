@@ -1,6 +1,6 @@
 // Firebase's Codable support against a real eddyd, written as Firebase's Swift guides write it:
 // `setValue(from:)`, `DataSnapshot.data(as:)`, `Database.Encoder`/`Decoder` options and
-// `@ServerTimestamp`. Also the async presence forms, which must throw rather than pass.
+// `@ServerTimestamp`.
 
 import Dispatch
 import EddyClient
@@ -130,14 +130,5 @@ import Testing
         try await self.write(["bytes": Data([1, 2])], to: ref)  // base64 by default
         let snapshot = try await ref.getData()
         #expect(snapshot.value as? [String: String] == ["bytes": "AQI="])
-    }
-
-    @Test func asyncPresenceFormsThrowInsteadOfPassing() async throws {
-        let ref = self.reference("codable/presence")
-        await #expect(throws: DatabaseError.self) { try await ref.onDisconnectRemoveValue() }
-        await #expect(throws: DatabaseError.self) { try await ref.onDisconnectSetValue("offline") }
-        await #expect(throws: DatabaseError.self) { try await ref.onDisconnectUpdateChildValues(["a": 1]) }
-        await #expect(throws: DatabaseError.self) { try await ref.cancelDisconnectOperations() }
-        await #expect(throws: DatabaseError.self) { try await ref.setPriority(1) }
     }
 }

@@ -537,3 +537,89 @@ def test_coalesce_must_be_a_boolean(native):
     kind, request_id, payload = native.recv()
     assert kind == ERROR and request_id == 1
     assert payload["code"] == "invalidArgument" and '"coalesce"' in payload["message"], payload
+
+
+ON_DISCONNECT, CANCEL_DISCONNECT = 13, 14
+
+
+def test_on_disconnect_writes_run_when_a_connection_ends_however_it_ends(daemon_factory):
+    """Firebase's onDisconnect over the native protocol: validated at registration (a bad key or
+    a push is refused, naming it, and holds nothing), run in order when the connection ends
+    (here a process that dies with its socket open: the kernel closes it), with the identity of
+    the registration and the rules as they are when they run; cancelled ones do not run."""
+    d = daemon_factory()
+    requests.put(d.url("/presence"), data=json.dumps({"a": "online", "b": "here", "c": "keep", "locked": "x"})).raise_for_status()
+    requests.put(d.base_url + "/.settings/rules.json", data=json.dumps(
+        {"rules": {".read": True, "presence": {"$k": {".write": "$k != 'locked'"}}}})).raise_for_status()
+    script = f"""
+import json, os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect({os.path.join(d.data_dir, "eddyd.sock")!r})
+def send(kind, rid, payload):
+    body = json.dumps(payload).encode()
+    s.sendall(struct.pack(">IBBQ", 10 + len(body), 2, kind, rid) + body)
+def recv():
+    head = b""
+    while len(head) < 4: head += s.recv(4 - len(head))
+    n = struct.unpack(">I", head)[0]
+    body = b""
+    while len(body) < n: body += s.recv(n - len(body))
+    return body[1], json.loads(body[10:])
+send({ON_DISCONNECT}, 1, {{"op": "set", "path": "/presence/a", "value": "offline"}})
+send({ON_DISCONNECT}, 2, {{"op": "remove", "path": "/presence/b"}})
+send({ON_DISCONNECT}, 3, {{"op": "update", "path": "/presence", "value": {{"seen": {{".sv": "timestamp"}}, "n": 1}}}})
+send({ON_DISCONNECT}, 4, {{"op": "set", "path": "/presence/c", "value": "changed"}})
+send({ON_DISCONNECT}, 5, {{"op": "set", "path": "/presence/locked", "value": "denied when it runs"}})
+send({ON_DISCONNECT}, 6, {{"op": "set", "path": "/presence/a", "value": "offline at last"}})
+send({CANCEL_DISCONNECT}, 7, {{"path": "/presence/c"}})
+send({ON_DISCONNECT}, 8, {{"op": "set", "path": "/presence/bad", "value": {{"a.b": 1}}}})
+send({ON_DISCONNECT}, 9, {{"op": "push", "path": "/presence", "value": 1}})
+for _ in range(9):
+    kind, payload = recv()
+    print(kind, json.dumps(payload, sort_keys=True), flush=True)
+os.kill(os.getpid(), 9)
+"""
+    import subprocess, sys
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    lines = out.stdout.splitlines()
+    assert len(lines) == 9, (out.stdout, out.stderr)
+    answers = [(int(line.split(" ", 1)[0]), json.loads(line.split(" ", 1)[1])) for line in lines]
+    assert answers[:6] == [(VALUE, {"value": None})] * 6
+    assert answers[6] == (VALUE, {"value": {"cancelled": 1}})
+    assert answers[7][0] == ERROR and '"a.b"' in answers[7][1]["message"]
+    assert answers[8][0] == ERROR and "push" in answers[8][1]["message"]
+    deadline = time.monotonic() + 20
+    while requests.get(d.url("/presence/a")).json() != "offline at last":
+        assert time.monotonic() < deadline, (requests.get(d.url("/presence")).json(), d.log_tail(2000))
+        time.sleep(0.05)
+    after = requests.get(d.url("/presence")).json()
+    assert "b" not in after and after["c"] == "keep" and after["n"] == 1 and "bad" not in after
+    assert abs(after["seen"] / 1000 - time.time()) < 60
+    assert after["locked"] == "x", "the rules are checked when the write runs"
+    assert "an onDisconnect write was not made" in d.log_tail(4000)
+
+
+def test_on_disconnect_writes_are_bounded_per_connection(native):
+    for i in range(1000):
+        native.send(ON_DISCONNECT, i + 1, {"op": "set", "path": f"/bounded/{i}", "value": i})
+    for i in range(1000):
+        assert native.recv() == (VALUE, i + 1, {"value": None})
+    native.send(ON_DISCONNECT, 5000, {"op": "set", "path": "/bounded/x", "value": 1})
+    kind, rid, payload = native.recv()
+    assert (kind, rid) == (ERROR, 5000) and payload["code"] == "limitExceeded" and "onDisconnectCountMax" in payload["message"]
+    native.send(CANCEL_DISCONNECT, 5001, {"path": "/bounded"})
+    assert native.recv() == (VALUE, 5001, {"value": {"cancelled": 1000}})
+
+
+def test_on_disconnect_writes_run_when_eddyd_stops(daemon_factory):
+    """A stop closes every connection and waits for their onDisconnect writes before the
+    databases close: after a restart each is there."""
+    d = daemon_factory()
+    for i in range(3):
+        client = Native(d)
+        client.send(ON_DISCONNECT, 1, {"op": "set", "path": f"/stopped/{i}", "value": "ran"})
+        assert client.recv() == (VALUE, 1, {"value": None})
+        d.stop()
+        d.start()
+        assert requests.get(d.url(f"/stopped/{i}")).json() == "ran", d.log_tail(2000)
+        client.close()

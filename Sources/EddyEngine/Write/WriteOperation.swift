@@ -35,7 +35,8 @@ public enum WriteOperation: Sendable {
         return .update(location, changes)
     }
 
-    var location: Path {
+    /// The path the operation is at (an update's: where its relative paths start).
+    public var location: Path {
         switch self {
         case .set(let p, _), .update(let p, _), .push(let p, _), .remove(let p): return p
         }

@@ -62,6 +62,9 @@ final class NativeConnection: Sendable {
         var identity = Authenticator.Identity(access: .unauthenticated, expires: nil)
         /// Bumped by every `auth` request: a token's expiry timer only revokes its own identity.
         var identityGeneration: UInt64 = 0
+        /// Writes made when the connection ends (`onDisconnect`), in the order registered.
+        var onDisconnect: [OnDisconnectWrite] = []
+        var onDisconnectBytes = 0
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -80,12 +83,15 @@ final class NativeConnection: Sendable {
     let authenticator: Authenticator
     let logger: Logger
     let state = Mutex(State())
+    /// The server's count of onDisconnect writes still running (awaited at shutdown).
+    let onDisconnectRuns: OnDisconnectRuns
 
     init(
         channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator,
-        logger: Logger
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger
     ) {
+        self.onDisconnectRuns = onDisconnectRuns
         self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
         self.budget = budget
@@ -292,6 +298,10 @@ final class NativeConnection: Sendable {
                 }
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
+            case .onDisconnect:
+                try self.registerOnDisconnect(frame.requestID, body, access: access)
+            case .cancelDisconnect:
+                try self.cancelOnDisconnect(frame.requestID, body)
             case .unsubscribe:
                 let subscription = try Self.requestID(body["subscription"], field: "subscription", what: "the request id of the subscribe")
                 let removed = self.state.withLock { $0.subscriptions.removeValue(forKey: subscription) }
@@ -563,14 +573,19 @@ final class NativeConnection: Sendable {
 
     /// The connection closed (or was cut off): its listeners go.
     func closed() {
-        let (subscriptions, tails) = self.state.withLock { state -> ([(engine: Engine, id: ListenerID)], [(token: UInt64, bell: AsyncStream<Void>.Continuation)]) in
+        let (subscriptions, tails, onDisconnect) = self.state.withLock {
+            state -> ([(engine: Engine, id: ListenerID)], [(token: UInt64, bell: AsyncStream<Void>.Continuation)], [OnDisconnectWrite]) in
             state.closed = true
             defer {
                 state.subscriptions.removeAll()
                 state.tails.removeAll()
+                state.onDisconnect.removeAll()
+                state.onDisconnectBytes = 0
             }
-            return (Array(state.subscriptions.values), Array(state.tails.values))
+            // Taken once: a second call (a cut-off connection closing later) finds none.
+            return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect)
         }
+        self.runOnDisconnect(onDisconnect)
         for tail in tails {
             self.doorbells.remove(tail.token)
             tail.bell.finish()

@@ -63,16 +63,18 @@ public struct NativeServerService: Service {
         let tls = self.tls
         let logger = self.logger
         let payloads = EventsPayloadCache()
+        let onDisconnectRuns = OnDisconnectRuns()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 let connection = NativeConnection(
                     channel: channel, data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget,
-                    payloads: payloads, replication: replication, doorbells: doorbells, authenticator: authenticator, logger: logger)
+                    payloads: payloads, replication: replication, doorbells: doorbells, authenticator: authenticator,
+                    onDisconnectRuns: onDisconnectRuns, logger: logger)
                 connections.add(channel)
                 channel.closeFuture.whenComplete { _ in
+                    connection.closed()  // first: a connection gone from the set has begun its onDisconnect writes
                     connections.remove(channel)
-                    connection.closed()
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
@@ -103,7 +105,19 @@ public struct NativeServerService: Service {
             connections.closeAll()
         }
         if case .unix(let path) = self.address { unlink(path) }
+        // The connections' onDisconnect writes run before the databases close (they are
+        // stopped after this service): wait for every closed connection, then for its writes.
+        let started = ContinuousClock.now
+        while !connections.isEmpty || !onDisconnectRuns.isIdle, ContinuousClock.now - started < Self.onDisconnectWaitMax {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if !onDisconnectRuns.isIdle {
+            self.logger.warning("stopping without waiting longer for onDisconnect writes", metadata: ["eddy.waited": "\(Self.onDisconnectWaitMax)"])
+        }
     }
+
+    /// How long a stop waits for the connections' onDisconnect writes.
+    static let onDisconnectWaitMax: Duration = .seconds(30)
 }
 
 /// The address a TCP listener bound, once it has (its port may have been 0).
@@ -119,6 +133,7 @@ final class OpenConnections: Sendable {
 
     func add(_ channel: any Channel) { self.channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
     func remove(_ channel: any Channel) { _ = self.channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) } }
+    var isEmpty: Bool { self.channels.withLock { $0.isEmpty } }
     func closeAll() {
         for channel in self.channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
     }

@@ -1,0 +1,63 @@
+// Firebase's onDisconnect against a real eddyd: writes a client registers run when its
+// connection ends (here `goOffline()`), in order, seen by another client; cancelled ones do not
+// run; a bad value is refused at registration; the HTTP fallback refuses them clearly.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct PresenceTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.presence.tests")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    @Test func writesRegisteredForDisconnectRunWhenTheConnectionEnds() async throws {
+        let watcher = Database.database(url: self.daemon.tcpURL)
+        watcher.callbackQueue = self.queue
+        let user = Database.database(url: self.daemon.socketURL)
+        user.callbackQueue = self.queue
+        let me = user.reference().child("presence/ada")
+        try await me.setValue(["status": "online", "session": "s1", "info": ["n": 1, "device": "phone"], "kept": "yes"])
+
+        #expect(try await me.child("status").onDisconnectSetValue("offline").key == "status")
+        try await me.child("session").onDisconnectRemoveValue()
+        try await me.child("info").onDisconnectUpdateChildValues(["n": 2, "lastSeen": ServerValue.timestamp()])
+        try await me.child("kept").onDisconnectSetValue("changed")
+        try await me.child("kept").cancelDisconnectOperations()
+        let refused = Recorder<String>()
+        me.child("bad").onDisconnectSetValue(["a.b": 1]) { error, _ in refused.add(error.map { "\($0)" } ?? "nil") }
+        #expect(try await refused.wait(for: 1).first?.contains("a.b") == true)
+        // Registered, not run: nothing changed yet.
+        #expect(try await watcher.reference().child("presence/ada/status").getData().value as? String == "online")
+
+        let seen = Recorder<String>()
+        watcher.reference().child("presence/ada/status").observe(.value) { seen.add($0.value as? String ?? "none") }
+        #expect(try await seen.wait(for: 1) == ["online"])
+        user.goOffline()
+        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        // Every write has run by the time a later one is seen: they run in order.
+        let after = try #require(try await watcher.reference().child("presence/ada").getData().value as? [String: Any])
+        #expect(after["session"] == nil)
+        #expect(after["kept"] as? String == "yes", "a cancelled write does not run")
+        let info = try #require(after["info"] as? [String: Any])
+        #expect(info["n"] as? Int == 2 && info["device"] as? String == "phone")
+        let lastSeen = try #require(info["lastSeen"] as? Double)
+        #expect(abs(lastSeen / 1000 - Date().timeIntervalSince1970) < 60)
+        #expect(after["bad"] == nil)
+        user.goOnline()
+    }
+
+    @Test func theHTTPFallbackRefusesThemClearly() async throws {
+        let database = Database.database(url: self.daemon.httpURL)
+        database.callbackQueue = self.queue
+        await #expect(throws: DatabaseError.self) { try await database.reference().child("p").onDisconnectRemoveValue() }
+        let message = Recorder<String>()
+        database.reference().child("p").onDisconnectSetValue(1) { error, _ in message.add(error.map { "\($0)" } ?? "nil") }
+        #expect(try await message.wait(for: 1).first?.contains("native protocol") == true)
+    }
+}
