@@ -2,7 +2,10 @@
 // `GET /.settings/followers.json`: who they are, what was sent to them, what they applied, and
 // their lag. Lag is time: the leader's newest durable entry's timestamp minus the follower's
 // last applied entry's (push ids carry their millisecond timestamp), so it needs no counting.
-// Thread-safe.
+// Log retention keeps what the connected followers still need (`oldestApplied`), and for a
+// while what a follower's bootstrap check left it at (`remove(_:holdFor:)`): between that check
+// (or snapshot) and its replication session the follower is not connected, and a leader
+// pruning meanwhile would refuse the session it just prepared. Thread-safe.
 
 import EddyModel
 import Foundation
@@ -27,6 +30,9 @@ public final class FollowerRegistry: Sendable {
     }
 
     private let followers = Mutex<[UInt64: Follower]>([:])
+    /// Positions held after a bootstrap connection ended, by follower name and namespace, until
+    /// that follower connects again or the hold expires.
+    private let held = Mutex<[String: (namespace: String, applied: LogID?, until: ContinuousClock.Instant)]>([:])
     private let nextID = Atomic<UInt64>(1)
     /// Writes waiting for followers (`--sync-followers`), by token, and whether the task that
     /// expires them is running (one task for all of them, not a timer per write).
@@ -41,10 +47,21 @@ public final class FollowerRegistry: Sendable {
         self.followers.withLock {
             $0[id] = Follower(name: name, namespace: namespace, connectedMilliseconds: now, sent: applied, applied: applied)
         }
+        // Connected again: what it holds is its own business now.
+        _ = self.held.withLock { $0.removeValue(forKey: Self.heldKey(name, namespace)) }
         return id
     }
 
-    func remove(_ id: UInt64) { _ = self.followers.withLock { $0.removeValue(forKey: id) } }
+    /// The follower is gone. With `holdFor`, what it applied stays needed (for log retention)
+    /// for that long or until the same follower connects to that namespace again.
+    func remove(_ id: UInt64, holdFor: Duration? = nil) {
+        guard let follower = self.followers.withLock({ $0.removeValue(forKey: id) }), let holdFor else { return }
+        self.held.withLock {
+            $0[Self.heldKey(follower.name, follower.namespace)] = (follower.namespace, follower.applied, ContinuousClock.now + holdFor)
+        }
+    }
+
+    private static func heldKey(_ name: String, _ namespace: String) -> String { namespace + "\u{0}" + name }
 
     func sent(_ id: UInt64, upTo last: LogID, count: Int) {
         self.followers.withLock {
@@ -143,10 +160,15 @@ public final class FollowerRegistry: Sendable {
         }
     }
 
-    /// What the connected followers of `namespace` still need: nil when there are none;
-    /// `.some(nil)` when one needs the whole log (it has applied nothing yet).
+    /// What the connected followers of `namespace` (and the held positions) still need: nil
+    /// when there are none; `.some(nil)` when one needs the whole log (it has applied nothing yet).
     func oldestApplied(namespace: String) -> LogID?? {
-        let applied = self.followers.withLock { $0.values.filter { $0.namespace == namespace }.map(\.applied) }
+        var applied = self.followers.withLock { $0.values.filter { $0.namespace == namespace }.map(\.applied) }
+        let now = ContinuousClock.now
+        applied += self.held.withLock { held in
+            held = held.filter { $0.value.until > now }
+            return held.values.filter { $0.namespace == namespace }.map(\.applied)
+        }
         if applied.isEmpty { return nil }
         if applied.contains(where: { $0 == nil }) { return .some(nil) }
         return .some(applied.compactMap { $0 }.min())

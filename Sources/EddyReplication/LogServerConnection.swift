@@ -32,6 +32,9 @@ final class LogServerConnection: Sendable {
     static let entriesPerFrameMax = 1024
     static let frameBytesMax = 1 << 20
     static let heartbeatInterval: Duration = .seconds(1)
+    /// How long a follower's position stays needed after its bootstrap check ended, for its
+    /// replication session to connect (a daemon opening its databases and starting).
+    static let bootstrapHold: Duration = .seconds(60)
 
     let channel: any Channel
     let data: DataDirectory
@@ -41,6 +44,9 @@ final class LogServerConnection: Sendable {
     /// The replication secret a follower's hello must carry (nil: none required).
     let secret: String?
     private let registration = Mutex<(follower: UInt64, bell: UInt64)?>(nil)
+    /// A bootstrap check (its hello takes a snapshot): when it ends, the follower's position is
+    /// held for `bootstrapHold`, until its replication session connects (see FollowerRegistry).
+    private let holdsPositionAtEnd = Mutex(false)
     private let started = Mutex(false)
     private let doorbell: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
 
@@ -91,7 +97,7 @@ final class LogServerConnection: Sendable {
     func closed() {
         self.doorbell.continuation.finish()
         if let registration = self.registration.withLock({ $0 }) {
-            self.registry.remove(registration.follower)
+            self.registry.remove(registration.follower, holdFor: self.holdsPositionAtEnd.withLock { $0 } ? Self.bootstrapHold : nil)
             self.doorbells.remove(registration.bell)
         }
     }
@@ -174,6 +180,7 @@ final class LogServerConnection: Sendable {
         var position: LogID? = nil
         var needsSnapshot = false
         let acceptsSnapshot = hello["snapshot"] == .bool(true)
+        self.holdsPositionAtEnd.withLock { $0 = acceptsSnapshot }
         let pruned: LogID?
         do {
             pruned = try engine.logPrunedThrough()

@@ -36,6 +36,25 @@ import Testing
         #expect(released.confirmed && released.applied == 2)
     }
 
+    @Test func aBootstrapCheckHoldsItsPositionUntilTheSessionConnectsOrTheHoldExpires() async throws {
+        let registry = FollowerRegistry()
+        let log = self.ids(5)
+        #expect(registry.oldestApplied(namespace: "default") == nil, "no follower: nothing is needed")
+        let check = registry.add(name: "f", namespace: "default", applied: log[2])
+        registry.remove(check, holdFor: .seconds(60))
+        #expect(registry.oldestApplied(namespace: "default") == .some(log[2]), "held after the check ended")
+        #expect(registry.oldestApplied(namespace: "other") == nil)
+        let session = registry.add(name: "f", namespace: "default", applied: log[4])
+        #expect(registry.oldestApplied(namespace: "default") == .some(log[4]), "the session replaces the hold")
+        registry.remove(session)
+        #expect(registry.oldestApplied(namespace: "default") == nil, "a session's end holds nothing")
+        let empty = registry.add(name: "g", namespace: "default", applied: nil)
+        registry.remove(empty, holdFor: .milliseconds(50))
+        #expect(registry.oldestApplied(namespace: "default") == .some(nil), "an empty replica needs the whole log")
+        try await Task.sleep(for: .milliseconds(120))
+        #expect(registry.oldestApplied(namespace: "default") == nil, "the hold expired")
+    }
+
     @Test func aForgedAcknowledgementReleasesNothingAndAWaitTimesOut() async {
         let registry = FollowerRegistry()
         let log = self.ids(4)
