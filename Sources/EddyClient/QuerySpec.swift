@@ -81,12 +81,10 @@ struct QuerySpec: Sendable, Equatable {
         var next = self
         guard next.error == nil else { return next }
         guard let value = Self.boundValue(any, method: method, into: &next) else { return next }
-        if self.start != nil {
-            next.error = "Cannot combine queryEqualToValue: and queryStartingAtValue: or queryStartingAfterValue:"
-            return next
-        }
-        if self.end != nil {
-            next.error = "Cannot combine queryEqualToValue: and queryEndingAtValue: or queryEndingBeforeValue:"
+        if self.start != nil || self.end != nil {
+            // Firebase's text (FIRDatabaseQuery queryEqualToInternal).
+            next.error =
+                "Can't call \(method) after queryStartingAtValue, queryStartingAfterValue, queryEndingAtValue, queryEndingBeforeValue or queryEqualToValue was previously called"
             return next
         }
         if self.order == .key, key != nil {
@@ -112,7 +110,7 @@ struct QuerySpec: Sendable, Equatable {
             return next
         }
         guard limit <= UInt(Int32.max) else {
-            next.error = "\(method) \(limit) is too large"
+            next.error = "Limit must be less than 2,147,483,648"
             return next
         }
         next.limit = first ? .first(Int(limit)) : .last(Int(limit))

@@ -229,6 +229,21 @@ import Testing
             #expect(error.code == .invalidQuery)
             #expect(error.message == "Can't call queryLimitedToLast: if a limit was previously set")
         }
+        for (query, message) in [
+            (
+                ref.queryOrdered(byChild: "s").queryStarting(atValue: 1).queryEqual(toValue: 2),
+                "Can't call queryEqualToValue: after queryStartingAtValue, queryStartingAfterValue, queryEndingAtValue, queryEndingBeforeValue or queryEqualToValue was previously called"
+            ),
+            (ref.queryLimited(toFirst: 1 << 31), "Limit must be less than 2,147,483,648"),
+            (ref.queryLimited(toLast: 0), "Limit can't be zero"),
+        ] {
+            do {
+                _ = try await query.getData()
+                Issue.record("must fail: \(message)")
+            } catch let error as DatabaseError {
+                #expect(error.code == .invalidQuery && error.message == message, "\(error)")
+            }
+        }
         let cancelled = Recorder<String>()
         ref.queryOrderedByKey().queryStarting(atValue: 1).observe(.value, with: { _ in }, withCancel: { cancelled.add("\($0)") })
         #expect(try await cancelled.wait(for: 1)[0].contains("non-string types"))
