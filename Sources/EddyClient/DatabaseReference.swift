@@ -147,17 +147,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     private func write(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
-        let database = self.database
-        let ref = self
-        self.submit(op, value) { result in
-            guard box.value != nil else { return }
-            database.deliver {
-                switch result {
-                case .success: box.value?(nil, ref)
-                case .failure(let error): box.value?(error, ref)
-                }
-            }
-        }
+        self.submit(op, value) { result in self.complete(box.value, result.map { _ in () }) }
     }
 
     private func write(_ op: String, _ value: Any?) async throws -> DatabaseReference {

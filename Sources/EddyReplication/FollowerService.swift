@@ -12,9 +12,9 @@
 //
 // A namespace the follower does not have yet is first bootstrapped (`FollowerBootstrap`, a
 // snapshot when the leader's log no longer starts at the beginning). Such a replica that is
-// still empty when the leader refuses it for pruned entries (pruned after the bootstrap
-// checked, or while the connection was down) is discarded and bootstrapped again. The default namespace's
-// connection hands the leader's namespace list to `onNamespaces`.
+// still empty when the leader refuses it for pruned entries (pruned while the connection was
+// down) is discarded and bootstrapped again. The default namespace's connection hands the
+// leader's namespace list to `onNamespaces`.
 //
 // Runs on its own thread with a blocking socket; at most `entriesInFlightMax` entries are
 // being applied at once (`AppliedWindow`; the engine's commit queue bounds the rest).

@@ -37,14 +37,7 @@ extension NativeConnection {
 
     func registerOnDisconnect(_ requestID: UInt64, _ body: Value, access: Access) throws(EddyError) {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
-        let path = try Self.path(body)
-        let operation: WriteOperation
-        switch try Self.string(body, "op", optional: false) {
-        case "set": operation = .set(path, body["value"])
-        case "update": operation = try WriteOperation.update(at: path, body: body["value"])
-        case "remove": operation = .remove(path)
-        case let op: throw EddyError(.invalidArgument, "onDisconnect op \(op ?? "") is not one of set, update, remove")
-        }
+        let operation = try Self.operation(body, request: "onDisconnect", allowsPush: false)
         var bytes = 0
         let validated = try Engine.validated(operation, approximateBytes: &bytes)
         let write = OnDisconnectWrite(namespace: namespace, operation: validated, access: access, approximateBytes: bytes)

@@ -382,17 +382,24 @@ final class NativeConnection: Sendable {
     }
 
     /// A write request's operation, `ifMatch` and silenced subscriptions; throws on bad input.
-    private func parseWrite(_ body: Value) throws(EddyError) -> (WriteOperation, String?, Set<ListenerID>) {
+    /// The `op`, `path` and `value` of a `write` or `onDisconnect` request; `push` only when
+    /// `allowsPush` (a push at disconnect has no one to tell its key to).
+    static func operation(_ body: Value, request: String, allowsPush: Bool) throws(EddyError) -> WriteOperation {
         let path = try Self.path(body)
         let value = body["value"]
-        let operation: WriteOperation
         switch try Self.string(body, "op", optional: false) {
-        case "set": operation = .set(path, value)
-        case "update": operation = try WriteOperation.update(at: path, body: value)
-        case "push": operation = .push(path, value)
-        case "remove": operation = .remove(path)
-        case let op: throw EddyError(.invalidArgument, "write op \(op ?? "") is not one of set, update, push, remove")
+        case "set": return .set(path, value)
+        case "update": return try WriteOperation.update(at: path, body: value)
+        case "push" where allowsPush: return .push(path, value)
+        case "remove": return .remove(path)
+        case let op:
+            throw EddyError(
+                .invalidArgument, "\(request) op \(op ?? "") is not one of set, update\(allowsPush ? ", push" : ""), remove")
         }
+    }
+
+    private func parseWrite(_ body: Value) throws(EddyError) -> (WriteOperation, String?, Set<ListenerID>) {
+        let operation = try Self.operation(body, request: "write", allowsPush: true)
         // A compare-and-set: applied only while the location's ETag is this one (set, remove).
         let ifMatch = try Self.string(body, "ifMatch", optional: true)
         var silenced = Set<ListenerID>()
