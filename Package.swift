@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "EddyServer",
             dependencies: [
-                "EddyEngine", "EddyModel", "EddyProtocol", "EddyReplication", "EddyCluster",
+                "EddyEngine", "EddyModel", "EddyProtocol", "EddyReplication", "EddyCluster", "EddyStorage",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -70,6 +70,7 @@ public final class Engine: Sendable {
             // Index windows are read at random positions; their blocks must decompress fast.
             storage.lz4Families = [ColumnFamilies.index]
             storage.readOnly = readOnly
+            storage.blockCache = options.blockCache
             database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)
         } catch {
             if error.isLockHeld {

@@ -1,6 +1,7 @@
 // Options of one engine (one database). Every field: meaning, unit, default, tradeoff.
 
 import EddyModel
+import EddyStorage
 
 public enum Durability: String, Sendable, CaseIterable {
     /// Default. A write is acknowledged only after the group's WAL write is fsynced: an
@@ -46,12 +47,16 @@ public struct EngineOptions: Sendable {
     /// term it answered (a term older than the log's newest entry's is refused too). Nil
     /// (default): no cluster, no fence; local entries carry the newest entry's term.
     public var writeFence: (@Sendable () -> Result<UInt64, EddyError>)? = nil
-    /// Local writes are refused with `insufficientStorage` while the data volume has less than
-    /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
     /// The rules of a database that has none stored (`Rules.default`, open, unless the server
     /// configures authentication: then `Rules.locked`).
     public var defaultRules: Rules = .default
+    /// Local writes are refused with `insufficientStorage` while the data volume has less than
+    /// this many bytes free (see `DiskSpaceReserve`); 0 turns the check off. Default 64 MiB.
     public var diskReserveBytes: UInt64 = 64 << 20
+    /// The block cache this engine's database reads through, shared with the other engines
+    /// given the same one (eddyd gives every namespace one cache of `--block-cache-bytes`).
+    /// Nil (default): the database makes its own of 128 MiB (`StorageOptions.blockCacheBytes`).
+    public var blockCache: BlockCache? = nil
 
     public init(durability: Durability = .sync) {
         self.durability = durability

@@ -6,6 +6,7 @@
 import EddyEngine
 import EddyModel
 import EddyReplication
+import EddyStorage
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -88,6 +89,9 @@ public enum EddyServer {
         engineOptions.leader = configuration.leader
         engineOptions.writeFence = run?.writeFence
         engineOptions.diskReserveBytes = UInt64(clamping: configuration.diskReserveBytes)
+        // One cache for every namespace: its capacity bounds them all together.
+        let blockCache = BlockCache(capacityBytes: configuration.blockCacheBytes)
+        engineOptions.blockCache = blockCache
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
         run?.opened(data)
         // A backup copying a checkpoint cannot outlive the daemon that made it.
@@ -119,6 +123,7 @@ public enum EddyServer {
                 "eddy.data": "\(configuration.dataDirectory)",
                 "eddy.http": "\(configuration.httpHost):\(configuration.httpPort)",
                 "eddy.durability": "\(configuration.durability.rawValue)",
+                "eddy.block_cache_bytes": "\(configuration.blockCacheBytes)",
                 "eddy.request_bytes_max": "\(configuration.requestBytesMax)",
                 "eddy.socket": "\(configuration.effectiveSocketPath)",
                 configuration.leader == nil ? "eddy.replication_socket" : "eddy.leader":

@@ -71,6 +71,10 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Writes are refused with 507 while the data volume has less than this many bytes free,
     /// and resume by themselves once it has more; 0 turns the check off. Default 64 MiB.
     public var diskReserveBytes = 64 << 20
+    /// Bytes of RocksDB block cache (uncompressed data, index and filter blocks) all open
+    /// namespaces share: one cache, so this bounds them together however many are open. Reads
+    /// of blocks not in it go to the OS page cache and decompress. Default 256 MiB.
+    public var blockCacheBytes = 256 << 20
     /// Seconds a request's head may take from its first byte (then 408 and close). Default 10.
     public var httpHeaderTimeoutSeconds = 10
     /// Seconds a request body may stall (no bytes while more are owed; then 408 and close).
@@ -156,6 +160,10 @@ public struct ServeConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    /// The range `blockCacheBytes` must be in: 1 MiB to 1 TiB.
+    public static let blockCacheBytesMin = 1 << 20
+    public static let blockCacheBytesMax = 1 << 40
+
     public var effectiveSocketPath: String { self.socketPath ?? self.dataDirectory + "/eddyd.sock" }
     public var effectiveReplicationSocketPath: String { self.replicationSocketPath ?? self.dataDirectory + "/replication.sock" }
 
@@ -196,6 +204,11 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         guard self.diskReserveBytes >= 0 else {
             throw EddyError(.invalidArgument, "disk-reserve-bytes \(self.diskReserveBytes) must be at least 0 (bytes; 0 turns the check off)")
+        }
+        guard (Self.blockCacheBytesMin...Self.blockCacheBytesMax).contains(self.blockCacheBytes) else {
+            throw EddyError(
+                .invalidArgument,
+                "block-cache-bytes \(self.blockCacheBytes) is out of range \(Self.blockCacheBytesMin)...\(Self.blockCacheBytesMax) (bytes: 1 MiB to 1 TiB)")
         }
         guard (1...1_000_000).contains(self.httpConnectionsMax) else {
             throw EddyError(.invalidArgument, "http-connections-max \(self.httpConnectionsMax) is out of range 1...1000000")
@@ -375,6 +388,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("http-idle-timeout-seconds", .integer(let n)): self.httpIdleTimeoutSeconds = n
             case ("http-connections-max", .integer(let n)): self.httpConnectionsMax = n
             case ("disk-reserve-bytes", .integer(let n)): self.diskReserveBytes = n
+            case ("block-cache-bytes", .integer(let n)): self.blockCacheBytes = n
             case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
             case ("request-bodies-bytes-total", .integer(let n)): self.requestBodiesBytesTotal = n
             case ("log-retain-seconds", .integer(let n)): self.logRetainSeconds = n
@@ -390,7 +404,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
                 ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
-                ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
+                ("block-cache-bytes", _), ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _), ("snapshot-bootstrap-entries", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("replication-listen", _), ("durability", _),
@@ -401,7 +415,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, block-cache-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
                 )
             }
         }

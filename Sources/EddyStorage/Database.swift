@@ -26,7 +26,8 @@ public final class Database: @unchecked Sendable {
     /// database (`SortedFileLoader`) to have the family's format and compression.
     let familyOptions: [String: OpaquePointer]
     private let blockOptions: OpaquePointer
-    private let cache: OpaquePointer
+    /// The block cache this database uses (its own, or one shared through `StorageOptions`).
+    public let blockCache: BlockCache
     private let syncWrite: OpaquePointer
     private let bufferedWrite: OpaquePointer
     private let noWALWrite: OpaquePointer
@@ -44,9 +45,9 @@ public final class Database: @unchecked Sendable {
         rocksdb_options_set_create_missing_column_families(options, storage.createIfMissing ? 1 : 0)
         rocksdb_options_increase_parallelism(options, storage.backgroundThreads)
         rocksdb_options_set_max_background_jobs(options, storage.backgroundThreads)
-        let cache = rocksdb_cache_create_lru(storage.blockCacheBytes)!
+        let cache = storage.blockCache ?? BlockCache(capacityBytes: storage.blockCacheBytes)
         let blockOptions = rocksdb_block_based_options_create()!
-        rocksdb_block_based_options_set_block_cache(blockOptions, cache)
+        rocksdb_block_based_options_set_block_cache(blockOptions, cache.pointer)
         rocksdb_block_based_options_set_cache_index_and_filter_blocks(blockOptions, 1)
         rocksdb_block_based_options_set_filter_policy(blockOptions, rocksdb_filterpolicy_create_bloom(10))
         let cfOptions = rocksdb_options_create_copy(options)!
@@ -77,7 +78,6 @@ public final class Database: @unchecked Sendable {
             rocksdb_options_destroy(lz4Options)
             rocksdb_options_destroy(options)
             rocksdb_block_based_options_destroy(blockOptions)
-            rocksdb_cache_destroy(cache)
             throw RocksDBError(code: RocksDBError.code(of: message), message: message)
         }
         self.db = db!
@@ -88,7 +88,7 @@ public final class Database: @unchecked Sendable {
         for (name, option) in zip(all, cfOptionList) { familyOptions[name] = option! }
         self.familyOptions = familyOptions
         self.blockOptions = blockOptions
-        self.cache = cache
+        self.blockCache = cache
         var families: [String: ColumnFamily] = [:]
         for (name, handle) in zip(all, handles) { families[name] = ColumnFamily(handle: handle!, name: name) }
         self.columnFamilies = families
@@ -122,7 +122,6 @@ public final class Database: @unchecked Sendable {
         rocksdb_options_destroy(self.lz4Options)
         rocksdb_options_destroy(self.options)
         rocksdb_block_based_options_destroy(self.blockOptions)
-        rocksdb_cache_destroy(self.cache)
     }
 
     public func columnFamily(_ name: String) -> ColumnFamily {

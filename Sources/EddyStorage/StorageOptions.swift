@@ -15,8 +15,11 @@ public struct StorageOptions: Sendable {
     public var lz4Families: Set<String> = []
     /// Memtable size per column family in bytes. Default 64 MiB.
     public var writeBufferBytes: Int = 64 * 1024 * 1024
-    /// Shared block cache in bytes. Default 128 MiB.
+    /// Block cache in bytes, when `blockCache` is nil. Default 128 MiB.
     public var blockCacheBytes: Int = 128 * 1024 * 1024
+    /// A block cache shared with other databases (its capacity bounds all of them together);
+    /// nil (default): the database makes its own of `blockCacheBytes`.
+    public var blockCache: BlockCache? = nil
 
     public init() {}
 }

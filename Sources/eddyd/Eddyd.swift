@@ -77,6 +77,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("disk-reserve-bytes"), help: "Refuse writes (507) while the data volume has less than this free; they resume by themselves. 0: off. Default: 67108864")
     var diskReserveBytes: Int?
 
+    @Option(name: .customLong("block-cache-bytes"), help: "Bytes of block cache all namespaces share (1 MiB to 1 TiB). Default: 268435456")
+    var blockCacheBytes: Int?
+
     @Option(name: .customLong("http-header-timeout-seconds"), help: "Seconds a request head may take from its first byte; then 408 and close. Default: 10")
     var httpHeaderTimeoutSeconds: Int?
 
@@ -290,6 +293,7 @@ struct Serve: AsyncParsableCommand {
         if let httpIdleTimeoutSeconds { configuration.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds }
         if let httpConnectionsMax { configuration.httpConnectionsMax = httpConnectionsMax }
         if let diskReserveBytes { configuration.diskReserveBytes = diskReserveBytes }
+        if let blockCacheBytes { configuration.blockCacheBytes = blockCacheBytes }
         if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }
         if let requestBodiesBytesTotal { configuration.requestBodiesBytesTotal = requestBodiesBytesTotal }
         if let indexBuildPauseMilliseconds { configuration.indexBuildPauseMilliseconds = indexBuildPauseMilliseconds }

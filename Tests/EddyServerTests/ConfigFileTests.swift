@@ -108,6 +108,27 @@ import Testing
         }
     }
 
+    @Test func blockCacheBytesComeFromTheConfigFileAndAreChecked() throws {
+        var configuration = ServeConfiguration()
+        #expect(configuration.blockCacheBytes == 256 << 20)
+        try configuration.apply(configFile: ConfigFile.parse("block-cache-bytes = 33_554_432\n", path: "t.toml"), path: "t.toml")
+        #expect(configuration.blockCacheBytes == 32 << 20)
+        try configuration.validate()
+        for bytes in [0, 1000, (1 << 40) + 1] {
+            configuration.blockCacheBytes = bytes
+            #expect {
+                try configuration.validate()
+            } throws: { error in
+                (error as? EddyError)?.message.contains("block-cache-bytes \(bytes) is out of range 1048576...1099511627776") == true
+            }
+        }
+        #expect {
+            try configuration.apply(configFile: ConfigFile.parse("block-cache-bytes = \"1G\"\n", path: "t.toml"), path: "t.toml")
+        } throws: { error in
+            (error as? EddyError)?.message.contains("block-cache-bytes must be an integer") == true
+        }
+    }
+
     @Test func indexBuildOptionsComeFromTheConfigFile() throws {
         var configuration = ServeConfiguration()
         try configuration.apply(

@@ -7,13 +7,14 @@ gone."""
 
 import json
 import socket
+import subprocess
 import time
 
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import follower_of
+from conftest import EDDYD, follower_of
 from test_sse import SSEClient
 
 ADMIN = "metrics-admin-secret-0123456789"
@@ -125,6 +126,33 @@ def test_metrics_are_the_admins_once_auth_is_configured_and_free_on_the_metrics_
     assert requests.get(f"http://127.0.0.1:{port}/.health/ready").json() == {"status": "ready"}
     r = requests.get(f"http://127.0.0.1:{port}/.json")
     assert r.status_code == 404
+
+
+def test_every_namespace_reads_through_one_block_cache_of_block_cache_bytes(daemon_factory, tmp_path):
+    cache_bytes = 8 << 20
+    daemon = daemon_factory("--block-cache-bytes", str(cache_bytes))
+    # Three namespaces open, each with data read back.
+    for ns in ("default", "second", "third"):
+        assert requests.put(daemon.url("/items/a", ns=ns), data=json.dumps({"n": 1})).status_code == 200
+        assert requests.get(daemon.url("/items", ns=ns)).json() == {"a": {"n": 1}}
+    samples = scrape(daemon.base_url + "/metrics")
+    # One cache, so one unlabelled figure however many namespaces are open.
+    assert value(samples, "eddy_rocksdb_block_cache_capacity_bytes") == cache_bytes
+    used = [v for (name, _), v in samples.items() if name == "eddy_rocksdb_block_cache_used_bytes"]
+    assert len(used) == 1 and 0 <= used[0] <= cache_bytes
+    assert {dict(labels)["namespace"] for (name, labels) in samples if name == "eddy_rocksdb_memtable_bytes"} == {
+        "default",
+        "second",
+        "third",
+    }
+    # Out of range: refused at start, naming the option and its range.
+    for bad in ("0", "1000", str((1 << 40) + 1)):
+        result = subprocess.run(
+            [EDDYD, "serve", "--data", str(tmp_path / "refused"), "--http", "127.0.0.1:0", "--block-cache-bytes", bad],
+            capture_output=True,
+            timeout=30,
+        )
+        assert result.returncode != 0 and f"block-cache-bytes {bad} is out of range".encode() in result.stderr, result.stderr
 
 
 def test_health_on_a_leader_and_its_follower(daemon_factory):

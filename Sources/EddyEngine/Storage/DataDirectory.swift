@@ -9,6 +9,7 @@
 // Thread-safety: the open map is guarded by a Mutex.
 
 import EddyModel
+import EddyStorage
 import Foundation
 import Logging
 import Synchronization
@@ -23,6 +24,8 @@ public final class DataDirectory: Sendable {
 
     public let path: String
     private let options: EngineOptions
+    /// The block cache every namespace opened here shares (nil: each has its own).
+    public var blockCache: BlockCache? { self.options.blockCache }
     private let logger: Logger
     private let lockDescriptor: Int32
     /// Open engines and whether `close()` began; one lock so no engine opens after close.

@@ -12,6 +12,8 @@
 //   per follower `eddy_follower_lag_seconds{follower}` and `eddy_follower_lag_entries{follower}`
 //   (entries after the follower's last applied one, counted up to `lagEntriesCountMax`: the
 //   gauge saturates there, as a follower that far behind is simply far behind);
+// - the block cache all namespaces share: `eddy_rocksdb_block_cache_capacity_bytes` and
+//   `eddy_rocksdb_block_cache_used_bytes`;
 // - the process: `eddy_process_resident_memory_bytes`, `eddy_process_open_fds`.
 // A scrape costs a few RocksDB property reads per namespace and a directory listing of
 // /proc/self/fd: nothing on the write path.
@@ -19,6 +21,7 @@
 import EddyEngine
 import EddyModel
 import EddyReplication
+import EddyStorage
 import Foundation
 import Prometheus
 import Synchronization
@@ -67,6 +70,10 @@ public final class MetricsEndpoint: Sendable {
             self.gauge("eddy_log_bytes", labels, figures.logBytes.map { Double($0) })
             self.gauge("eddy_log_last_entry_timestamp_seconds", labels, figures.lastEntryMilliseconds.map { Double($0) / 1000 })
             self.gauge("eddy_log_retained_since_timestamp_seconds", labels, figures.prunedThroughMilliseconds.map { Double($0) / 1000 })
+        }
+        if let cache = self.data.blockCache {
+            self.gauge("eddy_rocksdb_block_cache_capacity_bytes", [], Double(cache.capacityBytes))
+            self.gauge("eddy_rocksdb_block_cache_used_bytes", [], Double(cache.usedBytes))
         }
         self.updateReplicationGauges()
         self.gauge("eddy_process_resident_memory_bytes", [], ProcessFigures.residentBytes().map { Double($0) })
