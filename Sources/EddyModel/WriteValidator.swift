@@ -2,9 +2,14 @@
 //
 // Refuses (naming the offending key, path and rule): invalid keys (each at most
 // `Limits.keyBytesMax`), leaf paths deeper than `Limits.pathDepthMax`, strings over
-// `Limits.stringBytesMax`, non-finite numbers, malformed server values, and the legacy dotted
-// keys Eddy does not support yet (`.priority`, `.value`). Walks with an explicit stack.
+// `Limits.stringBytesMax`, non-finite numbers, malformed server values, and priorities, which
+// Eddy does not store yet (a `.priority` that is not null). Walks with an explicit stack.
 // Validation runs on the writer's task for every write, so the walk allocates little.
+//
+// Firebase's wrapper forms are accepted and unwrapped, as Firebase's SDKs read them:
+// `{".value": v}` is `v` (`.value` may sit beside `.priority` only), and `".priority": null`
+// is no priority, so the key is dropped. This is what a Firebase export (`format=export`) of
+// data without priorities holds.
 
 public enum WriteValidator {
     public static let serverValueKey = ".sv"
@@ -25,6 +30,7 @@ public enum WriteValidator {
         var nodes: [(key: String, parent: Int, depth: Int)] = []
         var stack: [(value: Value, node: Int)] = [(value, -1)]
         var needsNormalization = false
+        var needsUnwrapping = false
         var size = 0
         func path(_ node: Int) -> Path {
             var keys: [String] = []
@@ -61,13 +67,26 @@ public enum WriteValidator {
                     try validateServerValue(children, at: path(index))
                     continue
                 }
-                let depth = index < 0 ? base.depth : nodes[index].depth
-                for (key, child) in children {
-                    if key == ".priority" || key == ".value" {
+                if let priority = children[priorityKey] {
+                    guard priority.isNull else {
                         throw EddyError(
                             .unsupported,
-                            "key \"\(key)\" at \(path(index).abbreviated): priorities are not supported yet; write plain values")
+                            "key \".priority\" at \(path(index).abbreviated): priorities are not supported yet; write the value without one (a null priority is accepted)")
                     }
+                    needsUnwrapping = true
+                }
+                if let wrapped = children[wrappedValueKey] {
+                    guard children.count == (children[priorityKey] == nil ? 1 : 2) else {
+                        throw EddyError(
+                            .invalidValue,
+                            "\(path(index).abbreviated) has \".value\" and other keys; \".value\" may only stand beside \".priority\"")
+                    }
+                    needsUnwrapping = true
+                    stack.append((wrapped, index))  // the same location
+                    continue
+                }
+                let depth = index < 0 ? base.depth : nodes[index].depth
+                for (key, child) in children where key != priorityKey {
                     do {
                         try Key.validate(key)
                     } catch {
@@ -85,7 +104,23 @@ public enum WriteValidator {
             }
         }
         approximateBytes += size
-        return needsNormalization ? value.normalized() : value
+        let unwrapped = needsUnwrapping ? unwrapped(value) : value
+        return needsNormalization || needsUnwrapping ? unwrapped.normalized() : unwrapped
+    }
+
+    static let wrappedValueKey = ".value"
+    static let priorityKey = ".priority"
+
+    /// `value` with every `{".value": v}` replaced by `v` and every (null) `.priority` key
+    /// dropped; server values are left as they are. Recursion depth is bounded by the JSON
+    /// nesting bound every value was parsed under.
+    private static func unwrapped(_ value: Value) -> Value {
+        guard case .object(let children) = value, children[serverValueKey] == nil else { return value }
+        if let wrapped = children[wrappedValueKey] { return unwrapped(wrapped) }
+        var kept: [String: Value] = [:]
+        kept.reserveCapacity(children.count)
+        for (key, child) in children where key != priorityKey { kept[key] = unwrapped(child) }
+        return .object(kept)
     }
 
     /// Checks a write location against the path limits. (`/.info` never reaches here: its

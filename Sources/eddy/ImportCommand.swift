@@ -13,6 +13,9 @@
 // path, mode) is refused rather than guessed at.
 // Progress on stderr: bytes, percent, values/s, MiB/s and ETA, in place on a terminal and one line
 // every 5 s otherwise.
+// Firebase's export format: `{".value": v}` imports as `v` and a null `.priority` is left out.
+// Priorities are not stored, so an export holding one is refused (naming where) unless
+// `--drop-priorities` says to leave them out; the import then says how many it left out.
 
 import ArgumentParser
 import EddyEngine
@@ -33,6 +36,10 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Write over what is at --path and keep the rest, instead of replacing it.") var merge = false
     @Option(name: .customLong("batch-bytes"), help: "Approximate JSON bytes per atomic batch (65536 to 67108864). Default: 4194304") var batchBytes = 4 << 20
     @Option(name: .customLong("progress-file"), help: "Where the resume point is kept. Default: FILE.eddy-import-progress") var progressFile: String?
+    @Flag(
+        name: .customLong("drop-priorities"),
+        help: "Leave out the priorities (.priority keys) of a Firebase export; Eddy does not store them. Without it, an export holding one is refused.")
+    var dropPriorities = false
 
     static let batchValuesMax = Limits.updatePathsCountMax
 
@@ -126,6 +133,7 @@ struct ImportCommand: AsyncParsableCommand {
         var meter = ImportMeter(totalBytes: size, startOffset: progress.offset, startValues: progress.values)
         let skipThrough = progress.offset
         var rootValue: Value? = nil
+        var droppedPriorities = 0
         func flush() throws {
             guard !batch.isEmpty else { return }
             try sink.write(try WriteOperation.update(at: location, body: .object(batch)))
@@ -138,8 +146,21 @@ struct ImportCommand: AsyncParsableCommand {
         }
         // Writes happen between leaves, synchronously: the parser never runs ahead of the
         // batch being written, so memory holds one batch.
-        try stream.forEachLeaf { path, value, end in
+        try stream.forEachLeaf { leafPath, value, end in
             guard end > skipThrough else { return true }
+            var path = leafPath
+            if path.last == ".priority" {
+                if value.isNull { return true }
+                guard self.dropPriorities else {
+                    let at = "/" + (location.keys + path.dropLast()).joined(separator: "/")
+                    throw EddyError(
+                        .unsupported,
+                        "\(at) has a priority (.priority \(JSONWriter.string(value))); Eddy does not store priorities: run again with --drop-priorities to import without them")
+                }
+                droppedPriorities += 1
+                return true
+            }
+            if path.last == ".value" { path.removeLast() }  // the wrapped value of its parent
             if path.isEmpty {
                 rootValue = value  // the document is a single primitive
                 return true
@@ -158,6 +179,9 @@ struct ImportCommand: AsyncParsableCommand {
         }
         try? FileManager.default.removeItem(atPath: progressPath)
         meter.report(offset: size, values: progress.values, final: true)
+        if droppedPriorities > 0 {
+            FileHandle.standardError.write(Data("eddy: left out \(droppedPriorities) \(droppedPriorities == 1 ? "priority" : "priorities") (--drop-priorities)\n".utf8))
+        }
     }
 }
 

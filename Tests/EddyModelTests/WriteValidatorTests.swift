@@ -103,10 +103,42 @@ import Testing
         }
     }
 
-    @Test(arguments: [".priority", ".value"])
-    func priorityKeysAreUnsupported(key: String) {
-        expectEddyErrorSync(.unsupported, mentioning: [key, "/users/alice"]) {
-            _ = try WriteValidator.validate(.object([key: .number(1)]), at: Self.base)
+    @Test(arguments: [#"{".priority":1}"#, #"{"a":1,".priority":"p"}"#, #"{".value":1,".priority":2}"#, #"{"x":{".value":"v",".priority":{"a":1}}}"#])
+    func aPriorityThatIsNotNullIsUnsupported(text: String) throws {
+        let value = try JSONParser.parse(text)
+        expectEddyErrorSync(.unsupported, mentioning: [".priority", "/users/alice", "not supported"]) {
+            _ = try WriteValidator.validate(value, at: Self.base)
+        }
+    }
+
+    @Test(arguments: [
+        // Firebase's wrapper forms, as its SDKs read them: `.value` is the value, a null
+        // priority is none.
+        (#"{".value":1}"#, "1"),
+        (#"{".value":"s",".priority":null}"#, #""s""#),
+        (#"{"a":{".value":true},"b":2}"#, #"{"a":true,"b":2}"#),
+        (#"{"a":1,".priority":null}"#, #"{"a":1}"#),
+        (#"{".priority":null}"#, "null"),
+        (#"{".value":null}"#, "null"),
+        (#"{".value":{"x":{".value":3}}}"#, #"{"x":3}"#),
+        (#"{"t":{".value":{".sv":"timestamp"}}}"#, #"{"t":{".sv":"timestamp"}}"#),
+        (#"{"a":{".value":null},"b":1}"#, #"{"b":1}"#),
+    ])
+    func wrappedValuesAndNullPrioritiesAreUnwrapped(text: String, expected: String) throws {
+        #expect(try WriteValidator.validate(JSONParser.parse(text), at: Self.base) == (try JSONParser.parse(expected)))
+    }
+
+    @Test func aWrappedValueBesideOtherKeysIsRefused() throws {
+        let value = try JSONParser.parse(#"{"x":{".value":1,"other":2}}"#)
+        expectEddyErrorSync(.invalidValue, mentioning: ["/users/alice/x", "\".value\" and other keys"]) {
+            _ = try WriteValidator.validate(value, at: Self.base)
+        }
+    }
+
+    @Test func keysInsideAWrappedValueAreStillChecked() throws {
+        let value = try JSONParser.parse(#"{".value":{"a.b":1}}"#)
+        expectEddyErrorSync(.invalidKey, mentioning: ["a.b"]) {
+            _ = try WriteValidator.validate(value, at: Self.base)
         }
     }
 

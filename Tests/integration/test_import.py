@@ -110,6 +110,29 @@ def test_an_interrupted_import_resumes(daemon, tmp_path):
     assert not progress.exists()
 
 
+def test_a_firebase_export_with_wrapped_values_and_priorities(daemon, tmp_path):
+    # `format=export`: `.value` wraps a leaf that has a priority; a null priority is none.
+    export = {
+        "users": {
+            "u1": {"name": {".value": "Ada"}, "age": 36, ".priority": None},
+            "u2": {"name": {".value": "Bob", ".priority": 3}, ".priority": "b"},
+        },
+        "top": {".value": 1},
+    }
+    doc = tmp_path / "export.json"
+    doc.write_text(json.dumps(export))
+    # Priorities are not stored: refused, naming where, until --drop-priorities says to leave them out.
+    result = run_eddy("import", doc, "--data", daemon.data_dir, "--path", "/fb", check=False)
+    assert result.returncode == 1 and b"/fb/users/u2" in result.stderr and b"--drop-priorities" in result.stderr, result.stderr
+    (tmp_path / "export.json.eddy-import-progress").unlink(missing_ok=True)
+    result = run_eddy("import", doc, "--data", daemon.data_dir, "--path", "/fb", "--drop-priorities")
+    assert b"left out 2 priorities" in result.stderr, result.stderr
+    assert requests.get(daemon.url("/fb")).json() == {
+        "users": {"u1": {"name": "Ada", "age": 36}, "u2": {"name": "Bob"}},
+        "top": 1,
+    }
+
+
 def test_refusals(daemon, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"a": {"b": 1,, "c": 2}}')

@@ -87,6 +87,22 @@ def test_put_replaces_whole_subtree(http, d, base):
     assert get(http, d, base) == {"a": {"deeper": True}, "b": 3}
 
 
+def test_firebase_wrapped_values_and_null_priorities_are_unwrapped(http, d, base):
+    # What a Firebase export without priorities holds, and what its SDKs accept.
+    assert put(http, d, base + "/leaf", {".value": 1}) == 1
+    put(http, d, base + "/obj", {"a": {".value": "x", ".priority": None}, "b": 2, ".priority": None})
+    r = http.patch(d.url(base), data=json.dumps({"c": {".value": True}}))
+    assert r.status_code == 200, r.text
+    assert get(http, d, base) == {"leaf": 1, "obj": {"a": "x", "b": 2}, "c": True}
+    # A priority itself is not stored, so it is refused, naming the key, and nothing is written.
+    for body in ({".priority": 5}, {"z": {".value": 1, ".priority": "p"}}):
+        r = http.put(d.url(base + "/refused"), data=json.dumps(body))
+        assert r.status_code == 400 and ".priority" in r.json()["error"], r.text
+    r = http.put(d.url(base + "/refused"), data=json.dumps({".value": 1, "other": 2}))
+    assert r.status_code == 400 and '".value" and other keys' in r.json()["error"], r.text
+    assert get(http, d, base + "/refused") is None
+
+
 def test_root_read_and_write(daemon):
     with requests.Session() as s:
         assert s.get(daemon.url("/")).json() is None
