@@ -90,8 +90,7 @@ public enum EddyServer {
         engineOptions.writeFence = run?.writeFence
         engineOptions.diskReserveBytes = UInt64(clamping: configuration.diskReserveBytes)
         // One cache for every namespace: its capacity bounds them all together.
-        let blockCache = BlockCache(capacityBytes: configuration.blockCacheBytes)
-        engineOptions.blockCache = blockCache
+        engineOptions.blockCache = BlockCache(capacityBytes: configuration.blockCacheBytes)
         let data = try DataDirectory(path: configuration.dataDirectory, options: engineOptions, logger: logger)
         run?.opened(data)
         // A backup copying a checkpoint cannot outlive the daemon that made it.

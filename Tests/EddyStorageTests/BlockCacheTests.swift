@@ -29,47 +29,47 @@ import Testing
         }
     }
 
-    @Test func twoDatabasesReadThroughOneCache() throws {
-        let cache = BlockCache(capacityBytes: 64 << 20)
+    /// Calls `body` with two databases of `count` keys each, opened with one shared `cache`,
+    /// and removes them afterwards.
+    private func withTwoDatabases(sharing cache: BlockCache, count: Int, _ body: (Database, Database) throws -> Void) throws {
         var options = StorageOptions()
         options.blockCache = cache
-        let (first, firstPath) = try self.filledDatabase(options, count: 2_000, seed: 1)
-        let (second, secondPath) = try self.filledDatabase(options, count: 2_000, seed: 2)
+        let (first, firstPath) = try self.filledDatabase(options, count: count, seed: 1)
+        let (second, secondPath) = try self.filledDatabase(options, count: count, seed: 2)
         defer {
             first.close()
             second.close()
             try? FileManager.default.removeItem(atPath: firstPath)
             try? FileManager.default.removeItem(atPath: secondPath)
         }
-        #expect(first.blockCache === cache && second.blockCache === cache)
-        try self.readAll(first, count: 2_000)
-        let afterFirst = cache.usedBytes
-        #expect(afterFirst >= 2_000 * 1024, "the first database's blocks are in the shared cache: \(afterFirst) bytes")
-        try self.readAll(second, count: 2_000)
-        let afterSecond = cache.usedBytes
-        #expect(
-            afterSecond >= afterFirst + 2_000 * 1024,
-            "the second database's blocks join the same cache: \(afterFirst) then \(afterSecond) bytes")
+        try body(first, second)
+    }
+
+    @Test func twoDatabasesReadThroughOneCache() throws {
+        let cache = BlockCache(capacityBytes: 64 << 20)
+        try self.withTwoDatabases(sharing: cache, count: 2_000) { first, second in
+            #expect(first.blockCache === cache && second.blockCache === cache)
+            try self.readAll(first, count: 2_000)
+            let afterFirst = cache.usedBytes
+            #expect(afterFirst >= 2_000 * 1024, "the first database's blocks are in the shared cache: \(afterFirst) bytes")
+            try self.readAll(second, count: 2_000)
+            let afterSecond = cache.usedBytes
+            #expect(
+                afterSecond >= afterFirst + 2_000 * 1024,
+                "the second database's blocks join the same cache: \(afterFirst) then \(afterSecond) bytes")
+        }
     }
 
     @Test func theSharedCapacityBoundsEveryDatabaseTogether() throws {
-        let cache = BlockCache(capacityBytes: 1 << 20)
-        var options = StorageOptions()
-        options.blockCache = cache
         // 4 MiB of blocks in each of two databases, read through a 1 MiB cache.
-        let (first, firstPath) = try self.filledDatabase(options, count: 4_096, seed: 3)
-        let (second, secondPath) = try self.filledDatabase(options, count: 4_096, seed: 4)
-        defer {
-            first.close()
-            second.close()
-            try? FileManager.default.removeItem(atPath: firstPath)
-            try? FileManager.default.removeItem(atPath: secondPath)
+        let cache = BlockCache(capacityBytes: 1 << 20)
+        try self.withTwoDatabases(sharing: cache, count: 4_096) { first, second in
+            try self.readAll(first, count: 4_096)
+            try self.readAll(second, count: 4_096)
+            #expect(cache.capacityBytes == 1 << 20)
+            #expect(cache.usedBytes > 0)
+            #expect(cache.usedBytes <= cache.capacityBytes, "\(cache.usedBytes) bytes held in a cache of \(cache.capacityBytes)")
         }
-        try self.readAll(first, count: 4_096)
-        try self.readAll(second, count: 4_096)
-        #expect(cache.capacityBytes == 1 << 20)
-        #expect(cache.usedBytes > 0)
-        #expect(cache.usedBytes <= cache.capacityBytes, "\(cache.usedBytes) bytes held in a cache of \(cache.capacityBytes)")
     }
 
     @Test func aDatabaseWithoutASharedCacheHasItsOwn() throws {
