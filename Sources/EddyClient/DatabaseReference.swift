@@ -170,7 +170,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         var converted = Value.null
         if op != "remove" {
             do {
-                converted = try FoundationValue.value(value, path: self.path.description)
+                converted = try FoundationValue.written(value, path: self.path.description)
             } catch {
                 completion(.failure(error))
                 return
@@ -273,7 +273,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         if op != "remove" {
             do {
-                payload["value"] = try FoundationValue.value(value, path: self.path.description)
+                payload["value"] = try FoundationValue.written(value, path: self.path.description)
             } catch {
                 self.complete(completion, .failure(error))
                 return

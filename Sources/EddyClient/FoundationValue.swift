@@ -8,7 +8,8 @@
 // holes), Firebase's array rule.
 // In: `nil`/`NSNull` is null; Swift numbers, `NSNumber` (a boolean NSNumber is a boolean),
 // `String`, dictionaries with `String` keys, arrays (as objects keyed "0", "1", ...) and
-// `ServerValue` placeholders. Anything else is refused with a message naming the path.
+// `ServerValue` placeholders. Anything else is refused with a message naming the path. Data to
+// write (`written`) has Firebase's `.value`/`.priority` forms unwrapped, as the server does.
 
 import EddyModel
 import Foundation
@@ -46,6 +47,13 @@ enum FoundationValue {
         var out = [Any](repeating: NSNull(), count: maxIndex + 1)
         for (index, child) in indexed { out[index] = self.foundation(child) }
         return out
+    }
+
+    /// `value(_:path:)` for data to write, with Firebase's wrapper forms read as its SDKs and
+    /// the server read them (`{".value": v}` is `v`; `.priority` keys are dropped, as Eddy
+    /// stores no priorities), so this client's own view holds what the server will.
+    static func written(_ any: Any?, path: String) throws(DatabaseError) -> Value {
+        WriteValidator.unwrappingFirebaseForms(try self.value(any, path: path))
     }
 
     /// `value` as a `Value`; throws `invalidValue` naming `path` for what JSON cannot hold.

@@ -34,7 +34,7 @@ public final class MutableData: NSObject, @unchecked Sendable {
         get { FoundationValue.foundation(self.root.value.child(at: self.path)) }
         set {
             do {
-                let data = try FoundationValue.value(newValue, path: self.path.description)
+                let data = try FoundationValue.written(newValue, path: self.path.description)
                 self.root.value.set(data.normalized(), at: self.path)
             } catch {
                 self.root.error = error

@@ -111,9 +111,23 @@ public enum WriteValidator {
     static let wrappedValueKey = ".value"
     static let priorityKey = ".priority"
 
-    /// `value` with every `{".value": v}` replaced by `v` and every (null) `.priority` key
-    /// dropped; server values are left as they are. Recursion depth is bounded by the JSON
-    /// nesting bound every value was parsed under.
+    /// `value` as Firebase's SDKs read it: every `{".value": v}` replaced by `v` and every
+    /// `.priority` key dropped (`validate` refuses one that is not null before it gets here; the
+    /// Swift client drops priorities, as its `setValue(_:andPriority:)` does). `value` itself
+    /// when it holds neither, found without allocating.
+    public static func unwrappingFirebaseForms(_ value: Value) -> Value {
+        var stack = [value]
+        while let node = stack.popLast() {
+            guard case .object(let children) = node, children[serverValueKey] == nil else { continue }
+            if children[wrappedValueKey] != nil || children[priorityKey] != nil { return unwrapped(value) }
+            stack.append(contentsOf: children.values)
+        }
+        return value
+    }
+
+    /// `value` with every `{".value": v}` replaced by `v` and every `.priority` key dropped;
+    /// server values are left as they are. Recursion depth is bounded by the JSON nesting bound
+    /// every value was parsed under.
     private static func unwrapped(_ value: Value) -> Value {
         guard case .object(let children) = value, children[serverValueKey] == nil else { return value }
         if let wrapped = children[wrappedValueKey] { return unwrapped(wrapped) }

@@ -1,0 +1,51 @@
+// Firebase's `.value` wrapper and `.priority` keys in data a client writes, against a real
+// eddyd: the client's own view holds from the first event what the server stores (the wrapper
+// unwrapped, priorities dropped as `setValue(_:andPriority:)` drops them), in writes and in
+// transactions.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct FirebaseFormsTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.forms.tests")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    @Test func theLocalViewAndTheServerHoldTheUnwrappedValue() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("forms/ada")
+        let seen = Recorder<String>()
+        ref.observe(.value) { snapshot in
+            let data = (try? JSONSerialization.data(withJSONObject: snapshot.value ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]))
+            seen.add(data.map { String(decoding: $0, as: UTF8.self) } ?? "?")
+        }
+        #expect(try await seen.wait(for: 1) == ["null"])
+        // Not awaited: the next event is the client's own view, before the server answers.
+        let written = Recorder<String>()
+        ref.setValue(["name": [".value": "Ada", ".priority": 1], "born": [".value": 1815], ".priority": NSNull()]) { error, _ in
+            written.add(error.map { "\($0)" } ?? "ok")
+        }
+        let events = try await seen.wait(for: 2)
+        #expect(events[1] == #"{"born":1815,"name":"Ada"}"#, "every event: \(events)")
+        #expect(try await written.wait(for: 1) == ["ok"])
+        #expect(seen.all.allSatisfy { !$0.contains(".value") && !$0.contains(".priority") }, "\(seen.all)")
+
+        let other = Database.database(url: self.daemon.httpURL)
+        other.callbackQueue = self.queue
+        let stored = try #require(try await other.reference().child("forms/ada").getData().value as? [String: Any])
+        #expect(stored["name"] as? String == "Ada" && stored["born"] as? Int == 1815 && stored.count == 2)
+
+        let result = try await ref.child("count").runTransactionBlock { data in
+            data.value = [".value": 7]
+            return .success(withValue: data)
+        }
+        #expect(result.0 && result.1.value as? Int == 7)
+    }
+}
