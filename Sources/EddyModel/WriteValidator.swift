@@ -114,7 +114,7 @@ public enum WriteValidator {
     /// `value` as Firebase's SDKs read it: every `{".value": v}` replaced by `v` and every
     /// `.priority` key dropped (`validate` refuses one that is not null before it gets here; the
     /// Swift client drops priorities, as its `setValue(_:andPriority:)` does). `value` itself
-    /// when it holds neither, found without allocating.
+    /// when it holds neither (the check builds no new value).
     public static func unwrappingFirebaseForms(_ value: Value) -> Value {
         var stack = [value]
         while let node = stack.popLast() {
