@@ -24,6 +24,15 @@ extension Database {
         }
     }
 
+    /// A text property of one column family (`rocksdb.num-files-at-level0`, `rocksdb.levelstats`).
+    public func property(_ name: String, of family: ColumnFamily) -> String? {
+        self.closed.withLock { closed -> String? in
+            guard !closed, let value = rocksdb_property_value_cf(self.db, family.handle, name) else { return nil }
+            defer { rocksdb_free(value) }
+            return String(cString: value)
+        }
+    }
+
     /// A database-wide property (`rocksdb.is-write-stopped`, `rocksdb.actual-delayed-write-rate`).
     public func integerProperty(_ name: String) -> UInt64? {
         self.closed.withLock { closed -> UInt64? in

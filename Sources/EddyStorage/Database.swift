@@ -2,7 +2,8 @@
 //
 // Thread-safety: RocksDB's `DB` is safe for concurrent use, so `Database` is Sendable; the
 // C handles are immutable after `open` and destroyed exactly once in `close()` (or deinit).
-// Invariant: after `close()`, no method touches the C handles (preconditions).
+// Invariant: after `close()`, no method touches the C handles (preconditions); `close()` ends
+// and waits out background compactions (Database+Compaction) before it frees them.
 
 import CRocksDB
 import Glibc
@@ -35,6 +36,8 @@ public final class Database: @unchecked Sendable {
     public let path: String
     let columnFamilies: [String: ColumnFamily]
     let closed = Mutex(false)
+    /// Manual compactions in the background; stopped by `close()` before the handles go.
+    let compactions = BackgroundCompactions()
 
     /// Opens (creating if allowed) the database at `path` with exactly `columnFamilies`
     /// ("default" is implicit and always opened).
@@ -112,6 +115,7 @@ public final class Database: @unchecked Sendable {
             return closed
         }
         guard !wasClosed else { return }
+        self.compactions.stop { rocksdb_disable_manual_compaction(self.db) }
         for family in self.columnFamilies.values { rocksdb_column_family_handle_destroy(family.handle) }
         rocksdb_close(self.db)
         rocksdb_writeoptions_destroy(self.syncWrite)
