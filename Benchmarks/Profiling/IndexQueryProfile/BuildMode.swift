@@ -39,6 +39,8 @@ func runBuildMode(_ arguments: Arguments) async throws {
         print(
             "round \(round) build on \(arguments.indexOn.joined(separator: ",")): \(format(time, 2)) s"
                 + "  \(Int(rate).formatted().leftPad(11)) children/s")
+        // Untimed: the compaction that follows the build, before the index is dropped.
+        try await waitForIndexesSettled(engine)
         _ = try await engine.setRules(rulesDocument([]))
         try await engine.waitForIndexes(timeoutSeconds: 3600)
     }

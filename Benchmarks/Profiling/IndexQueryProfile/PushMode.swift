@@ -38,7 +38,7 @@ func runPushMode(_ arguments: Arguments) async throws {
         let directory = try temporaryDirectory("eddy-index-push")
         let engine = try await openLoaded(directory, data)
         _ = try await engine.setRules(rulesDocument(indexOn))
-        try await engine.waitForIndexes(timeoutSeconds: 3600)
+        try await waitForIndexesSettled(engine)
         configurations.append(
             Configuration(
                 name: "\(indexOn.count) index\(indexOn.count == 1 ? "" : "es")", indexOn: indexOn, engine: engine,

@@ -69,9 +69,9 @@ func runQueryMode(_ arguments: Arguments) async throws {
     }
     let indexTime = try await elapsed {
         _ = try await engine.setRules(rulesDocument(["score"]))
-        try await engine.waitForIndexes(timeoutSeconds: 3600)
+        try await waitForIndexesSettled(engine)
     }
-    print("index on score ready after \(format(indexTime, 2)) s")
+    print("index on score ready and compacted after \(format(indexTime, 2)) s")
 
     let kinds = queryKinds(data, span: arguments.span).filter { arguments.queries?.contains($0.name) ?? true }
     guard !kinds.isEmpty else { usage("--queries names none of \(queryKinds(data, span: 1).map(\.name))") }

@@ -100,3 +100,11 @@ func rulesDocument(_ indexOn: [String]) -> Value {
         )
     return .object(["rules": .object(["items": .object([".indexOn": on])])])
 }
+
+/// `waitForIndexes`, then until the compactions that follow a build are done (queries are
+/// right meanwhile, only slower, and the compaction competes for the CPU): measurements start
+/// from the shape the index keeps.
+func waitForIndexesSettled(_ engine: Engine) async throws {
+    try await engine.waitForIndexes(timeoutSeconds: 3600)
+    while engine.indexCompactionsPending > 0 { try await Task.sleep(for: .milliseconds(10)) }
+}

@@ -7,6 +7,7 @@
 
 import EddyIndexes
 import EddyModel
+import EddyStorage
 
 /// One index as an operator sees it.
 public struct IndexStatus: Sendable, Equatable {
@@ -70,6 +71,10 @@ extension Engine {
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
+
+    /// Compactions of freshly built indexes still queued or running (see `Committer.settle`).
+    /// Queries are correct meanwhile, only slower; benchmarks wait for zero before measuring.
+    public var indexCompactionsPending: Int { self.database.backgroundCompactionsPending }
 
     /// The first `segmentsMax` segments of a tree key as a path (the child a build resumes at).
     static func describeTreeKey(_ key: [UInt8], segmentsMax: Int) -> String {
