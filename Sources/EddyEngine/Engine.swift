@@ -66,9 +66,7 @@ public final class Engine: Sendable {
             options.diskReserveBytes > 0 && (available.map { $0 < options.diskReserveBytes } ?? false)
             && FileManager.default.fileExists(atPath: directory + "/CURRENT")
         do {
-            var storage = StorageOptions()
-            // Index windows are read at random positions; their blocks must decompress fast.
-            storage.lz4Families = [ColumnFamilies.index]
+            var storage = StorageOptions.engineLayout()
             storage.readOnly = readOnly
             storage.blockCache = options.blockCache
             database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)

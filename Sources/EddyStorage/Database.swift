@@ -23,7 +23,9 @@ public final class Database: @unchecked Sendable {
     private let cfOptions: OpaquePointer
     /// `cfOptions` with LZ4 instead of zstd, for `StorageOptions.lz4Families`.
     private let lz4Options: OpaquePointer
-    /// Each family's options (one of the two above), for SST files written outside the
+    /// Copies for the families of `StorageOptions.writeBufferBytesByFamily`.
+    private let ownFamilyOptions: [OpaquePointer]
+    /// Each family's options (one of the above), for SST files written outside the
     /// database (`SortedFileLoader`) to have the family's format and compression.
     let familyOptions: [String: OpaquePointer]
     private let blockOptions: OpaquePointer
@@ -67,7 +69,16 @@ public final class Database: @unchecked Sendable {
         var namePointers = cNames.map { UnsafePointer<CChar>($0) }
         let lz4Options = rocksdb_options_create_copy(cfOptions)!
         rocksdb_options_set_compression(lz4Options, Int32(rocksdb_lz4_compression))
-        var cfOptionList: [OpaquePointer?] = all.map { storage.zstd && storage.lz4Families.contains($0) ? lz4Options : cfOptions }
+        // A family with a memtable size of its own gets its own copy of the options.
+        var ownOptions: [OpaquePointer] = []
+        var cfOptionList: [OpaquePointer?] = all.map { name in
+            let shared = storage.zstd && storage.lz4Families.contains(name) ? lz4Options : cfOptions
+            guard let bytes = storage.writeBufferBytesByFamily[name] else { return shared }
+            let own = rocksdb_options_create_copy(shared)!
+            rocksdb_options_set_write_buffer_size(own, bytes)
+            ownOptions.append(own)
+            return own
+        }
         var errptr: UnsafeMutablePointer<CChar>? = nil
         let db =
             storage.readOnly
@@ -79,6 +90,7 @@ public final class Database: @unchecked Sendable {
             rocksdb_free(errptr)
             rocksdb_options_destroy(cfOptions)
             rocksdb_options_destroy(lz4Options)
+            ownOptions.forEach { rocksdb_options_destroy($0) }
             rocksdb_options_destroy(options)
             rocksdb_block_based_options_destroy(blockOptions)
             throw RocksDBError(code: RocksDBError.code(of: message), message: message)
@@ -87,6 +99,7 @@ public final class Database: @unchecked Sendable {
         self.options = options
         self.cfOptions = cfOptions
         self.lz4Options = lz4Options
+        self.ownFamilyOptions = ownOptions
         var familyOptions: [String: OpaquePointer] = [:]
         for (name, option) in zip(all, cfOptionList) { familyOptions[name] = option! }
         self.familyOptions = familyOptions
@@ -124,6 +137,7 @@ public final class Database: @unchecked Sendable {
         rocksdb_readoptions_destroy(self.readOptions)
         rocksdb_options_destroy(self.cfOptions)
         rocksdb_options_destroy(self.lz4Options)
+        self.ownFamilyOptions.forEach { rocksdb_options_destroy($0) }
         rocksdb_options_destroy(self.options)
         rocksdb_block_based_options_destroy(self.blockOptions)
     }

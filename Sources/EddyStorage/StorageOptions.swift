@@ -15,6 +15,9 @@ public struct StorageOptions: Sendable {
     public var lz4Families: Set<String> = []
     /// Memtable size per column family in bytes. Default 64 MiB.
     public var writeBufferBytes: Int = 64 * 1024 * 1024
+    /// Memtable sizes in bytes for the named column families, instead of `writeBufferBytes`.
+    /// Default none.
+    public var writeBufferBytesByFamily: [String: Int] = [:]
     /// Block cache in bytes, when `blockCache` is nil. Default 128 MiB.
     public var blockCacheBytes: Int = 128 * 1024 * 1024
     /// A block cache shared with other databases (its capacity bounds all of them together);

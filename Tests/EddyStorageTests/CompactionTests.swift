@@ -88,3 +88,37 @@ import Testing
         #expect(count == 60_000)
     }
 }
+
+@Suite struct FamilyWriteBufferTests {
+    /// A family with a memtable size of its own flushes when that fills; the others keep theirs.
+    @Test func aFamilysOwnMemtableSizeFlushesAtThatSize() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("eddy-buffer-\(UUID().uuidString)").path
+        var options = StorageOptions()
+        options.writeBufferBytesByFamily = ["small": 1 << 20]
+        let db = try Database(path: path, columnFamilies: ["small", "large"], options: options)
+        defer {
+            db.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        var random: UInt64 = 3
+        for i in 0..<6_000 {
+            let value = (0..<1000).map { _ -> UInt8 in
+                random = random &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: random >> 33)
+            }
+            let key = Array(String(format: "k%07d", i).utf8)
+            try db.put(db.columnFamily("small"), key, value, durability: .buffered)
+            try db.put(db.columnFamily("large"), key, value, durability: .buffered)
+        }
+        // About 6 MiB each: several 1 MiB memtables filled (flushed in the background); none of
+        // the 64 MiB default.
+        let files = { (family: String) in
+            (0...6).compactMap { Int(db.property("rocksdb.num-files-at-level\($0)", of: db.columnFamily(family)) ?? "") }.reduce(0, +)
+        }
+        for _ in 0..<500 where files("small") < 2 { usleep(10_000) }
+        let smallFiles = files("small")
+        let largeFiles = files("large")
+        #expect(smallFiles >= 2, "the 1 MiB family flushed on its own")
+        #expect(largeFiles == 0, "the default family did not flush")
+    }
+}

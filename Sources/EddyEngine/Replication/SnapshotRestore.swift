@@ -22,9 +22,7 @@ public final class SnapshotRestore {
     public init(directory: String) throws(EddyError) {
         self.directory = directory
         do {
-            var storage = StorageOptions()
-            storage.lz4Families = [ColumnFamilies.index]
-            self.database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: storage)
+            self.database = try Database(path: directory, columnFamilies: ColumnFamilies.all, options: .engineLayout())
         } catch {
             throw EngineErrors.storage(error, while: "creating \(directory) for a snapshot")
         }
