@@ -478,6 +478,9 @@ final class NativeConnection: Sendable {
     /// Returns once at most `answerBytesMax` bytes of answers wait for the socket (at once on
     /// a closed connection: its queued frames are dropped, which resumes waiters too).
     private func waitForAnswerRoom() async {
+        // Checked first without a continuation: one that is resumed at once still suspends the
+        // task and queues it on the executor again, a thread hop per request.
+        if self.state.withLock({ $0.closed || $0.outstandingAnswerBytes <= Self.answerBytesMax }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = self.state.withLock { state -> Bool in
                 if state.closed || state.outstandingAnswerBytes <= Self.answerBytesMax { return true }
@@ -489,6 +492,7 @@ final class NativeConnection: Sendable {
     }
 
     private func waitForWrites(atMost threshold: Int) async {
+        if self.state.withLock({ $0.writesInFlight <= threshold }) { return }  // see waitForAnswerRoom
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = self.state.withLock { state -> Bool in
                 if state.writesInFlight <= threshold { return true }
