@@ -26,7 +26,8 @@ public final class FollowerRegistry: Sendable {
         var namespace: String
         var count: Int
         var deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<Bool, Never>
+        /// Called once, outside the lock: true when confirmed, false when the deadline passed.
+        var done: @Sendable (Bool) -> Void
     }
 
     private let followers = Mutex<[UInt64: Follower]>([:])
@@ -84,7 +85,7 @@ public final class FollowerRegistry: Sendable {
     }
 
     /// How many connected followers of `namespace` applied `id` (or later).
-    private func countApplied(_ id: LogID, namespace: String) -> Int {
+    func countApplied(_ id: LogID, namespace: String) -> Int {
         Self.count(self.appliedPositions(), applied: id, namespace: namespace)
     }
 
@@ -103,42 +104,50 @@ public final class FollowerRegistry: Sendable {
     /// `--sync-followers 1`).
     private func releaseWaiters() {
         let positions = self.appliedPositions()
-        let ready = self.waiters.withLock { waiters -> [CheckedContinuation<Bool, Never>] in
-            var ready: [CheckedContinuation<Bool, Never>] = []
+        let ready = self.waiters.withLock { waiters -> [@Sendable (Bool) -> Void] in
+            var ready: [@Sendable (Bool) -> Void] = []
             for (token, waiter) in waiters.waiting where Self.count(positions, applied: waiter.id, namespace: waiter.namespace) >= waiter.count {
-                ready.append(waiter.continuation)
+                ready.append(waiter.done)
                 waiters.waiting.removeValue(forKey: token)
             }
             return ready
         }
-        for continuation in ready { continuation.resume(returning: true) }
+        for done in ready { done(true) }
     }
 
     /// Waits until `count` connected followers of `namespace` applied `id`; false when
     /// `timeout` passes first (checked every `sweepInterval`). Returns with how many had
     /// applied it.
     func waitForApplied(_ id: LogID, namespace: String, count: Int, timeout: Duration) async -> (confirmed: Bool, applied: Int) {
-        let token = self.nextID.add(1, ordering: .relaxed).oldValue
         let confirmed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            if self.countApplied(id, namespace: namespace) >= count {
-                continuation.resume(returning: true)
-                return
-            }
-            let startSweeper = self.waiters.withLock { waiters -> Bool in
-                waiters.waiting[token] = Waiter(
-                    id: id, namespace: namespace, count: count, deadline: .now.advanced(by: timeout), continuation: continuation)
-                defer { waiters.sweeping = true }
-                return !waiters.sweeping
-            }
-            if startSweeper { Task { await self.sweep() } }
-            // An acknowledgement may have come in between the check above and the insertion: it
-            // found no waiter to release. Only this waiter needs looking at again (whoever
-            // removes it from the table resumes it).
-            if self.countApplied(id, namespace: namespace) >= count, let mine = self.waiters.withLock({ $0.waiting.removeValue(forKey: token) }) {
-                mine.continuation.resume(returning: true)
-            }
+            self.whenApplied(id, namespace: namespace, count: count, timeout: timeout) { continuation.resume(returning: $0) }
         }
         return (confirmed, self.countApplied(id, namespace: namespace))
+    }
+
+    /// Calls `done` once `count` connected followers of `namespace` applied `id` (true), or
+    /// when `timeout` passes first (false), on the caller's thread when already applied and
+    /// otherwise on the thread that records the acknowledgement or expires the wait. `done` must
+    /// not block. Without a task or a continuation per write: a synchronous follower's leader
+    /// calls this for every write.
+    func whenApplied(_ id: LogID, namespace: String, count: Int, timeout: Duration, _ done: @escaping @Sendable (Bool) -> Void) {
+        if self.countApplied(id, namespace: namespace) >= count {
+            done(true)
+            return
+        }
+        let token = self.nextID.add(1, ordering: .relaxed).oldValue
+        let startSweeper = self.waiters.withLock { waiters -> Bool in
+            waiters.waiting[token] = Waiter(id: id, namespace: namespace, count: count, deadline: .now.advanced(by: timeout), done: done)
+            defer { waiters.sweeping = true }
+            return !waiters.sweeping
+        }
+        if startSweeper { Task { await self.sweep() } }
+        // An acknowledgement may have come in between the check above and the insertion: it
+        // found no waiter to release. Only this waiter needs looking at again (whoever removes
+        // it from the table calls it).
+        if self.countApplied(id, namespace: namespace) >= count, let mine = self.waiters.withLock({ $0.waiting.removeValue(forKey: token) }) {
+            mine.done(true)
+        }
     }
 
     /// Fails the waiters whose deadline passed, until none is left.
@@ -146,16 +155,16 @@ public final class FollowerRegistry: Sendable {
         while true {
             try? await Task.sleep(for: Self.sweepInterval)
             let now = ContinuousClock.now
-            let (expired, done) = self.waiters.withLock { waiters -> ([CheckedContinuation<Bool, Never>], Bool) in
-                var expired: [CheckedContinuation<Bool, Never>] = []
+            let (expired, done) = self.waiters.withLock { waiters -> ([@Sendable (Bool) -> Void], Bool) in
+                var expired: [@Sendable (Bool) -> Void] = []
                 for (token, waiter) in waiters.waiting where waiter.deadline <= now {
-                    expired.append(waiter.continuation)
+                    expired.append(waiter.done)
                     waiters.waiting.removeValue(forKey: token)
                 }
                 if waiters.waiting.isEmpty { waiters.sweeping = false }
                 return (expired, !waiters.sweeping)
             }
-            for continuation in expired { continuation.resume(returning: false) }
+            for expire in expired { expire(false) }
             if done { return }
         }
     }

@@ -19,14 +19,33 @@ public enum ReplicationRole: Sendable {
     /// write stays committed on the leader either way (it is durable there and will replicate):
     /// the error says it was not confirmed, never a silent downgrade.
     public func confirm(_ id: LogID, namespace: String) async throws(EddyError) {
-        guard case .leader(let registry, let count, let timeout) = self, count > 0 else { return }
-        let (confirmed, applied) = await registry.waitForApplied(id, namespace: namespace, count: count, timeout: timeout)
-        guard confirmed else {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, EddyError>, Never>) in
+            self.confirm(id, namespace: namespace) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// `confirm` for callers that do not await: `completion` runs once, at once when no
+    /// confirmation is needed, else on the thread that records the follower's acknowledgement
+    /// or expires the wait (it must not block).
+    public func confirm(_ id: LogID, namespace: String, completion: @escaping @Sendable (Result<Void, EddyError>) -> Void) {
+        guard case .leader(let registry, let count, let timeout) = self, count > 0 else {
+            completion(.success(()))
+            return
+        }
+        registry.whenApplied(id, namespace: namespace, count: count, timeout: timeout) { confirmed in
+            guard !confirmed else {
+                completion(.success(()))
+                return
+            }
+            let applied = registry.countApplied(id, namespace: namespace)
             let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-            throw EddyError(
-                .unavailable,
-                "the write \(id) is committed on the leader, but only \(applied) of the \(count) followers that --sync-followers requires applied it within \(milliseconds) ms; it is not confirmed as replicated"
-            )
+            completion(
+                .failure(
+                    EddyError(
+                        .unavailable,
+                        "the write \(id) is committed on the leader, but only \(applied) of the \(count) followers that --sync-followers requires applied it within \(milliseconds) ms; it is not confirmed as replicated"
+                    )))
         }
     }
 

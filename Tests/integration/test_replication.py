@@ -476,6 +476,14 @@ def test_sync_followers_confirm_writes_or_fail_them_clearly(daemon_factory):
     assert r.status_code == 503, r.text
     assert "committed on the leader, but only 0 of the 1 followers" in r.json()["error"]
     assert requests.get(leader.url("/s")).json() == 1, "the write itself stays committed"
+    # The same over the native socket: an error frame for that request, the write kept.
+    native = Native(leader)
+    native.send(WRITE, 4, {"op": "set", "path": "/t", "value": 2})
+    kind, rid, payload = native.recv()
+    assert (kind, rid) == (26, 4), payload
+    assert payload["code"] == "unavailable" and "committed on the leader, but only 0 of the 1 followers" in payload["message"]
+    native.close()
+    assert requests.get(leader.url("/t")).json() == 2
     follower = follower_of(daemon_factory, leader)
     wait_caught_up(leader, follower)
     for i in range(20):

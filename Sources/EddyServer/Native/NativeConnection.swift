@@ -442,12 +442,11 @@ final class NativeConnection: Sendable {
                     if let name = committed.pushedKey { answer["name"] = .string(name) }
                     if case .leader(_, let sync, _) = self.replication, sync > 0 {
                         // Confirmed by followers: answered later, without holding up the writes behind it.
-                        Task {
-                            do throws(EddyError) {
-                                try await self.replication.confirm(committed.logID, namespace: namespace)
-                                self.answer(.written, requestID, .object(answer))
-                            } catch {
-                                self.fail(requestID, error)
+                        let answer = answer
+                        self.replication.confirm(committed.logID, namespace: namespace) { confirmed in
+                            switch confirmed {
+                            case .success: self.answer(.written, requestID, .object(answer))
+                            case .failure(let error): self.fail(requestID, error)
                             }
                             self.writeAnswered()
                         }
