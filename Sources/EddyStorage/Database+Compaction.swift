@@ -11,11 +11,14 @@ extension Database {
     /// any of them, flushing the memtable first when it holds some. Writes and automatic
     /// compactions go on meanwhile. `completion` gets the time it took; it is not called when
     /// the database closes first (close ends a running compaction early and skips queued ones).
+    /// Returns false, queueing nothing, when the database is closing or 64 compactions are
+    /// already pending (a compaction only speeds reads up; skipping one loses nothing).
+    @discardableResult
     public func compactInBackground(
         _ family: ColumnFamily, from start: [UInt8], to end: [UInt8],
         completion: @escaping @Sendable (Duration) -> Void = { _ in }
-    ) {
-        _ = self.compactions.start { [self] in
+    ) -> Bool {
+        self.compactions.start { [self] in
             let began = ContinuousClock.now
             let options = rocksdb_compactoptions_create()!
             defer { rocksdb_compactoptions_destroy(options) }

@@ -2,7 +2,7 @@
 // into one sorted run without losing a key, and closing the database ends queued or running
 // compactions before the handles are freed.
 
-import EddyStorage
+@testable import EddyStorage
 import Foundation
 import Synchronization
 import Testing
@@ -120,5 +120,27 @@ import Testing
         let largeFiles = files("large")
         #expect(smallFiles >= 2, "the 1 MiB family flushed on its own")
         #expect(largeFiles == 0, "the default family did not flush")
+    }
+}
+
+@Suite struct BackgroundCompactionsBoundTests {
+    /// The queue holds at most `pendingMax`: one more is refused while they wait, and admitted
+    /// again once they ran.
+    @Test func theQueueIsBounded() {
+        let compactions = BackgroundCompactions()
+        let release = DispatchSemaphore(value: 0)
+        let ran = Mutex(0)
+        #expect(compactions.start { release.wait() }, "the first one runs and blocks the queue")
+        for _ in 1..<BackgroundCompactions.pendingMax {
+            #expect(compactions.start { ran.withLock { $0 += 1 } })
+        }
+        #expect(compactions.pending == BackgroundCompactions.pendingMax)
+        #expect(!compactions.start { ran.withLock { $0 += 1 } }, "one past pendingMax is refused")
+        release.signal()
+        for _ in 0..<1000 where compactions.pending > 0 { usleep(1000) }
+        #expect(ran.withLock { $0 } == BackgroundCompactions.pendingMax - 1, "every admitted one ran, the refused one did not")
+        #expect(compactions.start {}, "admitted again once the queue drained")
+        compactions.stop {}
+        #expect(!compactions.start {}, "refused once stopped")
     }
 }
