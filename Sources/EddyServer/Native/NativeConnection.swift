@@ -473,7 +473,6 @@ final class NativeConnection: Sendable {
         }
     }
 
-    /// Returns once at most `threshold` of this connection's writes are in flight.
     /// Returns once at most `answerBytesMax` bytes of answers wait for the socket (at once on
     /// a closed connection: its queued frames are dropped, which resumes waiters too).
     private func waitForAnswerRoom() async {
@@ -490,6 +489,7 @@ final class NativeConnection: Sendable {
         }
     }
 
+    /// Returns once at most `threshold` of this connection's writes are in flight.
     private func waitForWrites(atMost threshold: Int) async {
         if self.state.withLock({ $0.writesInFlight <= threshold }) { return }  // see waitForAnswerRoom
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
