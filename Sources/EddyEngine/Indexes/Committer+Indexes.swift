@@ -160,7 +160,7 @@ extension Committer {
         let logger = self.logger
         let description = definition.description
         self.database.compactInBackground(index, from: definition.keyPrefix, to: definition.keyPrefix + [0xFF]) { took in
-            logger.info("index compacted", metadata: ["eddy.index": "\(description)", "eddy.seconds": "\(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)"])
+            logger.info("index compacted", metadata: ["eddy.index": "\(description)", "eddy.seconds": "\(took.seconds)"])
         }
     }
 }
