@@ -3,7 +3,9 @@
 #   1. eddy-native / redis-xadd: 64 concurrent clients, each waiting for every acknowledgement.
 #      eddy-native  ReplicationProfile load: 64 connections to eddyd's native Unix socket, each
 #                   pushing {"n":1,"s":"small"} one after the other (durability: eddyd's default,
-#                   sync: fsync before the acknowledgement).
+#                   sync: fsync before the acknowledgement), all driven by one thread with
+#                   poll(2), as redis-benchmark drives its clients with one epoll thread (until
+#                   2026-11-26 a thread per connection, whose wake-ups cost the shared cores).
 #      redis-xadd   redis-benchmark -c 64 -P 1: `XADD stream * n 1 s small` against a private
 #                   redis-server with appendonly yes, appendfsync always, no RDB snapshots, over its
 #                   Unix socket (like Eddy's; its free loopback port is not used). redis-benchmark

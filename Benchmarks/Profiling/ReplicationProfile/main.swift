@@ -38,7 +38,53 @@ func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.
 func percentile(_ sorted: [Double], _ f: Double) -> Double { sorted[min(max(Int((f * Double(sorted.count)).rounded(.up)) - 1, 0), sorted.count - 1)] }
 func format(_ x: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", x) }
 
+/// WRITERS connections, each with one durable push in flight at a time, all driven by one thread
+/// that waits on their sockets with poll(2), as redis-benchmark drives its clients with one epoll
+/// thread. A thread per writer (before 2026-11-26) woke 64 blocked threads per round of
+/// acknowledgements; on two cores shared with the daemon their context switches cost as much CPU
+/// as the writes themselves, and the peer's driver paid no such cost. LOAD_THREADS=1 brings that
+/// driver back, to compare.
 func load(socket: String, duration: Double, writers: Int) throws {
+    if ProcessInfo.processInfo.environment["LOAD_THREADS"] == "1" {
+        return try loadWithThreadPerWriter(socket: socket, duration: duration, writers: writers)
+    }
+    let clients = try (0..<writers).map { _ throws(ProtocolError) in try NativeClient(path: socket) }
+    let payloads = (0..<writers).map { w in Array(#"{"op":"push","path":"/load/w\#(w)","value":{"n":1,"s":"small"}}"#.utf8) }
+    var sockets = clients.map { pollfd(fd: $0.fileDescriptor, events: Int16(POLLIN), revents: 0) }
+    var counts = Array(repeating: 0, count: writers)
+    let start = ContinuousClock.now
+    let end = start.advanced(by: .milliseconds(Int(duration * 1000)))
+    for w in 0..<writers { try clients[w].send(Frame(kind: .write, requestID: 0, payload: payloads[w])) }
+    var open = writers
+    while open > 0 {
+        let ready = poll(&sockets, nfds_t(sockets.count), 1000)
+        if ready < 0 && errno == EINTR { continue }
+        guard ready >= 0 else { fatalError("poll failed: \(String(cString: strerror(errno)))") }
+        for i in sockets.indices where sockets[i].fd >= 0 && sockets[i].revents != 0 {
+            var answered = 0
+            var refusal: String?
+            let more = try clients[i].receiveReady { frame in
+                if frame.kind == .written { answered += 1 } else { refusal = "\(frame.kind): \(String(decoding: frame.payload, as: UTF8.self))" }
+            }
+            if let refusal { fatalError("a writer failed: \(refusal)") }
+            guard more else { fatalError("a writer failed: the daemon closed the connection") }
+            guard answered > 0 else { continue }
+            counts[i] += answered
+            if ContinuousClock.now < end {
+                try clients[i].send(Frame(kind: .write, requestID: UInt64(counts[i]), payload: payloads[i]))
+            } else {
+                sockets[i].fd = -1  // poll skips negative descriptors
+                open -= 1
+            }
+        }
+    }
+    let elapsed = seconds(ContinuousClock.now - start)
+    let total = counts.reduce(0, +)
+    print("load: \(writers) writers, \(total) durable writes in \(format(elapsed, 2)) s: \(Int(Double(total) / elapsed)) writes/s")
+}
+
+/// The driver before 2026-11-26: a blocked thread per writer.
+func loadWithThreadPerWriter(socket: String, duration: Double, writers: Int) throws {
     let counts = Mutex<[Int]>(Array(repeating: 0, count: writers))
     let failures = Mutex<[String]>([])
     let group = DispatchGroup()
