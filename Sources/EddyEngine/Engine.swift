@@ -207,6 +207,10 @@ public final class Engine: Sendable {
     /// turns a full queue into backpressure instead of `busy` refusals. Returns at once when
     /// there is room; polls every 1 to 8 ms while full (the committer drains a group in about
     /// that time).
+    /// True while the commit queue has room for another write (a hint: others may take it
+    /// first); a caller that cannot wait uses it where `waitForCommitRoom` would suspend.
+    public var hasCommitRoom: Bool { !self.queue.isFull }
+
     public func waitForCommitRoom() async {
         var milliseconds = 1
         while self.queue.isFull {

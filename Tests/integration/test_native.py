@@ -114,6 +114,32 @@ def test_pipelined_writes_commit_in_order_and_a_read_sees_the_earlier_ones(nativ
     assert native.recv() == (VALUE, 2, {"value": 199})
 
 
+def test_writes_that_open_a_namespace_or_are_refused_answer_like_any_other(native):
+    """A small write may be handled on the event loop, and the first one to a namespace that is
+    not open yet is not: either way each write gets its own answer, a refused one changes
+    nothing, and a connection's writes to one namespace commit in the order sent. (Writes to
+    different namespaces commit independently, so their answers are matched by request id.)"""
+    native.send(WRITE, 1, {"op": "set", "path": "/a", "value": 1, "ns": "opened_by_write"})
+    first = native.recv()
+    assert first[:2] == (WRITTEN, 1)
+    # Now open and nothing queued: the burst below is taken on the event loop up to frame 6.
+    native.send(WRITE, 2, {"op": "set", "path": "/a", "value": 2, "ns": "opened_by_write"})
+    native.send(WRITE, 3, {"op": "frobnicate", "path": "/a", "value": 3, "ns": "opened_by_write"})
+    native.send(WRITE, 4, {"op": "set", "path": "/a", "value": 4})
+    native.send(WRITE, 5, {"op": "set", "path": "/a/b.c", "value": 5, "ns": "opened_by_write"})
+    native.send(WRITE, 6, {"op": "set", "path": "/a", "value": 6, "ns": "bad.name"})
+    answers = {rid: (kind, payload) for kind, rid, payload in (native.recv() for _ in range(5))}
+    assert answers[2][0] == WRITTEN and answers[4][0] == WRITTEN
+    assert first[2]["logID"] < answers[2][1]["logID"]
+    assert answers[3][0] == ERROR and answers[3][1]["message"].startswith("write op frobnicate")
+    assert answers[5][0] == ERROR and answers[5][1]["code"] == "invalidKey" and "b.c" in answers[5][1]["message"]
+    assert answers[6][0] == ERROR and "bad.name" in answers[6][1]["message"]
+    native.send(GET, 7, {"path": "/a", "ns": "opened_by_write"})
+    assert native.recv() == (VALUE, 7, {"value": 2})
+    native.send(GET, 8, {"path": "/a"})
+    assert native.recv() == (VALUE, 8, {"value": 4})
+
+
 def test_subscriptions_are_live_after_their_log_id(native, daemon):
     requests.put(daemon.url("/feed"), data=json.dumps({"a": 1}))
     native.send(SUBSCRIBE, 7, {"path": "/feed"})

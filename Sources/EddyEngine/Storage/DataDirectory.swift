@@ -94,6 +94,13 @@ public final class DataDirectory: Sendable {
         return try self.openEngine(name, create: create)
     }
 
+    /// The engine of namespace `name` when it is open already; nil otherwise (also for a name
+    /// that is not valid). Never opens one, so it costs no more than a lookup: for a caller
+    /// that must not block, which takes `engine(namespace:create:)`'s path when this is nil.
+    public func openedEngine(namespace name: String) -> Engine? {
+        self.state.withLock { $0.closed ? nil : $0.engines[name] }
+    }
+
     /// A follower's replica of the leader's namespace `name`, created empty when missing.
     public func replicaEngine(namespace name: String) throws(EddyError) -> Engine {
         try Self.validateNamespace(name)

@@ -141,6 +141,8 @@ final class OpenConnections: Sendable {
 
 /// Cuts the byte stream into frames and hands them to the connection's request task, which
 /// runs them one after the other: a connection's writes commit in the order it sent them.
+/// A small write that arrives while that task is idle and that need not wait is handled on the
+/// event loop instead (`NativeConnection.handleWriteAtOnce`), with the same effect and answer.
 /// At most `requestsMax` requests or `requestBytesMax` bytes of them may wait; past either,
 /// the socket is not read until the task has caught up (back-pressure on the client, whose
 /// sends block), so a client that pipelines faster than it is served costs bounded memory.
@@ -209,6 +211,9 @@ final class NativeFrameHandler: ChannelDuplexHandler {
         self.decoder.append(buffer.readableBytesView)
         do {
             while let frame = try self.decoder.next() {
+                // With no earlier request still queued or being handled, a write that need not
+                // wait is handled here: the order of requests is kept all the same.
+                if self.queuedRequests == 0, self.connection.handleWriteAtOnce(frame) { continue }
                 self.queuedRequests += 1
                 self.queuedBytes += frame.payload.count
                 self.requests.yield(frame)
