@@ -31,6 +31,14 @@ import Synchronization
 final class LogServerConnection: Sendable {
     static let entriesPerFrameMax = 1024
     static let frameBytesMax = 1 << 20
+    /// A follower that keeps up is sent each commit group as it becomes durable: a few entries,
+    /// fresh in the memtable. The first read after a wake-up takes at most this many entries /
+    /// bytes and runs on the connection's task (microseconds), not on the reader threads: a
+    /// thread hop there and back on the path of every `--sync-followers` write. A read that
+    /// comes back full means the follower is catching up; the reads after it go to the reader
+    /// threads, in frames of `entriesPerFrameMax` / `frameBytesMax`.
+    static let tailEntriesMax = 128
+    static let tailBytesMax = 64 << 10
     static let heartbeatInterval: Duration = .seconds(1)
     /// How long a follower's position stays needed after its bootstrap check ended, for its
     /// replication session to connect (a daemon opening its databases and starting).
@@ -258,9 +266,15 @@ final class LogServerConnection: Sendable {
             var lastSentAt = ContinuousClock.now
             var bell = self.doorbell.stream.makeAsyncIterator()
             while true {
-                // Everything durable after `position`, frame by frame.
+                // Everything durable after `position`, frame by frame: the first read after a
+                // wake-up on this task, the rest on the reader threads (see `tailEntriesMax`).
+                var readsHere = true
                 while true {
-                    let entries = try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax)
+                    let (entries, drained) =
+                        readsHere
+                        ? try engine.readStoredLogTail(after: position, limit: Self.tailEntriesMax, bytesMax: Self.tailBytesMax)
+                        : (try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax), false)
+                    readsHere = false
                     guard let last = entries.last else { break }
                     // Recorded before the write: the follower may apply and acknowledge the frame
                     // before this task resumes from the write, and an acknowledgement beyond
@@ -269,6 +283,10 @@ final class LogServerConnection: Sendable {
                     try await self.send(.entries, ReplicatedEntries.encode(entries.map { ($0.id.rawValue, $0.bytes) }))
                     position = last.id
                     lastSentAt = .now
+                    // The read reached the newest durable entry: nothing is left to read now, and
+                    // a later commit rings the bell again (it rings after the durable mark moves,
+                    // and the bell was taken before this read).
+                    if drained { break }
                 }
                 // The document is read (a storage read and a parse) only when its version moved,
                 // not at every wake-up.

@@ -15,18 +15,28 @@ extension Engine {
     /// Up to `limit` stored entries (at most about `bytesMax` bytes, always at least one) with
     /// ids after `after`, in log order, never past the newest durable entry. Blocking.
     public func readStoredLogEntries(after: LogID?, limit: Int, bytesMax: Int) throws(EddyError) -> [(id: LogID, bytes: [UInt8])] {
-        guard let durable = self.committer.durableLogID else { return [] }
-        if let after, !(after < durable) { return [] }
+        try self.readStoredLogTail(after: after, limit: limit, bytesMax: bytesMax).entries
+    }
+
+    /// `readStoredLogEntries`, also saying whether the read reached the newest entry durable
+    /// when it began (`drained`); false when it stopped at `limit` or `bytesMax` with more to read.
+    public func readStoredLogTail(after: LogID?, limit: Int, bytesMax: Int) throws(EddyError) -> (entries: [(id: LogID, bytes: [UInt8])], drained: Bool) {
+        guard let durable = self.committer.durableLogID else { return ([], true) }
+        if let after, !(after < durable) { return ([], true) }
         var entries: [(id: LogID, bytes: [UInt8])] = []
-        guard limit > 0 else { return entries }
+        guard limit > 0 else { return (entries, false) }
         var bytes = 0
+        var drained = true
         try LogScan.forEach(self.database, after: after, through: durable, directory: self.directory) { id, iterator in
             let value = iterator.value
             bytes += value.count + 32
             entries.append((id, value))
-            return entries.count < limit && bytes < bytesMax
+            let more = entries.count < limit && bytes < bytesMax
+            // Stopped at a bound: drained only if that was the durable entry anyway.
+            if !more { drained = id == durable }
+            return more
         }
-        return entries
+        return (entries, drained)
     }
 
     /// True when the log holds at least `count` entries; reads at most that many keys.
