@@ -202,15 +202,15 @@ public final class Engine: Sendable {
         return try result.get()
     }
 
+    /// True while the commit queue has room for another write (a hint: others may take it
+    /// first); a caller that cannot wait uses it where `waitForCommitRoom` would suspend.
+    public var hasCommitRoom: Bool { !self.queue.isFull }
+
     /// Waits, without holding a thread, while the commit queue holds `commitQueueCountMax`
     /// writes. A caller that holds its client back meanwhile (a connection that stops reading)
     /// turns a full queue into backpressure instead of `busy` refusals. Returns at once when
     /// there is room; polls every 1 to 8 ms while full (the committer drains a group in about
     /// that time).
-    /// True while the commit queue has room for another write (a hint: others may take it
-    /// first); a caller that cannot wait uses it where `waitForCommitRoom` would suspend.
-    public var hasCommitRoom: Bool { !self.queue.isFull }
-
     public func waitForCommitRoom() async {
         var milliseconds = 1
         while self.queue.isFull {

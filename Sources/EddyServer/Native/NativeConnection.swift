@@ -445,9 +445,10 @@ final class NativeConnection: Sendable {
     /// connection is still being handled: handles it at once when nothing makes it wait
     /// (answer room, the connection's writes in flight, the engine's commit queue, an engine
     /// already open) and returns true. It does exactly what `handle` does for such a write,
-    /// without the hop to the connection's task and back (a thread wake-up each way, half of a
-    /// small write's CPU). False, with nothing done or answered: the caller queues the frame
-    /// for `handle`, which waits where needed and words any error.
+    /// without the hop to the connection's task and back (a thread wake-up each way; the Swift
+    /// executor took a fifth of eddyd's CPU under 64 clients of small writes). False, with
+    /// nothing done or answered: the caller queues the frame for `handle`, which waits where
+    /// needed and words any error.
     func handleWriteAtOnce(_ frame: Frame) -> Bool {
         guard frame.kind == .write, frame.payload.count <= Self.writeAtOnceBytesMax else { return false }
         let room = self.state.withLock { state in
