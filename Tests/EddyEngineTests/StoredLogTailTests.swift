@@ -10,10 +10,10 @@ import Testing
 
 @Suite struct StoredLogTailTests {
     @Test func aReadSaysWhetherItReachedTheNewestDurableEntry() async throws {
-        let directory = TemporaryDirectory("stored-log-tail")
-        defer { directory.remove() }
-        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
-        defer { engine.close() }
+        try await withEngine(durability: .sync) { engine in try await self.check(engine) }
+    }
+
+    private func check(_ engine: Engine) async throws {
         let empty = try engine.readStoredLogTail(after: nil, limit: 10, bytesMax: 1 << 20)
         #expect(empty.entries.isEmpty && empty.drained)
         for n in 0..<5 { _ = try await engine.set(p("/n"), .number(Double(n))) }
