@@ -54,6 +54,28 @@ def test_an_idle_keep_alive_connection_is_closed(d):
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"null"), answer[:200]
 
 
+def test_a_keep_alive_connection_times_each_request_and_then_idles_out(d):
+    """The deadline moves with every request (head, body, answer, idle) while one timer check
+    per connection follows it: requests spaced under the idle timeout are all served, a body
+    that stalls later on the same connection still gets its 408, and nothing else closes it."""
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        for n in range(4):
+            body = b"%d" % n
+            s.sendall(b"PUT /ka.json HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            assert read_until(s, b"\r\n\r\n" + body).startswith(b"HTTP/1.1 200 OK\r\n")
+            time.sleep(0.6)  # under the 2 s idle timeout, past half the 1 s head and body ones
+        s.sendall(b"PUT /ka.json HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n1")
+        answer = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[:200]
+    assert "--http-body-timeout-seconds" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    assert requests.get(d.url("/ka")).json() == 3
+
+
 def test_a_connection_answered_before_its_body_was_read_still_idles_out(d):
     # Refused from its path alone, the request is answered before its body is read; once the
     # body is in, the connection is idle and must close like any other.
