@@ -434,12 +434,12 @@ public final class Engine: Sendable {
 
     /// Blocking read of the value at `path`.
     public func readValue(_ path: Path) throws(EddyError) -> Value {
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
         return try TreeReader.readSubtree(iterator, prefix: PathKeyEncoding.encode(path)).value
     }
 
     public func readShallow(_ path: Path) throws(EddyError) -> Value {
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
         return try TreeReader.readShallow(iterator, prefix: PathKeyEncoding.encode(path))
     }
 

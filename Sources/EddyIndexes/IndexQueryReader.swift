@@ -22,18 +22,32 @@ package final class IndexQueryReader {
     let definition: IndexDefinition
     let index: Iterator
     /// Made on the first uncovered entry: creating an iterator costs more than reading a
-    /// small window.
-    private let makeTree: () -> Iterator
-    private lazy var tree: Iterator = self.makeTree()
+    /// small window. Nil when no tree iterator can read the index iterator's state any more.
+    private let makeTree: () -> Iterator?
+    private var madeTree: Iterator?
+    /// Set when `makeTree` gave nil: the read threw, and must be done again on a snapshot.
+    package private(set) var stateMoved = false
     let location: [UInt8]
     let query: Query
 
-    package init(definition: IndexDefinition, index: Iterator, makeTree: @escaping () -> Iterator, location: [UInt8], query: Query) {
+    package init(definition: IndexDefinition, index: Iterator, makeTree: @escaping () -> Iterator?, location: [UInt8], query: Query) {
         self.definition = definition
         self.index = index
         self.makeTree = makeTree
         self.location = location
         self.query = query
+    }
+
+    private var tree: Iterator {
+        get throws(EddyError) {
+            if let madeTree { return madeTree }
+            guard let made = self.makeTree() else {
+                self.stateMoved = true
+                throw EddyError(.unavailable, "the database changed while \(self.definition.description) was read; read again")
+            }
+            self.madeTree = made
+            return made
+        }
     }
 
     /// The selected children as a `Value` (`.null` when none).
@@ -48,7 +62,7 @@ package final class IndexQueryReader {
                 if Self.mayHoldNull(covered) { value = value.normalized() }
                 children[key] = value
             } else {
-                children[key] = try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value
+                children[key] = try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value
             }
         }
         return children.isEmpty ? .null : .object(children)
@@ -74,7 +88,7 @@ package final class IndexQueryReader {
             if let covered {
                 out.append(contentsOf: covered)
             } else {
-                JSONWriter.write(try TreeReader.readSubtree(self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+                JSONWriter.write(try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
             }
             members.append((valueStart..<out.count, arrayIndex))
         }

@@ -40,6 +40,11 @@ public final class Database: @unchecked Sendable {
     let closed = Mutex(false)
     /// Manual compactions in the background; stopped by `close()` before the handles go.
     let compactions = BackgroundCompactions()
+    /// Idle iterators over the newest state (`makeCurrentIterator`); closed before the handles go.
+    let iteratorPool = IteratorPool()
+    /// Bumped before and after every change that takes no sequence number (an ingest), so
+    /// that it is odd while one is under way; part of `currentView`.
+    let unsequencedChanges = Atomic<UInt64>(0)
 
     /// Opens (creating if allowed) the database at `path` with exactly `columnFamilies`
     /// ("default" is implicit and always opened).
@@ -129,6 +134,7 @@ public final class Database: @unchecked Sendable {
         }
         guard !wasClosed else { return }
         self.compactions.stop { rocksdb_disable_manual_compaction(self.db) }
+        self.iteratorPool.close()
         for family in self.columnFamilies.values { rocksdb_column_family_handle_destroy(family.handle) }
         rocksdb_close(self.db)
         rocksdb_writeoptions_destroy(self.syncWrite)
@@ -230,6 +236,45 @@ public final class Database: @unchecked Sendable {
         // The iterator keeps its snapshot (which keeps the database) or the database alive.
         return Iterator(rocksdb_create_iterator_cf(self.db, readOptions, family.handle)!, retaining: snapshot ?? self)
     }
+
+    /// The database's newest state: a read that starts after a change completes sees a
+    /// different view.
+    public var currentView: DatabaseView {
+        // The change count first: an ingest bumps it after its files are in.
+        let changes = self.unsequencedChanges.load(ordering: .sequentiallyConsistent)
+        return DatabaseView(sequence: rocksdb_get_latest_sequence_number(self.db), unsequencedChanges: changes)
+    }
+
+    /// An iterator over the newest state, reused from an earlier read when nothing changed
+    /// since it was created (`IteratorPool`); it goes back to the pool when released. Its
+    /// `view` names the state it reads.
+    public func makeCurrentIterator(_ family: ColumnFamily) -> Iterator {
+        let view = self.currentView
+        guard view.unsequencedChanges & 1 == 0 else {
+            // An ingest is under way: the state may change under the view; pool nothing.
+            return self.makeIterator(family)
+        }
+        if let idle = self.iteratorPool.take(family: family.handle, view: view) {
+            return Iterator(idle, pooledIn: self, family: family.handle, view: view)
+        }
+        return Iterator(rocksdb_create_iterator_cf(self.db, self.readOptions, family.handle)!, pooledIn: self, family: family.handle, view: view)
+    }
+
+    /// An iterator over `family` that reads exactly `view`, the view of an iterator from
+    /// `makeCurrentIterator`; nil when the database has changed since (read again then).
+    public func makeCurrentIterator(_ family: ColumnFamily, at view: DatabaseView) -> Iterator? {
+        guard view == self.currentView else { return nil }
+        if let idle = self.iteratorPool.take(family: family.handle, view: view) {
+            return Iterator(idle, pooledIn: self, family: family.handle, view: view)
+        }
+        let iterator = Iterator(
+            rocksdb_create_iterator_cf(self.db, self.readOptions, family.handle)!, pooledIn: self, family: family.handle, view: view)
+        // Created between two reads of the same view, it reads that view.
+        return view == self.currentView ? iterator : nil
+    }
+
+    /// Iterators idle in the pool now (for tests).
+    public var idleIteratorCount: Int { self.iteratorPool.idleCount }
 
     public func makeSnapshot() -> Snapshot {
         Snapshot(database: self)

@@ -1,6 +1,7 @@
 // A RocksDB iterator over one column family (or over a write batch merged with the database).
-// Not thread-safe: use from one thread. Destroyed exactly once, in deinit; it keeps the
-// snapshot or batch it reads alive until then.
+// Not thread-safe: use from one thread. Destroyed exactly once, in deinit (or, for one over the
+// newest state, handed back to its database's `IteratorPool`, which destroys it later); it
+// keeps the snapshot, batch or database it reads alive until then.
 
 import CRocksDB
 import Glibc
@@ -8,15 +9,32 @@ import Glibc
 public final class Iterator {
     private let iterator: OpaquePointer
     private let retained: AnyObject?
+    /// Set for an iterator from `Database.makeCurrentIterator`: it goes back to the pool.
+    private let pooled: (database: Database, family: OpaquePointer, view: DatabaseView)?
 
     init(_ iterator: OpaquePointer, retaining retained: AnyObject?) {
         self.iterator = iterator
         self.retained = retained
+        self.pooled = nil
+    }
+
+    init(_ iterator: OpaquePointer, pooledIn database: Database, family: OpaquePointer, view: DatabaseView) {
+        self.iterator = iterator
+        self.retained = database
+        self.pooled = (database, family, view)
     }
 
     deinit {
-        rocksdb_iter_destroy(self.iterator)
+        if let pooled {
+            pooled.database.iteratorPool.give(
+                self.iterator, family: pooled.family, view: pooled.view, current: pooled.database.currentView)
+        } else {
+            rocksdb_iter_destroy(self.iterator)
+        }
     }
+
+    /// The state this iterator reads, for one from `Database.makeCurrentIterator`.
+    public var view: DatabaseView? { self.pooled?.view }
 
     public var isValid: Bool { rocksdb_iter_valid(self.iterator) != 0 }
 

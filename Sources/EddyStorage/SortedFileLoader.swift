@@ -90,6 +90,9 @@ public final class SortedFileLoader {
         var pointers = names.map { UnsafePointer<CChar>($0) }
         try self.database.closed.withLock { closed throws(RocksDBError) in
             precondition(!closed, "SortedFileLoader.finish after the database was closed")
+            // Odd while the files go in, so no pooled iterator spans the change (IteratorPool).
+            self.database.unsequencedChanges.add(1, ordering: .sequentiallyConsistent)
+            defer { self.database.unsequencedChanges.add(1, ordering: .sequentiallyConsistent) }
             try RocksDBError.check { err in
                 rocksdb_ingest_external_file_cf(self.database.db, self.family.handle, &pointers, pointers.count, options, err)
             }

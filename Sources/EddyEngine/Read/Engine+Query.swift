@@ -45,27 +45,60 @@ extension Engine {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
         guard let definition else { return try self.keyQueryReader(path, query).read() }
-        return try self.indexQueryReader(definition, path, query).read()
+        let reader = self.indexQueryReader(definition, path, query)
+        do {
+            return try reader.read()
+        } catch where reader.stateMoved {
+            return try self.indexQueryReader(definition, path, query, onSnapshot: true).read()
+        }
     }
 
-    func readQueryJSON(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> [UInt8] {
+    /// `beforeTree` runs when the read first needs the tree (tests change the database there).
+    func readQueryJSON(
+        _ path: Path, _ query: Query, definition: IndexDefinition?, beforeTree: (() -> Void)? = nil
+    ) throws(EddyError) -> [UInt8] {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
         guard let definition else { return JSONWriter.bytes(try self.keyQueryReader(path, query).read()) }
-        return try self.indexQueryReader(definition, path, query).readJSON()
+        let reader = self.indexQueryReader(definition, path, query, beforeTree: beforeTree)
+        do {
+            return try reader.readJSON()
+        } catch where reader.stateMoved {
+            return try self.indexQueryReader(definition, path, query, onSnapshot: true).readJSON()
+        }
     }
 
     private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader {
-        let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
         return KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: query)
     }
 
-    private func indexQueryReader(_ definition: IndexDefinition, _ path: Path, _ query: Query) -> IndexQueryReader {
+    /// A reader over the newest state: the index iterator (pooled) and, when an entry is not
+    /// covered, a tree iterator of the same state. When the database changed before the tree
+    /// iterator was needed, the reader stops with `stateMoved`, and the read is done again
+    /// `onSnapshot` (both iterators on one new snapshot, the tree's made lazily).
+    private func indexQueryReader(
+        _ definition: IndexDefinition, _ path: Path, _ query: Query, onSnapshot: Bool = false, beforeTree: (() -> Void)? = nil
+    ) -> IndexQueryReader {
+        let indexFamily = self.database.columnFamily(ColumnFamilies.index)
+        let treeFamily = self.database.columnFamily(ColumnFamilies.tree)
+        if !onSnapshot {
+            let index = self.database.makeCurrentIterator(indexFamily)
+            if let view = index.view {
+                return IndexQueryReader(
+                    definition: definition, index: index,
+                    makeTree: {
+                        beforeTree?()
+                        return self.database.makeCurrentIterator(treeFamily, at: view)
+                    },
+                    location: PathKeyEncoding.encode(path), query: query)
+            }
+        }
         let snapshot = self.database.makeSnapshot()
         return IndexQueryReader(
             definition: definition,
-            index: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.index), snapshot: snapshot),
-            makeTree: { self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot) },
+            index: self.database.makeIterator(indexFamily, snapshot: snapshot),
+            makeTree: { self.database.makeIterator(treeFamily, snapshot: snapshot) },
             location: PathKeyEncoding.encode(path), query: query)
     }
 
