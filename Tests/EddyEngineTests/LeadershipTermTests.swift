@@ -79,6 +79,8 @@ final class TermFence: Sendable {
         let deposed = try self.openLeader(old, oldFence)
         defer { deposed.close() }
         _ = try await newLeader.set(p("/n"), .number(1))
+        // A later millisecond: within the same one the two engines' ids could fall either way.
+        try await Task.sleep(for: .milliseconds(3))
         _ = try await deposed.set(p("/o"), .number(1))  // written later: a later id, an older term
         let newEntries = try newLeader.readLogEntries(after: nil, limit: 10)
         let deposedEntries = try deposed.readLogEntries(after: nil, limit: 10)
