@@ -81,7 +81,7 @@ package final class IndexQueryReader {
         var allArrayIndexes = true
         try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
             if !members.isEmpty { out.append(UInt8(ascii: ",")) }
-            let arrayIndex = Self.appendKeyJSON(segment, to: &out)
+            let arrayIndex = SegmentJSON.appendKey(segment, to: &out)
             if arrayIndex == nil { allArrayIndexes = false }
             out.append(UInt8(ascii: ":"))
             let valueStart = out.count
@@ -107,32 +107,6 @@ package final class IndexQueryReader {
         }
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// Appends the JSON string of the key encoded as `segment`; returns its array index when
-    /// the key is one (`0|[1-9][0-9]*`, at most 9 digits), as `JSONWriter` decides arrays.
-    private static func appendKeyJSON(_ segment: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
-        out.append(UInt8(ascii: "\""))
-        defer { out.append(UInt8(ascii: "\"")) }
-        if segment[0] == PathKeyEncoding.intTag {
-            // tag, 4 value bytes, 2 length bytes, the key's own ASCII bytes, 0x00
-            let digits = UnsafeRawBufferPointer(rebasing: segment[7..<(segment.count - 1)])
-            out.append(contentsOf: digits)
-            guard digits.count <= 9, digits[0] != UInt8(ascii: "-"), digits[0] != UInt8(ascii: "0") || digits.count == 1 else {
-                return nil
-            }
-            return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-        }
-        for byte in segment[1..<(segment.count - 1)] {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out.append(UInt8(ascii: "\\"))
-                out.append(byte)
-            case 0xF5, 0xF6: out.append(byte &- 7)  // undo the UTF-16 order rank
-            default: out.append(byte)
-            }
-        }
-        return nil
     }
 
     /// Calls `visit` for every entry in the window, in query order (backward for limitToLast),

@@ -22,29 +22,89 @@ package struct KeyQueryReader {
     }
 
     package func read() throws(EddyError) -> Value {
-        let start = self.position(self.query.start)
-        let end = self.position(self.query.end)
         var children: [String: Value] = [:]
-        switch self.query.limit {
-        case .last(let count):
-            try self.readBackward(start: start, end: end, count: count, into: &children)
-        case .first(let count):
-            try self.readForward(start: start, end: end, count: count, into: &children)
-        case nil:
-            try self.readForward(start: start, end: end, count: Int.max, into: &children)
+        try self.forEachChild { segment, prefix, positioned throws(EddyError) in
+            var bytes = segment
+            let key = try PathKeyEncoding.decodeSegment(&bytes)
+            children[key] = try TreeReader.readSubtree(self.iterator, prefix: prefix, positioned: positioned).value
         }
         return children.isEmpty ? .null : .object(children)
     }
 
-    /// The child segment at the iterator (nil at the location's own primitive), and its key.
-    private func currentChild() throws(EddyError) -> (segment: ArraySlice<UInt8>, prefix: [UInt8], key: String)? {
+    /// The window as the JSON text `JSONWriter.bytes(read())` gives, written straight from the
+    /// tree (`TreeJSONWriter`, `SegmentJSON`): members in key order, an array when the keys
+    /// qualify, `null` when empty.
+    package func readJSON() throws(EddyError) -> [UInt8] {
+        var scratch: [UInt8] = []
+        scratch.reserveCapacity(4096)
+        // Each member's key (a JSON string) and value in `scratch`, in the order read.
+        var members: [(key: Range<Int>, value: Range<Int>, arrayIndex: Int?)] = []
+        try self.forEachChild { segment, prefix, positioned throws(EddyError) in
+            let keyStart = scratch.count
+            let arrayIndex = segment.withUnsafeBytes { SegmentJSON.appendKey($0, to: &scratch) }
+            let valueStart = scratch.count
+            try TreeJSONWriter.appendSubtree(self.iterator, prefix: prefix, positioned: positioned, into: &scratch)
+            members.append((keyStart..<valueStart, valueStart..<scratch.count, arrayIndex))
+        }
+        if members.isEmpty { return Array("null".utf8) }
+        if case .last? = self.query.limit { members.reverse() }
+        var out: [UInt8] = []
+        out.reserveCapacity(scratch.count + members.count + 2)
+        if members.allSatisfy({ $0.arrayIndex != nil }), let largest = members.last?.arrayIndex, largest < 2 * members.count {
+            // Array indexes sort by value: the last member has the largest.
+            out.append(UInt8(ascii: "["))
+            var next = 0
+            for member in members {
+                while next < member.arrayIndex! {
+                    if next > 0 { out.append(UInt8(ascii: ",")) }
+                    out.append(contentsOf: "null".utf8)
+                    next += 1
+                }
+                if next > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: scratch[member.value])
+                next += 1
+            }
+            out.append(UInt8(ascii: "]"))
+            return out
+        }
+        out.append(UInt8(ascii: "{"))
+        for (n, member) in members.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: scratch[member.key])
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: scratch[member.value])
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// Calls `visit` for each child in the window (forward, or backward for limitToLast) with
+    /// its encoded segment, its key prefix and whether the iterator is already on its first
+    /// record; `visit` reads the child from the iterator (`TreeReader`, `TreeJSONWriter`).
+    private func forEachChild(
+        _ visit: (ArraySlice<UInt8>, [UInt8], Bool) throws(EddyError) -> Void
+    ) throws(EddyError) {
+        let start = self.position(self.query.start)
+        let end = self.position(self.query.end)
+        switch self.query.limit {
+        case .last(let count):
+            try self.readBackward(start: start, end: end, count: count, visit)
+        case .first(let count):
+            try self.readForward(start: start, end: end, count: count, visit)
+        case nil:
+            try self.readForward(start: start, end: end, count: Int.max, visit)
+        }
+    }
+
+    /// The child segment at the iterator (nil at the location's own primitive) and its prefix.
+    private func currentChild() throws(EddyError) -> (segment: ArraySlice<UInt8>, prefix: [UInt8])? {
         let key = self.iterator.key
         guard key.count > self.location.count else { return nil }
-        var rest = key[self.location.count...]
-        let before = rest.count
-        let child = try PathKeyEncoding.decodeSegment(&rest)
-        let end = self.location.count + (before - rest.count)
-        return (key[self.location.count..<end], Array(key[..<end]), child)
+        guard let length = PathKeyEncoding.segmentLength(key[self.location.count...]) else {
+            throw EddyError(.corruption, "malformed tree key under key prefix \(self.location)")
+        }
+        let end = self.location.count + length
+        return (key[self.location.count..<end], Array(key[..<end]))
     }
 
     /// True when a child with `segment` lies after an end bound (outside the window).
@@ -71,28 +131,30 @@ package struct KeyQueryReader {
 
     private func readForward(
         start: (KeyBoundPosition, inclusive: Bool)?, end: (KeyBoundPosition, inclusive: Bool)?, count: Int,
-        into children: inout [String: Value]
+        _ visit: (ArraySlice<UInt8>, [UInt8], Bool) throws(EddyError) -> Void
     ) throws(EddyError) {
         switch start {
         case nil: self.iterator.seek(self.location)
         case (.key(let s), let inclusive)?: self.iterator.seek(self.location + s + (inclusive ? [] : [0xFF]))
         case (.between(let x), _)?: self.iterator.seek(self.location + x)
         }
-        while children.count < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
+        var visited = 0
+        while visited < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
             guard let child = try self.currentChild() else {
                 self.iterator.next()  // a primitive at the location has no children
                 continue
             }
             if let end, self.isAfter(child.segment, end) { break }
             // The iterator is on the child's first record; reading leaves it on the next child.
-            children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix, positioned: true).value
+            try visit(child.segment, child.prefix, true)
+            visited += 1
         }
         try TreeReader.check(self.iterator)
     }
 
     private func readBackward(
         start: (KeyBoundPosition, inclusive: Bool)?, end: (KeyBoundPosition, inclusive: Bool)?, count: Int,
-        into children: inout [String: Value]
+        _ visit: (ArraySlice<UInt8>, [UInt8], Bool) throws(EddyError) -> Void
     ) throws(EddyError) {
         // Position on the last record at or before the end of the window.
         let upper: [UInt8]
@@ -106,10 +168,12 @@ package struct KeyQueryReader {
         }
         self.iterator.seekForPrev(upper)
         if exclusiveKey, self.iterator.isValid, self.iterator.key == upper { self.iterator.previous() }
-        while children.count < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
+        var visited = 0
+        while visited < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {
             guard let child = try self.currentChild() else { break }  // the location's own primitive
             if let start, self.isBefore(child.segment, start) { break }
-            children[child.key] = try TreeReader.readSubtree(self.iterator, prefix: child.prefix).value
+            try visit(child.segment, child.prefix, false)
+            visited += 1
             // Step before this child's first record.
             self.iterator.seekForPrev(child.prefix)
             if self.iterator.isValid, self.iterator.key == child.prefix { self.iterator.previous() }

@@ -412,6 +412,10 @@ import Testing
         let json = try await h.engine.queryJSON(location, query)
         let parsed = try JSONParser.parse(json).normalized()
         #expect(parsed == expected, "\(question)\n  JSON answer \(String(decoding: json, as: UTF8.self))")
+        if query.order == .key {
+            // Written straight from the tree: byte for byte what JSONWriter writes for the value.
+            #expect(json == JSONWriter.bytes(expected), "\(question)\n  JSON answer \(String(decoding: json, as: UTF8.self))")
+        }
         return (got == expected && parsed == expected, expected.isNull ? "query empty" : "query selected")
     }
 }

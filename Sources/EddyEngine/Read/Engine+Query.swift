@@ -59,7 +59,7 @@ extension Engine {
     ) throws(EddyError) -> [UInt8] {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
-        guard let definition else { return JSONWriter.bytes(try self.keyQueryReader(path, query).read()) }
+        guard let definition else { return try self.keyQueryReader(path, query).readJSON() }
         let reader = self.indexQueryReader(definition, path, query, beforeTree: beforeTree)
         do {
             return try reader.readJSON()

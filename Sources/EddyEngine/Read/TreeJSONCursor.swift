@@ -71,7 +71,9 @@ final class TreeJSONCursor: @unchecked Sendable {
                 JSONWriter.write(leaf, into: &out, pretty: self.pretty, indent: 0)
                 return (out, true)
             }
-            let isArray = try Self.rendersAsArray(lookahead, self.prefix)
+            // A string first key makes an object (the common case, no seek).
+            var isArray = false
+            if iterator.key[self.prefix.count] != PathKeyEncoding.stringTag { isArray = try TreeJSONWriter.rendersAsArray(lookahead, self.prefix) }
             self.open = [Container(key: "", isArray: isArray)]
             out.append(UInt8(ascii: isArray ? "[" : "{"))
         }
@@ -94,7 +96,9 @@ final class TreeJSONCursor: @unchecked Sendable {
             while self.open.count > common + 1 { self.close(into: &out) }
             for i in common..<(keys.count - 1) {
                 self.beginMember(keys[i], into: &out)
-                let isArray = try Self.rendersAsArray(lookahead, Array(key[..<ends[i]]))
+                // A string first key makes an object (the common case, no seek).
+                var isArray = false
+                if key[ends[i]] != PathKeyEncoding.stringTag { isArray = try TreeJSONWriter.rendersAsArray(lookahead, Array(key[..<ends[i]])) }
                 self.open.append(Container(key: keys[i], isArray: isArray))
                 out.append(UInt8(ascii: isArray ? "[" : "{"))
             }
@@ -142,23 +146,5 @@ final class TreeJSONCursor: @unchecked Sendable {
     private static func newline(_ out: inout [UInt8], _ indent: Int) {
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
-    }
-
-    /// Whether the node whose key encoding is `container` (it has children) renders as an array.
-    private static func rendersAsArray(_ iterator: Iterator, _ container: [UInt8]) throws(EddyError) -> Bool {
-        var count = 0
-        var largest = -1
-        iterator.seek(container)
-        while iterator.isValid, iterator.keyHasPrefix(container) {
-            let key = iterator.key
-            var rest = key[container.count...]
-            let before = rest.count
-            guard before > 0, let index = JSONWriter.arrayIndex(try PathKeyEncoding.decodeSegment(&rest)) else { return false }
-            count += 1
-            largest = max(largest, index)
-            iterator.seek(PathKeyEncoding.subtreeEnd(Array(key[..<(container.count + before - rest.count)])))
-        }
-        try TreeReader.check(iterator)
-        return count > 0 && largest < 2 * count
     }
 }
