@@ -25,14 +25,17 @@ package enum TreeJSONWriter {
     /// Appends the JSON of the subtree whose encoding is `prefix` (`null` when empty).
     /// `positioned`: the iterator is already on the subtree's first key (or past it when the
     /// subtree is empty), so no seek is needed. Leaves the iterator on the first key after it.
+    /// Stops early, returning false with `out` cut anywhere, once `out` holds more than
+    /// `bytesMax` bytes (checked after each leaf).
+    @discardableResult
     package static func appendSubtree(
-        _ iterator: Iterator, prefix: [UInt8], positioned: Bool = false, into out: inout [UInt8]
-    ) throws(EddyError) {
+        _ iterator: Iterator, prefix: [UInt8], positioned: Bool = false, bytesMax: Int = .max, into out: inout [UInt8]
+    ) throws(EddyError) -> Bool {
         if !positioned { iterator.seek(prefix) }
         guard iterator.isValid, iterator.keyHasPrefix(prefix) else {
             try TreeReader.check(iterator)
             out.append(contentsOf: "null".utf8)
-            return
+            return true
         }
         var key: [UInt8] = iterator.key
         if key.count == prefix.count {
@@ -40,7 +43,7 @@ package enum TreeJSONWriter {
             iterator.next()
             if iterator.isValid, iterator.keyHasPrefix(prefix) { throw Self.primitiveWithDescendants(prefix) }
             try TreeReader.check(iterator)
-            return
+            return true
         }
         var open: [Container] = []
         var previous: [UInt8] = []
@@ -77,6 +80,7 @@ package enum TreeJSONWriter {
                 open.append(Container(end: end, isArray: isArray))
                 position = end
             }
+            if out.count > bytesMax { return false }
             swap(&previous, &key)
             iterator.next()
             guard iterator.isValid, iterator.keyHasPrefix(prefix) else { break }
@@ -87,6 +91,7 @@ package enum TreeJSONWriter {
         }
         try TreeReader.check(iterator)
         while let container = open.popLast() { Self.close(container, into: &out) }
+        return true
     }
 
     private static func appendLeaf(_ iterator: Iterator, into out: inout [UInt8]) throws(EddyError) {

@@ -1,6 +1,7 @@
 // TreeJSONStream against the value it streams: random trees (array-like nodes with holes, nodes
 // that just miss the array rule, integer-like and Unicode keys) read back in chunks as small as
-// one byte, compact and pretty, must equal `JSONWriter.bytes(readValue)` byte for byte. Also: the
+// one byte, compact and pretty, must equal `JSONWriter.bytes(readValue)` byte for byte (answers
+// that fit the first chunk are written whole without a cursor; the rest stream). Also: the
 // rules are checked when the stream opens, and closing the engine under an open stream ends it
 // with `shuttingDown` instead of a use of a closed database.
 // Rerun a failure with `EDDY_SEED=<seed>`.
@@ -76,6 +77,23 @@ import Testing
             var out = first
             while let chunk = try await engine.nextChunk(of: stream, bytesMax: 1000) { out += chunk }
             #expect(try JSONParser.parse(out) == .object(children))
+        }
+    }
+
+    @Test func anAnswerThatFitsTheFirstChunkIsWrittenWholeWithoutACursor() async throws {
+        try await withEngine { engine in
+            var children: [String: Value] = [:]
+            for i in 0..<50 { children["k\(i)"] = .number(Double(i)) }
+            _ = try await engine.set(p("/list"), .object(children))
+            let whole = JSONWriter.bytes(.object(children))
+            let (small, first) = try await engine.openJSONStream(p("/list"), pretty: false, access: .admin, firstChunkBytes: whole.count)
+            #expect(small.isFinished && first == whole && engine.openStreamCount == 0)
+            // Half of it: the answer does not fit, so a cursor on a snapshot streams it.
+            let (large, start) = try await engine.openJSONStream(p("/list"), pretty: false, access: .admin, firstChunkBytes: whole.count / 2)
+            #expect(!large.isFinished && engine.openStreamCount == 1 && start.count >= whole.count / 2)
+            var out = start
+            while let chunk = try await engine.nextChunk(of: large, bytesMax: 10) { out += chunk }
+            #expect(out == whole && engine.openStreamCount == 0)
         }
     }
 

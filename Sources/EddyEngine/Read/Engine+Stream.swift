@@ -1,8 +1,11 @@
 // Streamed reads: the value at a path as JSON in chunks (`TreeJSONStream`), for answers too
 // large to build in memory. The read is checked against the rules once, when the stream opens;
-// every chunk then comes from the same snapshot.
+// every chunk then comes from the same snapshot. An answer that fits in the first chunk is
+// written whole from a pooled iterator of the newest state instead (no snapshot, no cursor).
 
 import EddyModel
+import EddyStorage
+import EddyTree
 import NIOPosix
 
 extension Engine {
@@ -15,6 +18,14 @@ extension Engine {
     ) async throws(EddyError) -> (stream: TreeJSONStream, first: [UInt8]) {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
+            if !pretty {
+                // Most answers are small: written whole, with no snapshot or cursor to set up.
+                var whole: [UInt8] = []
+                let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
+                if try TreeJSONWriter.appendSubtree(iterator, prefix: PathKeyEncoding.encode(path), bytesMax: firstChunkBytes, into: &whole) {
+                    return (TreeJSONStream(finishedIn: self.streams), whole)
+                }
+            }
             guard let stream = self.streams.open(database: self.database, path: path, pretty: pretty) else {
                 throw EddyError(.shuttingDown, "the database is shutting down")
             }

@@ -13,6 +13,9 @@
 // - The engine owns the iterators and the snapshot (`TreeStreamRegistry`): it releases them
 //   before it closes the database, and a chunk asked for after that throws `shuttingDown`.
 //   `TreeJSONStream` is used by one task at a time.
+// - An answer of at most the first chunk's size is written in one go from pooled iterators of
+//   the newest state (`Engine.openJSONStream`, `TreeJSONWriter`): no snapshot, no cursor; the
+//   stream is finished from the start.
 
 import EddyModel
 import EddyStorage
@@ -27,6 +30,14 @@ public final class TreeJSONStream: @unchecked Sendable {
     init(id: Int, registry: TreeStreamRegistry) {
         self.id = id
         self.registry = registry
+    }
+
+    /// A stream whose whole answer was the first chunk: no cursor, nothing registered (ids
+    /// start at 1, so removing 0 removes nothing).
+    init(finishedIn registry: TreeStreamRegistry) {
+        self.id = 0
+        self.registry = registry
+        self.isFinished = true
     }
 
     deinit {
