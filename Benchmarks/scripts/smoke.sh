@@ -94,8 +94,9 @@ if have wrk wrk; then
     run ops-bench.sh env OPS_TEXT_CHUNK=50 OPS_SMALL_CHUNK=100 "$scripts/ops-bench.sh" 1 1
     run rules-bench.sh "$scripts/rules-bench.sh" 1 1
     run tls-catchup-bench.sh "$scripts/tls-catchup-bench.sh" 1 1
+    run http-ab-bench.sh "$scripts/http-ab-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 1 4
 else
-    for name in peer-bench.sh http-bench.sh ops-bench.sh rules-bench.sh tls-catchup-bench.sh; do
+    for name in peer-bench.sh http-bench.sh ops-bench.sh rules-bench.sh tls-catchup-bench.sh http-ab-bench.sh; do
         skip "$name" "wrk is missing and could not be installed"
     done
 fi
