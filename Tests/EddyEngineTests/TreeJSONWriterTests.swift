@@ -1,8 +1,8 @@
 // JSON written straight from the tree (`TreeJSONWriter`, `KeyQueryReader.readJSON`) against the
 // reference text: `JSONWriter` of the value read back. Byte for byte, over seeded random values
 // and array-shaped ones (dense and sparse integer keys, holes, nested arrays, keys that look like
-// indexes but are not), as whole subtrees and as key-ordered query windows (bounds, limitToFirst
-// and limitToLast). A primitive with descendants in the tree is reported as corruption.
+// indexes but are not), as whole subtrees (`getJSON` too, which checks the rules) and as
+// key-ordered query windows (bounds, limitToFirst and limitToLast). A primitive with descendants in the tree is reported as corruption.
 // Rerun a failure with `EDDY_SEED=<seed>`.
 
 @testable import EddyEngine
@@ -43,6 +43,7 @@ import Testing
                     var out: [UInt8] = []
                     try TreeJSONWriter.appendSubtree(engine.database.makeIterator(tree), prefix: PathKeyEncoding.encode(at), into: &out)
                     #expect(out == JSONWriter.bytes(stored), "seed \(seed) value \(n) at \(at): \(JSONWriter.string(stored))")
+                    #expect(try await engine.getJSON(at, access: .admin) == out, "getJSON, seed \(seed) value \(n) at \(at)")
                 }
                 for _ in 0..<4 {
                     var query = Query(order: .key)
@@ -60,6 +61,16 @@ import Testing
                         "seed \(seed) value \(n) query \(query): \(String(decoding: json, as: UTF8.self)) vs \(String(decoding: expected, as: UTF8.self))")
                 }
             }
+        }
+    }
+
+    @Test func getJSONChecksTheRules() async throws {
+        try await withEngine { engine in
+            _ = try await engine.setRules(json(#"{"rules": {"open": {".read": true}}}"#))
+            _ = try await engine.set(p("/open/a"), .number(1))
+            _ = try await engine.set(p("/closed/a"), .number(2))
+            #expect(String(decoding: try await engine.getJSON(p("/open"), access: .unauthenticated), as: UTF8.self) == #"{"a":1}"#)
+            await expectEddyError(.permissionDenied) { _ = try await engine.getJSON(p("/closed"), access: .unauthenticated) }
         }
     }
 

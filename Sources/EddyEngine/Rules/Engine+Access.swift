@@ -5,6 +5,8 @@
 // rules' `query` variable. Writes are checked by the committer (`Committer+Access.swift`).
 
 import EddyModel
+import EddyStorage
+import EddyTree
 
 extension Engine {
     /// The rules in force now.
@@ -15,6 +17,18 @@ extension Engine {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
             return try self.readValue(path)
+        }
+    }
+
+    /// The value at `path` as compact JSON text for `access`, written straight from the tree
+    /// (`TreeJSONWriter`): byte for byte `JSONWriter.bytes` of `get`'s value.
+    public func getJSON(_ path: Path, access: Access) async throws(EddyError) -> [UInt8] {
+        try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: nil, access)
+            var out: [UInt8] = []
+            let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
+            try TreeJSONWriter.appendSubtree(iterator, prefix: PathKeyEncoding.encode(path), into: &out)
+            return out
         }
     }
 

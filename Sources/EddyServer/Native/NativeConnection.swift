@@ -226,6 +226,15 @@ final class NativeConnection: Sendable {
         self.send(Frame(kind: kind, requestID: requestID, payload: JSONWriter.bytes(payload)))
     }
 
+    /// A `value` answer, `{"value": <json>}`, around JSON text written elsewhere (a read's).
+    func answerValue(_ requestID: UInt64, json: [UInt8]) {
+        var payload: [UInt8] = Array(#"{"value":"#.utf8)
+        payload.reserveCapacity(payload.count + json.count + 1)
+        payload.append(contentsOf: json)
+        payload.append(UInt8(ascii: "}"))
+        self.send(Frame(kind: .value, requestID: requestID, payload: payload))
+    }
+
     func fail(_ requestID: UInt64, _ error: EddyError) {
         self.answer(.error, requestID, .object(["code": .string(error.code.description), "message": .string(error.message)]))
     }
@@ -266,14 +275,16 @@ final class NativeConnection: Sendable {
             if frame.kind != .write { await self.waitForWrites(atMost: 0) }
             switch frame.kind {
             case .get:
-                let value = try await engine.get(try Self.path(body), access: access)
-                var answer: [String: Value] = ["value": value]
                 // `"etag": true`: also the value's ETag, for a conditional write (`ifMatch`).
-                if body["etag"] == .bool(true) { answer["etag"] = .string(ETag.of(value)) }
-                self.answer(.value, frame.requestID, .object(answer))
+                guard body["etag"] == .bool(true) else {
+                    self.answerValue(frame.requestID, json: try await engine.getJSON(try Self.path(body), access: access))
+                    return
+                }
+                let value = try await engine.get(try Self.path(body), access: access)
+                self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value))]))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
-                self.answer(.value, frame.requestID, .object(["value": try await engine.query(try Self.path(body), query, access: access)]))
+                self.answerValue(frame.requestID, json: try await engine.queryJSON(try Self.path(body), query, access: access))
             case .write:
                 try await self.write(frame.requestID, body, engine, access: access)
             case .subscribe:
