@@ -74,7 +74,8 @@ package final class IndexQueryReader {
     /// copied. Members come in query order.
     package func readJSON() throws(EddyError) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(4096)
+        // A window without a limit is mostly an equalTo's few children.
+        out.reserveCapacity(self.query.limit == nil ? 512 : 4096)
         // Where each member's value sits in `out`, and its array index (nil: not one), for
         // the array form.
         var members: [(value: Range<Int>, arrayIndex: Int?)] = []
@@ -174,9 +175,12 @@ package final class IndexQueryReader {
     /// Positions the index iterator on each entry of the window in turn and calls `body` with
     /// the length of the entries' common prefix (id and location).
     private func window(_ body: (Int) throws(EddyError) -> Void) throws(EddyError) {
-        let prefix = self.definition.keyPrefix + self.location
-        let lower = prefix + Self.lower(self.query.start)
-        let upper = prefix + Self.upper(self.query.end)
+        var prefix = self.definition.keyPrefix
+        prefix.append(contentsOf: self.location)
+        var lower = prefix
+        Self.appendLower(self.query.start, to: &lower)
+        var upper = prefix
+        Self.appendUpper(self.query.end, to: &upper)
         guard lower.lexicographicallyPrecedes(upper) else { return }
         var count = 0
         switch self.query.limit {
@@ -227,9 +231,9 @@ package final class IndexQueryReader {
         }
     }
 
-    static func lower(_ bound: Query.Bound?) -> [UInt8] {
-        guard let bound else { return [] }
-        var out = SortValueEncoding.encode(bound.value)
+    static func appendLower(_ bound: Query.Bound?, to out: inout [UInt8]) {
+        guard let bound else { return }
+        SortValueEncoding.append(bound.value, to: &out)
         switch bound.key.map(KeyPoint.init) {
         case nil: if !bound.inclusive { out.append(0xFF) }
         case .min?: break
@@ -239,12 +243,14 @@ package final class IndexQueryReader {
             if !bound.inclusive { out.append(0xFF) }
         case .between(let bytes)?: out += bytes
         }
-        return out
     }
 
-    static func upper(_ bound: Query.Bound?) -> [UInt8] {
-        guard let bound else { return [0xFF] }
-        var out = SortValueEncoding.encode(bound.value)
+    static func appendUpper(_ bound: Query.Bound?, to out: inout [UInt8]) {
+        guard let bound else {
+            out.append(0xFF)
+            return
+        }
+        SortValueEncoding.append(bound.value, to: &out)
         switch bound.key.map(KeyPoint.init) {
         case nil: if bound.inclusive { out.append(0xFF) }
         case .min?: break
@@ -254,6 +260,5 @@ package final class IndexQueryReader {
             if bound.inclusive { out.append(0xFF) }
         case .between(let bytes)?: out += bytes
         }
-        return out
     }
 }

@@ -117,9 +117,14 @@ extension Engine {
         case .child(let childPath):
             on = .child(childPath)
         }
-        let candidates = self.indexCatalog.definitions.filter { $0.declaration.on == on && $0.declaration.matches(path) }
-        if let ready = candidates.first(where: \.isReady) { return ready }
-        if let building = candidates.first {
+        // The first ready index that serves it, else the first still building (no array made:
+        // this runs for every query).
+        var building: IndexDefinition? = nil
+        for definition in self.indexCatalog.definitions where definition.declaration.on == on && definition.declaration.matches(path) {
+            if definition.isReady { return definition }
+            if building == nil { building = definition }
+        }
+        if let building {
             throw EddyError(
                 .unavailable,
                 "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly (progress: GET /.settings/indexes.json, or eddy index status offline, where eddy index build finishes it)"
