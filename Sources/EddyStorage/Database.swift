@@ -29,6 +29,8 @@ public final class Database: @unchecked Sendable {
     /// database (`SortedFileLoader`) to have the family's format and compression.
     let familyOptions: [String: OpaquePointer]
     private let blockOptions: OpaquePointer
+    /// Table options of the families of `StorageOptions.blockBytesByFamily`.
+    private let ownBlockOptions: [OpaquePointer]
     /// The block cache this database uses (its own, or one shared through `StorageOptions`).
     public let blockCache: BlockCache
     private let syncWrite: OpaquePointer
@@ -56,10 +58,7 @@ public final class Database: @unchecked Sendable {
         rocksdb_options_increase_parallelism(options, storage.backgroundThreads)
         rocksdb_options_set_max_background_jobs(options, storage.backgroundThreads)
         let cache = storage.blockCache ?? BlockCache(capacityBytes: storage.blockCacheBytes)
-        let blockOptions = rocksdb_block_based_options_create()!
-        rocksdb_block_based_options_set_block_cache(blockOptions, cache.pointer)
-        rocksdb_block_based_options_set_cache_index_and_filter_blocks(blockOptions, 1)
-        rocksdb_block_based_options_set_filter_policy(blockOptions, rocksdb_filterpolicy_create_bloom(10))
+        let blockOptions = Self.makeBlockOptions(cache: cache, blockBytes: nil)
         let cfOptions = rocksdb_options_create_copy(options)!
         rocksdb_options_set_write_buffer_size(cfOptions, storage.writeBufferBytes)
         rocksdb_options_set_block_based_table_factory(cfOptions, blockOptions)
@@ -74,13 +73,22 @@ public final class Database: @unchecked Sendable {
         var namePointers = cNames.map { UnsafePointer<CChar>($0) }
         let lz4Options = rocksdb_options_create_copy(cfOptions)!
         rocksdb_options_set_compression(lz4Options, Int32(rocksdb_lz4_compression))
-        // A family with a memtable size of its own gets its own copy of the options.
+        // A family with a memtable or block size of its own gets its own copy of the options
+        // (and of the table options, for a block size).
         var ownOptions: [OpaquePointer] = []
+        var ownBlockOptions: [OpaquePointer] = []
         var cfOptionList: [OpaquePointer?] = all.map { name in
             let shared = storage.zstd && storage.lz4Families.contains(name) ? lz4Options : cfOptions
-            guard let bytes = storage.writeBufferBytesByFamily[name] else { return shared }
+            let bytes = storage.writeBufferBytesByFamily[name]
+            let blockBytes = storage.blockBytesByFamily[name]
+            guard bytes != nil || blockBytes != nil else { return shared }
             let own = rocksdb_options_create_copy(shared)!
-            rocksdb_options_set_write_buffer_size(own, bytes)
+            if let bytes { rocksdb_options_set_write_buffer_size(own, bytes) }
+            if let blockBytes {
+                let table = Self.makeBlockOptions(cache: cache, blockBytes: blockBytes)
+                rocksdb_options_set_block_based_table_factory(own, table)
+                ownBlockOptions.append(table)
+            }
             ownOptions.append(own)
             return own
         }
@@ -96,6 +104,7 @@ public final class Database: @unchecked Sendable {
             rocksdb_options_destroy(cfOptions)
             rocksdb_options_destroy(lz4Options)
             ownOptions.forEach { rocksdb_options_destroy($0) }
+            ownBlockOptions.forEach { rocksdb_block_based_options_destroy($0) }
             rocksdb_options_destroy(options)
             rocksdb_block_based_options_destroy(blockOptions)
             throw RocksDBError(code: RocksDBError.code(of: message), message: message)
@@ -109,6 +118,7 @@ public final class Database: @unchecked Sendable {
         for (name, option) in zip(all, cfOptionList) { familyOptions[name] = option! }
         self.familyOptions = familyOptions
         self.blockOptions = blockOptions
+        self.ownBlockOptions = ownBlockOptions
         self.blockCache = cache
         var families: [String: ColumnFamily] = [:]
         for (name, handle) in zip(all, handles) { families[name] = ColumnFamily(handle: handle!, name: name) }
@@ -146,6 +156,18 @@ public final class Database: @unchecked Sendable {
         self.ownFamilyOptions.forEach { rocksdb_options_destroy($0) }
         rocksdb_options_destroy(self.options)
         rocksdb_block_based_options_destroy(self.blockOptions)
+        self.ownBlockOptions.forEach { rocksdb_block_based_options_destroy($0) }
+    }
+
+    /// Table options: the shared block cache (index and filter blocks in it too), a bloom
+    /// filter of 10 bits per key, and `blockBytes` per data block (nil: RocksDB's 4 KiB).
+    private static func makeBlockOptions(cache: BlockCache, blockBytes: Int?) -> OpaquePointer {
+        let table = rocksdb_block_based_options_create()!
+        rocksdb_block_based_options_set_block_cache(table, cache.pointer)
+        rocksdb_block_based_options_set_cache_index_and_filter_blocks(table, 1)
+        rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10))
+        if let blockBytes { rocksdb_block_based_options_set_block_size(table, blockBytes) }
+        return table
     }
 
     public func columnFamily(_ name: String) -> ColumnFamily {

@@ -172,3 +172,33 @@ private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
         }
     }
 }
+
+@Suite struct BlockSizeTests {
+    /// The same records in two families, one with 16 KiB data blocks: its SST file has about a
+    /// quarter as many blocks (RocksDB's aggregated table properties count them).
+    @Test func aFamilysBlockSizeAppliesToItsFiles() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("eddy-block-size-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var options = StorageOptions()
+        options.blockBytesByFamily = ["large": 16 << 10]
+        let db = try Database(path: path, columnFamilies: ["small", "large"], options: options)
+        defer { db.close() }
+        for name in ["small", "large"] {
+            let family = db.columnFamily(name)
+            for i in 0..<20_000 {
+                // Random bytes: compression does not change the block count much.
+                let value = (0..<100).map { _ in UInt8.random(in: 0...255) }
+                try db.put(family, Array(String(format: "key-%08d", i).utf8), value, durability: .noWAL)
+            }
+            try db.flush(family, wait: true)
+        }
+        func dataBlocks(_ name: String) throws -> Int {
+            let text = try #require(db.property("rocksdb.aggregated-table-properties", of: db.columnFamily(name)))
+            let field = try #require(text.split(separator: ";").first { $0.contains("# data blocks") }, "\(text)")
+            return try #require(Int(field.split(separator: "=").last!.trimmingCharacters(in: .whitespaces)))
+        }
+        let small = try dataBlocks("small")
+        let large = try dataBlocks("large")
+        #expect(small > 400 && large * 3 < small && large * 5 > small, "data blocks: 4 KiB \(small), 16 KiB \(large)")
+    }
+}
