@@ -26,8 +26,8 @@ public final class Iterator {
 
     deinit {
         if let pooled {
-            pooled.database.iteratorPool.give(
-                self.iterator, family: pooled.family, view: pooled.view, current: pooled.database.currentView)
+            let database = pooled.database
+            database.iteratorPool.give(self.iterator, family: pooled.family, view: pooled.view) { database.currentView }
         } else {
             rocksdb_iter_destroy(self.iterator)
         }

@@ -72,10 +72,11 @@ final class IteratorPool: Sendable {
     }
 
     /// Keeps `iterator` (over `family`, created at `view`) for a later `take`, or destroys it
-    /// when the pool is closed or full, or `view` is no longer `current`.
-    func give(_ iterator: OpaquePointer, family: OpaquePointer, view: DatabaseView, current: DatabaseView) {
+    /// when the pool is closed or full, or `view` is no longer `current()` (asked only while
+    /// the pool is open: it reads the database).
+    func give(_ iterator: OpaquePointer, family: OpaquePointer, view: DatabaseView, current: () -> DatabaseView) {
         let (kept, schedulePurge) = self.state.withLock { state -> (Bool, Bool) in
-            guard !state.closed, view == current, state.idle.count < Self.capacity else { return (false, false) }
+            guard !state.closed, state.idle.count < Self.capacity, view == current() else { return (false, false) }
             state.idle.append(Idle(iterator: iterator, family: family, view: view, returnedAt: .now()))
             let schedule = !state.purgeScheduled
             state.purgeScheduled = true
