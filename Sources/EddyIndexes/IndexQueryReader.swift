@@ -73,41 +73,18 @@ package final class IndexQueryReader {
     /// without decoding them: keys are transcoded from their encoded segments, covered values
     /// copied. Members come in query order.
     package func readJSON() throws(EddyError) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "{")]
         // A window without a limit is mostly an equalTo's few children.
-        out.reserveCapacity(self.query.limit == nil ? 512 : 4096)
-        // Where each member's value sits in `out`, and its array index (nil: not one), for
-        // the array form.
-        var members: [(value: Range<Int>, arrayIndex: Int?)] = []
-        var allArrayIndexes = true
+        var window = WindowJSON(capacity: self.query.limit == nil ? 512 : 4096)
         try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
-            if !members.isEmpty { out.append(UInt8(ascii: ",")) }
-            let arrayIndex = SegmentJSON.appendKey(segment, to: &out)
-            if arrayIndex == nil { allArrayIndexes = false }
-            out.append(UInt8(ascii: ":"))
-            let valueStart = out.count
-            if let covered {
-                out.append(contentsOf: covered)
-            } else {
-                JSONWriter.write(try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+            try window.append(segment: segment) { out throws(EddyError) in
+                if let covered {
+                    out.append(contentsOf: covered)
+                } else {
+                    JSONWriter.write(try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+                }
             }
-            members.append((valueStart..<out.count, arrayIndex))
         }
-        if members.isEmpty { return Array("null".utf8) }
-        if allArrayIndexes, let largest = members.lazy.map({ $0.arrayIndex! }).max(), largest < 2 * members.count {
-            var slots = [Range<Int>?](repeating: nil, count: largest + 1)
-            for member in members { slots[member.arrayIndex!] = member.value }
-            var array: [UInt8] = [UInt8(ascii: "[")]
-            array.reserveCapacity(out.count)
-            for (i, slot) in slots.enumerated() {
-                if i > 0 { array.append(UInt8(ascii: ",")) }
-                if let slot { array.append(contentsOf: out[slot]) } else { array.append(contentsOf: "null".utf8) }
-            }
-            array.append(UInt8(ascii: "]"))
-            return array
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
+        return window.finish()
     }
 
     /// Calls `visit` for every entry in the window, in query order (backward for limitToLast),

@@ -35,47 +35,15 @@ package struct KeyQueryReader {
     /// tree (`TreeJSONWriter`, `SegmentJSON`): members in key order, an array when the keys
     /// qualify, `null` when empty.
     package func readJSON() throws(EddyError) -> [UInt8] {
-        var scratch: [UInt8] = []
-        scratch.reserveCapacity(4096)
-        // Each member's key (a JSON string) and value in `scratch`, in the order read.
-        var members: [(key: Range<Int>, value: Range<Int>, arrayIndex: Int?)] = []
+        var window = WindowJSON(capacity: 4096)
         try self.forEachChild { segment, prefix, positioned throws(EddyError) in
-            let keyStart = scratch.count
-            let arrayIndex = segment.withUnsafeBytes { SegmentJSON.appendKey($0, to: &scratch) }
-            let valueStart = scratch.count
-            try TreeJSONWriter.appendSubtree(self.iterator, prefix: prefix, positioned: positioned, into: &scratch)
-            members.append((keyStart..<valueStart, valueStart..<scratch.count, arrayIndex))
-        }
-        if members.isEmpty { return Array("null".utf8) }
-        if case .last? = self.query.limit { members.reverse() }
-        var out: [UInt8] = []
-        out.reserveCapacity(scratch.count + members.count + 2)
-        if members.allSatisfy({ $0.arrayIndex != nil }), let largest = members.last?.arrayIndex, largest < 2 * members.count {
-            // Array indexes sort by value: the last member has the largest.
-            out.append(UInt8(ascii: "["))
-            var next = 0
-            for member in members {
-                while next < member.arrayIndex! {
-                    if next > 0 { out.append(UInt8(ascii: ",")) }
-                    out.append(contentsOf: "null".utf8)
-                    next += 1
-                }
-                if next > 0 { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: scratch[member.value])
-                next += 1
+            try window.append(segment: segment) { out throws(EddyError) in
+                try TreeJSONWriter.appendSubtree(self.iterator, prefix: prefix, positioned: positioned, into: &out)
             }
-            out.append(UInt8(ascii: "]"))
-            return out
         }
-        out.append(UInt8(ascii: "{"))
-        for (n, member) in members.enumerated() {
-            if n > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: scratch[member.key])
-            out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: scratch[member.value])
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
+        // limitToLast reads backward; the object lists its members in key order.
+        if case .last? = self.query.limit { return window.finish(reversed: true) }
+        return window.finish()
     }
 
     /// Calls `visit` for each child in the window (forward, or backward for limitToLast) with

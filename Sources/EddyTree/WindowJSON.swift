@@ -1,0 +1,77 @@
+// The JSON answer of a query window, built member by member as the window is read. The object
+// form (`{"key":value,...`) is written in place, each member's range and array index kept, so
+// the answer is the buffer itself when it stays an object in the order read; it is rebuilt only
+// as an array (`JSONWriter`'s rule: every key an array index, the largest below twice the
+// count, holes null) or when the members were read in reverse. Keys come from their encoded
+// segments (`SegmentJSON`); values are written by the caller. Empty: `null`.
+
+import EddyModel
+
+package struct WindowJSON {
+    private var out: [UInt8] = [UInt8(ascii: "{")]
+    /// Each member (key, colon and value) and its value, in `out`, in the order read.
+    private var members: [(member: Range<Int>, value: Range<Int>, arrayIndex: Int?)] = []
+    private var allArrayIndexes = true
+
+    package init(capacity: Int) {
+        self.out.reserveCapacity(capacity)
+    }
+
+    /// Appends the member whose key is encoded as `segment`; `writeValue` appends its value.
+    package mutating func append(
+        segment: UnsafeRawBufferPointer, value writeValue: (inout [UInt8]) throws(EddyError) -> Void
+    ) throws(EddyError) {
+        if !self.members.isEmpty { self.out.append(UInt8(ascii: ",")) }
+        let start = self.out.count
+        try self.appendMember(start, SegmentJSON.appendKey(segment, to: &self.out), writeValue)
+    }
+
+    package mutating func append(
+        segment: ArraySlice<UInt8>, value writeValue: (inout [UInt8]) throws(EddyError) -> Void
+    ) throws(EddyError) {
+        if !self.members.isEmpty { self.out.append(UInt8(ascii: ",")) }
+        let start = self.out.count
+        let arrayIndex = segment.withUnsafeBytes { SegmentJSON.appendKey($0, to: &self.out) }
+        try self.appendMember(start, arrayIndex, writeValue)
+    }
+
+    private mutating func appendMember(
+        _ start: Int, _ arrayIndex: Int?, _ writeValue: (inout [UInt8]) throws(EddyError) -> Void
+    ) throws(EddyError) {
+        if arrayIndex == nil { self.allArrayIndexes = false }
+        self.out.append(UInt8(ascii: ":"))
+        let valueStart = self.out.count
+        try writeValue(&self.out)
+        self.members.append((start..<self.out.count, valueStart..<self.out.count, arrayIndex))
+    }
+
+    /// The answer. `reversed`: the members were read last first, and the object lists them in
+    /// the other order (an array places each by its index either way).
+    package mutating func finish(reversed: Bool = false) -> [UInt8] {
+        if self.members.isEmpty { return Array("null".utf8) }
+        if self.allArrayIndexes, let largest = self.members.lazy.map({ $0.arrayIndex! }).max(), largest < 2 * self.members.count {
+            var slots = [Range<Int>?](repeating: nil, count: largest + 1)
+            for member in self.members { slots[member.arrayIndex!] = member.value }
+            var array: [UInt8] = [UInt8(ascii: "[")]
+            array.reserveCapacity(self.out.count)
+            for (i, slot) in slots.enumerated() {
+                if i > 0 { array.append(UInt8(ascii: ",")) }
+                if let slot { array.append(contentsOf: self.out[slot]) } else { array.append(contentsOf: "null".utf8) }
+            }
+            array.append(UInt8(ascii: "]"))
+            return array
+        }
+        guard reversed else {
+            self.out.append(UInt8(ascii: "}"))
+            return self.out
+        }
+        var object: [UInt8] = [UInt8(ascii: "{")]
+        object.reserveCapacity(self.out.count + 1)
+        for (n, member) in self.members.reversed().enumerated() {
+            if n > 0 { object.append(UInt8(ascii: ",")) }
+            object.append(contentsOf: self.out[member.member])
+        }
+        object.append(UInt8(ascii: "}"))
+        return object
+    }
+}
