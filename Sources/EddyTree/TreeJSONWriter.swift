@@ -123,21 +123,22 @@ package enum TreeJSONWriter {
         out.append(UInt8(ascii: container.isArray ? "]" : "}"))
     }
 
-    /// Whether the container encoded as `container` renders as an array. `current` is the key
-    /// the iterator is on, the container's first leaf: a string first key decides at once;
-    /// otherwise the container's keys are scanned (one seek per child) and the iterator seeks
-    /// back to `current`.
+    /// Whether the container encoded as `container` renders as an array, scanned on the
+    /// iterator itself, which then seeks back to `current` (the container's first leaf).
     private static func rendersAsArray(_ iterator: Iterator, container: [UInt8], current: [UInt8]) throws(EddyError) -> Bool {
-        if current[container.count] == PathKeyEncoding.stringTag { return false }
-        let isArray = try self.rendersAsArray(iterator, container)
-        iterator.seek(current)
+        let scans = current[container.count] != PathKeyEncoding.stringTag
+        let isArray = try self.rendersAsArray(iterator, container, firstLeaf: current)
+        if scans { iterator.seek(current) }
         return isArray
     }
 
     /// Whether the node whose key encoding is `container` (it has children) renders as an
-    /// array: every child key an array index, the largest below twice the count. Moves the
-    /// iterator.
-    package static func rendersAsArray(_ iterator: Iterator, _ container: [UInt8]) throws(EddyError) -> Bool {
+    /// array: every child key an array index, the largest below twice the count. `firstLeaf`,
+    /// the node's first leaf key, decides at once when its first child key is a string (an
+    /// object, the common case); otherwise `iterator` walks the children (one seek per child)
+    /// and is left anywhere.
+    package static func rendersAsArray(_ iterator: Iterator, _ container: [UInt8], firstLeaf: [UInt8]) throws(EddyError) -> Bool {
+        if firstLeaf[container.count] == PathKeyEncoding.stringTag { return false }
         var count = 0
         var largest = -1
         iterator.seek(container)

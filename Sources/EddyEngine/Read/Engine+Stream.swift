@@ -18,19 +18,24 @@ extension Engine {
     ) async throws(EddyError) -> (stream: TreeJSONStream, first: [UInt8]) {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
-            if !pretty {
-                // Most answers are small: written whole, with no snapshot or cursor to set up.
-                var whole: [UInt8] = []
-                let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
-                if try TreeJSONWriter.appendSubtree(iterator, prefix: PathKeyEncoding.encode(path), bytesMax: firstChunkBytes, into: &whole) {
-                    return (TreeJSONStream(finishedIn: self.streams), whole)
-                }
+            // Most answers are small: written whole, with no snapshot or cursor to set up.
+            if !pretty, let whole = try self.readValueJSON(path, bytesMax: firstChunkBytes) {
+                return (TreeJSONStream(finishedIn: self.streams), whole)
             }
             guard let stream = self.streams.open(database: self.database, path: path, pretty: pretty) else {
                 throw EddyError(.shuttingDown, "the database is shutting down")
             }
             return (stream, try stream.next(bytesMax: firstChunkBytes) ?? [])
         }
+    }
+
+    /// The value at `path` as compact JSON (`TreeJSONWriter`, byte for byte `JSONWriter.bytes`
+    /// of `readValue`) from a pooled iterator of the newest state; nil when it runs past
+    /// `bytesMax` bytes (what was written is dropped).
+    func readValueJSON(_ path: Path, bytesMax: Int = .max) throws(EddyError) -> [UInt8]? {
+        var out: [UInt8] = []
+        let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
+        return try TreeJSONWriter.appendSubtree(iterator, prefix: PathKeyEncoding.encode(path), bytesMax: bytesMax, into: &out) ? out : nil
     }
 
     /// The stream's next chunk (at least `bytesMax` bytes unless it is the last; nil after the

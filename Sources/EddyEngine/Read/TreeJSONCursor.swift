@@ -71,9 +71,7 @@ final class TreeJSONCursor: @unchecked Sendable {
                 JSONWriter.write(leaf, into: &out, pretty: self.pretty, indent: 0)
                 return (out, true)
             }
-            // A string first key makes an object (the common case, no seek).
-            var isArray = false
-            if iterator.key[self.prefix.count] != PathKeyEncoding.stringTag { isArray = try TreeJSONWriter.rendersAsArray(lookahead, self.prefix) }
+            let isArray = try TreeJSONWriter.rendersAsArray(lookahead, self.prefix, firstLeaf: iterator.key)
             self.open = [Container(key: "", isArray: isArray)]
             out.append(UInt8(ascii: isArray ? "[" : "{"))
         }
@@ -96,9 +94,7 @@ final class TreeJSONCursor: @unchecked Sendable {
             while self.open.count > common + 1 { self.close(into: &out) }
             for i in common..<(keys.count - 1) {
                 self.beginMember(keys[i], into: &out)
-                // A string first key makes an object (the common case, no seek).
-                var isArray = false
-                if key[ends[i]] != PathKeyEncoding.stringTag { isArray = try TreeJSONWriter.rendersAsArray(lookahead, Array(key[..<ends[i]])) }
+                let isArray = try TreeJSONWriter.rendersAsArray(lookahead, Array(key[..<ends[i]]), firstLeaf: key)
                 self.open.append(Container(key: keys[i], isArray: isArray))
                 out.append(UInt8(ascii: isArray ? "[" : "{"))
             }

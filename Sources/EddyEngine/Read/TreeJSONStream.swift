@@ -7,8 +7,9 @@
 //   array when Firebase renders it so (every key an array index, the largest < 2 × the count;
 //   holes as null).
 // - A container's form is decided before its first member is written, by a second iterator on
-//   the same snapshot that walks the container's direct children (one seek per child). It stops
-//   at the first key that is not an array index, so a node keyed by push ids costs one seek.
+//   the same snapshot that walks the container's direct children (one seek per child). A
+//   container whose first key is a string is an object without it (a node keyed by push ids
+//   costs nothing); otherwise the walk stops at the first key that is not an array index.
 // - Memory: the chunk being built, the path of open containers, RocksDB's iterator blocks.
 // - The engine owns the iterators and the snapshot (`TreeStreamRegistry`): it releases them
 //   before it closes the database, and a chunk asked for after that throws `shuttingDown`.

@@ -5,8 +5,6 @@
 // rules' `query` variable. Writes are checked by the committer (`Committer+Access.swift`).
 
 import EddyModel
-import EddyStorage
-import EddyTree
 
 extension Engine {
     /// The rules in force now.
@@ -25,10 +23,7 @@ extension Engine {
     public func getJSON(_ path: Path, access: Access) async throws(EddyError) -> [UInt8] {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
-            var out: [UInt8] = []
-            let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
-            try TreeJSONWriter.appendSubtree(iterator, prefix: PathKeyEncoding.encode(path), into: &out)
-            return out
+            return try self.readValueJSON(path)!  // no bound: always whole
         }
     }
 
