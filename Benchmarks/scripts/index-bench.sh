@@ -8,7 +8,8 @@
 #   2. http: eddyd on the same Eddy data: PUT the rules, poll /.settings/indexes.json until the
 #      index is ready (build rate over HTTP), then wrk range queries, 1 and 16 connections.
 #   3. build: IndexQueryProfile build on the same data (target >= 200,000 children/s).
-#   4. push: IndexQueryProfile push, 0/1/4 indexes interleaved (target: 4-index <= 1.5x 0-index).
+#   4. push: IndexQueryProfile push, 0/1/4 indexes interleaved (targets: 4-index <= 1.5x 0-index,
+#      issue 3; <= 1.3x at 64 writers, issue 15).
 #
 # Usage (from anywhere):  Benchmarks/scripts/index-bench.sh [N] [ROUNDS] [HTTP_SECONDS]
 #   N children (default 1000000), ROUNDS (default 3), wrk duration per run (default 10).

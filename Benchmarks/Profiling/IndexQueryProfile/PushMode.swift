@@ -110,13 +110,15 @@ func runPushMode(_ arguments: Arguments) async throws {
     // steadier than the ratio of medians when the disk or CPU speed drifts between rounds.
     let pairedLatencyRatio = median(zip(four.latencies, none.latencies).map { $0 / $1 })
     let pairedRateRatio = median(zip(none.rates, four.rates).map { $0 / $1 })
-    func verdict(_ ratio: Double) -> String { ratio <= 1.5 ? "met" : "MISSED" }
+    // Issue 3 set <= 1.5x for both; issue 15 asks <= 1.3x at 64 writers.
+    func verdict(_ ratio: Double, _ target: Double) -> String { ratio <= target ? "met" : "MISSED" }
     print(
         "4-index / 0-index cost, 1 writer (latency): \(format(latencyRatio, 2))x; per-round median \(format(pairedLatencyRatio, 2))x"
-            + " (target <= 1.5: \(verdict(latencyRatio)))")
+            + " (target <= 1.5: \(verdict(latencyRatio, 1.5)))")
     print(
         "4-index / 0-index cost, \(arguments.writers) writers (1/throughput): \(format(rateRatio, 2))x; per-round median"
-            + " \(format(pairedRateRatio, 2))x (target <= 1.5: \(verdict(rateRatio)))")
+            + " \(format(pairedRateRatio, 2))x (target <= 1.5: \(verdict(rateRatio, 1.5)); issue 15's <= 1.3:"
+            + " \(verdict(rateRatio, 1.3)))")
     printJSON(
         .object([
             "driver": .string("eddy"), "mode": .string("push"), "preload": .number(Double(arguments.preload)),
