@@ -6,6 +6,10 @@
 #
 # Usage (from anywhere):  Benchmarks/scripts/engine-bench.sh [extra package-benchmark options]
 #   e.g. Benchmarks/scripts/engine-bench.sh --filter 'Engine.push.*'
+# EDDY_BENCH_CONFIG=debug (scripts/smoke.sh, inside `make test`): builds the target in debug and
+# runs its executable directly, without package-benchmark's plugin (which builds release only):
+# it checks that the benchmarks still build and run, and prints each one's p50 without targets
+# (a debug build's figures mean nothing). EDDY_SKIP_BUILD=1 uses the binary as it is.
 # The full tables go to stdout first; the summary follows. Exit status is package-benchmark's:
 # a missed target is reported, not failed (time metrics depend on the machine and its load).
 #
@@ -20,6 +24,33 @@ output="$(mktemp)"
 trap 'rm -f "$output"' EXIT
 
 cd "$root"
+source Benchmarks/scripts/lib/binaries.sh
+
+if [ "$bench_config" = debug ]; then
+    build_profile EngineBenchmarks
+    status=0
+    "$profile_bin/EngineBenchmarks" --quiet true "$@" > "$output" 2>&1 || status=$?
+    # The runner prints, per benchmark, "Debug results for NAME:" and a wall-clock histogram
+    # in nanoseconds per measured iteration of 1,000 writes (scalingFactor .kilo), rows of
+    # "Value Percentile TotalCount ...": the first row at percentile 0.5 or more is the p50.
+    awk '
+        /^Debug results for / { name = $4; sub(/:$/, "", name); wall = 0; n++; next }
+        /^Time \(wall clock\)/ { wall = 1; next }
+        /^[A-Z]/ { wall = 0 }
+        wall && name != "" && $2 + 0 >= 0.5 && !(name in p50) { p50[name] = $1; order[++m] = name }
+        END {
+            printf "%d benchmarks ran (debug build: no targets)\n", n
+            for (i = 1; i <= m; i++) printf "  %-30s p50 %.1f us per write\n", order[i], p50[order[i]] / 1e6
+        }
+    ' "$output"
+    if [ "$status" != 0 ] || ! grep -q "^Debug results for " "$output"; then
+        tail -30 "$output" >&2
+        echo "EngineBenchmarks failed (exit $status)" >&2
+        exit 1
+    fi
+    exit 0
+fi
+
 status=0
 swift package --package-path Benchmarks benchmark --target EngineBenchmarks --no-progress "$@" | tee "$output" \
     || status=$?
