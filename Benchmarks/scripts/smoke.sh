@@ -44,7 +44,9 @@ have() {
 echo "== smoke: build (debug)"
 build_eddy eddyd eddy
 build_eddy ReplicationProfile EventProfile IndexQueryProfile
-build_profile EngineBenchmarks ClientProfile
+# The Benchmarks package's products, only for the scripts that need them (`smoke.sh NAME.sh`).
+if wants engine-bench.sh; then build_profile EngineBenchmarks; fi
+if wants client-bench.sh; then build_profile ClientProfile; fi
 export EDDY_SKIP_BUILD=1
 
 failed=()
