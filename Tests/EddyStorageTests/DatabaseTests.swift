@@ -4,10 +4,6 @@ import EddyStorage
 import Foundation
 import Testing
 
-private func temporaryDirectory() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("eddy-storage-\(UUID().uuidString)").path
-}
-
 private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 @Suite struct DatabaseTests {
@@ -28,120 +24,108 @@ private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
     }
 
     @Test func plainWriteBatchAppliesPutsDeletesAndRangeDeletesAtomically() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["a", "b"], options: StorageOptions())
-        defer { db.close() }
-        let a = db.columnFamily("a")
-        for k in ["k1", "k2", "k3", "x"] { try db.put(a, bytes(k), bytes("old"), durability: .buffered) }
-        let batch = WriteBatch()
-        batch.deleteRange(a, from: bytes("k1"), to: bytes("k3"))  // k1, k2; not k3
-        batch.delete(a, bytes("x"))
-        batch.put(db.columnFamily("b"), bytes("new"), bytes("v"))
-        #expect(batch.count == 3)
-        #expect(try db.get(a, bytes("k1")) == bytes("old"), "nothing applies before the write")
-        try db.write(batch, durability: .sync)
-        #expect(try db.get(a, bytes("k1")) == nil)
-        #expect(try db.get(a, bytes("k2")) == nil)
-        #expect(try db.get(a, bytes("k3")) == bytes("old"))
-        #expect(try db.get(a, bytes("x")) == nil)
-        #expect(try db.get(db.columnFamily("b"), bytes("new")) == bytes("v"))
-        batch.clear()
-        #expect(batch.count == 0)
+        try withDatabase(["a", "b"]) { db in
+            let a = db.columnFamily("a")
+            for k in ["k1", "k2", "k3", "x"] { try db.put(a, bytes(k), bytes("old"), durability: .buffered) }
+            let batch = WriteBatch()
+            batch.deleteRange(a, from: bytes("k1"), to: bytes("k3"))  // k1, k2; not k3
+            batch.delete(a, bytes("x"))
+            batch.put(db.columnFamily("b"), bytes("new"), bytes("v"))
+            #expect(batch.count == 3)
+            #expect(try db.get(a, bytes("k1")) == bytes("old"), "nothing applies before the write")
+            try db.write(batch, durability: .sync)
+            #expect(try db.get(a, bytes("k1")) == nil)
+            #expect(try db.get(a, bytes("k2")) == nil)
+            #expect(try db.get(a, bytes("k3")) == bytes("old"))
+            #expect(try db.get(a, bytes("x")) == nil)
+            #expect(try db.get(db.columnFamily("b"), bytes("new")) == bytes("v"))
+            batch.clear()
+            #expect(batch.count == 0)
+        }
     }
 
     @Test func secondOpenOfTheSameDirectoryReportsTheLock() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
-        defer { db.close() }
-        do {
-            _ = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
-            Issue.record("second open succeeded")
-        } catch {
-            #expect(error.isLockHeld, "\(error)")
+        try withDatabase(["a"]) { db in
+            do throws(RocksDBError) {
+                _ = try Database(path: db.path, columnFamilies: ["a"], options: StorageOptions())
+                Issue.record("second open succeeded")
+            } catch {
+                #expect(error.isLockHeld, "\(error)")
+            }
         }
     }
 
     @Test func writeBatchReadsItsOwnChangesAndCommitsAtomically() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
-        defer { db.close() }
-        let t = db.columnFamily("t")
-        try db.put(t, bytes("a"), bytes("1"), durability: .sync)
-        try db.put(t, bytes("c"), bytes("3"), durability: .sync)
-        let batch = WriteBatchWithIndex(database: db)
-        batch.put(t, bytes("b"), bytes("2"))
-        batch.delete(t, bytes("a"))
-        #expect(try batch.get(t, bytes("b")) == bytes("2"))
-        #expect(try batch.get(t, bytes("a")) == nil)
-        #expect(try db.get(t, bytes("b")) == nil, "nothing is visible before the write")
-        let iterator = batch.makeIterator(t)
-        iterator.seekToFirst()
-        var seen: [String] = []
-        while iterator.isValid {
-            seen.append(String(decoding: iterator.key, as: UTF8.self))
-            iterator.next()
+        try withDatabase(["t"]) { db in
+            let t = db.columnFamily("t")
+            try db.put(t, bytes("a"), bytes("1"), durability: .sync)
+            try db.put(t, bytes("c"), bytes("3"), durability: .sync)
+            let batch = WriteBatchWithIndex(database: db)
+            batch.put(t, bytes("b"), bytes("2"))
+            batch.delete(t, bytes("a"))
+            #expect(try batch.get(t, bytes("b")) == bytes("2"))
+            #expect(try batch.get(t, bytes("a")) == nil)
+            #expect(try db.get(t, bytes("b")) == nil, "nothing is visible before the write")
+            let iterator = batch.makeIterator(t)
+            iterator.seekToFirst()
+            var seen: [String] = []
+            while iterator.isValid {
+                seen.append(String(decoding: iterator.key, as: UTF8.self))
+                iterator.next()
+            }
+            #expect(seen == ["b", "c"])
+            try db.write(batch, durability: .sync)
+            #expect(try db.get(t, bytes("a")) == nil)
+            #expect(try db.get(t, bytes("b")) == bytes("2"))
         }
-        #expect(seen == ["b", "c"])
-        try db.write(batch, durability: .sync)
-        #expect(try db.get(t, bytes("a")) == nil)
-        #expect(try db.get(t, bytes("b")) == bytes("2"))
     }
 
     @Test func savePointRollsBackOnlyLaterChanges() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
-        defer { db.close() }
-        let t = db.columnFamily("t")
-        let batch = WriteBatchWithIndex(database: db)
-        batch.put(t, bytes("kept"), bytes("1"))
-        batch.setSavePoint()
-        batch.put(t, bytes("dropped"), bytes("2"))
-        try batch.rollbackToSavePoint()
-        #expect(batch.count == 1)
-        try db.write(batch, durability: .sync)
-        #expect(try db.get(t, bytes("kept")) == bytes("1"))
-        #expect(try db.get(t, bytes("dropped")) == nil)
+        try withDatabase(["t"]) { db in
+            let t = db.columnFamily("t")
+            let batch = WriteBatchWithIndex(database: db)
+            batch.put(t, bytes("kept"), bytes("1"))
+            batch.setSavePoint()
+            batch.put(t, bytes("dropped"), bytes("2"))
+            try batch.rollbackToSavePoint()
+            #expect(batch.count == 1)
+            try db.write(batch, durability: .sync)
+            #expect(try db.get(t, bytes("kept")) == bytes("1"))
+            #expect(try db.get(t, bytes("dropped")) == nil)
+        }
     }
 
     @Test func snapshotIgnoresLaterWrites() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
-        defer { db.close() }
-        let t = db.columnFamily("t")
-        try db.put(t, bytes("k"), bytes("old"), durability: .sync)
-        let snapshot = db.makeSnapshot()
-        try db.put(t, bytes("k"), bytes("new"), durability: .sync)
-        #expect(try db.get(t, bytes("k"), snapshot: snapshot) == bytes("old"))
-        let iterator = db.makeIterator(t, snapshot: snapshot)
-        iterator.seek(bytes("k"))
-        #expect(iterator.isValid && iterator.value == bytes("old"))
-        #expect(try db.get(t, bytes("k")) == bytes("new"))
+        try withDatabase(["t"]) { db in
+            let t = db.columnFamily("t")
+            try db.put(t, bytes("k"), bytes("old"), durability: .sync)
+            let snapshot = db.makeSnapshot()
+            try db.put(t, bytes("k"), bytes("new"), durability: .sync)
+            #expect(try db.get(t, bytes("k"), snapshot: snapshot) == bytes("old"))
+            let iterator = db.makeIterator(t, snapshot: snapshot)
+            iterator.seek(bytes("k"))
+            #expect(iterator.isValid && iterator.value == bytes("old"))
+            #expect(try db.get(t, bytes("k")) == bytes("new"))
+        }
     }
 
     @Test func iteratorSeeksPrefixesAndBackwards() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["t"], options: StorageOptions())
-        defer { db.close() }
-        let t = db.columnFamily("t")
-        for k in ["a/1", "a/2", "b/1"] { try db.put(t, bytes(k), bytes(k), durability: .noWAL) }
-        let iterator = db.makeIterator(t)
-        iterator.seek(bytes("a/"))
-        #expect(iterator.keyHasPrefix(bytes("a/")))
-        iterator.seekToLast()
-        #expect(iterator.key == bytes("b/1"))
-        iterator.seekForPrev(bytes("a/9"))
-        #expect(iterator.key == bytes("a/2"))
-        iterator.previous()
-        #expect(iterator.key == bytes("a/1"))
-        iterator.previous()
-        #expect(!iterator.isValid)
-        try iterator.checkError()
+        try withDatabase(["t"]) { db in
+            let t = db.columnFamily("t")
+            for k in ["a/1", "a/2", "b/1"] { try db.put(t, bytes(k), bytes(k), durability: .noWAL) }
+            let iterator = db.makeIterator(t)
+            iterator.seek(bytes("a/"))
+            #expect(iterator.keyHasPrefix(bytes("a/")))
+            iterator.seekToLast()
+            #expect(iterator.key == bytes("b/1"))
+            iterator.seekForPrev(bytes("a/9"))
+            #expect(iterator.key == bytes("a/2"))
+            iterator.previous()
+            #expect(iterator.key == bytes("a/1"))
+            iterator.previous()
+            #expect(!iterator.isValid)
+            try iterator.checkError()
+        }
     }
 
     @Test func noWALWritesSurviveAnExplicitFlush() throws {

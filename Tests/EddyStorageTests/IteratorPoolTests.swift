@@ -7,10 +7,6 @@ import EddyStorage
 import Foundation
 import Testing
 
-private func temporaryDirectory() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("eddy-iterator-pool-\(UUID().uuidString)").path
-}
-
 private func read(_ iterator: Iterator, _ key: String) -> String? {
     iterator.seek(Array(key.utf8))
     guard iterator.isValid, iterator.key == Array(key.utf8) else { return nil }
@@ -19,53 +15,49 @@ private func read(_ iterator: Iterator, _ key: String) -> String? {
 
 @Suite struct IteratorPoolTests {
     @Test func aReleasedIteratorServesTheNextReadOnlyUntilTheDatabaseChanges() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["a", "b"], options: StorageOptions())
-        defer { db.close() }
-        let a = db.columnFamily("a")
-        try db.put(a, Array("k".utf8), Array("1".utf8), durability: .buffered)
+        try withDatabase(["a", "b"]) { db in
+            let a = db.columnFamily("a")
+            try db.put(a, Array("k".utf8), Array("1".utf8), durability: .buffered)
 
-        var first: Iterator? = db.makeCurrentIterator(a)
-        let view = try #require(first?.view)
-        #expect(read(first!, "k") == "1")
-        first = nil
-        #expect(db.idleIteratorCount == 1, "returned to the pool while current")
-        var again: Iterator? = db.makeCurrentIterator(a)
-        #expect(again?.view == view && db.idleIteratorCount == 0, "the idle one is taken")
-        #expect(db.makeCurrentIterator(db.columnFamily("b"), at: view) != nil, "another family at the same view")
-        #expect(read(again!, "k") == "1")
-        #expect(db.idleIteratorCount == 1, "the other family's, released")
+            var first: Iterator? = db.makeCurrentIterator(a)
+            let view = try #require(first?.view)
+            #expect(read(first!, "k") == "1")
+            first = nil
+            #expect(db.idleIteratorCount == 1, "returned to the pool while current")
+            var again: Iterator? = db.makeCurrentIterator(a)
+            #expect(again?.view == view && db.idleIteratorCount == 0, "the idle one is taken")
+            #expect(db.makeCurrentIterator(db.columnFamily("b"), at: view) != nil, "another family at the same view")
+            #expect(read(again!, "k") == "1")
+            #expect(db.idleIteratorCount == 1, "the other family's, released")
 
-        try db.put(a, Array("k".utf8), Array("2".utf8), durability: .buffered)
-        #expect(db.makeCurrentIterator(a, at: view) == nil, "a write moved the view")
-        #expect(read(again!, "k") == "1", "an iterator keeps reading its own state")
-        again = nil
-        #expect(db.idleIteratorCount == 1, "stale when returned: destroyed, not pooled")
-        let after = db.makeCurrentIterator(a)
-        #expect(db.idleIteratorCount == 0, "the stale idle one is dropped on the next take")
-        #expect(after.view != view)
-        #expect(read(after, "k") == "2", "a read after the write sees it")
+            try db.put(a, Array("k".utf8), Array("2".utf8), durability: .buffered)
+            #expect(db.makeCurrentIterator(a, at: view) == nil, "a write moved the view")
+            #expect(read(again!, "k") == "1", "an iterator keeps reading its own state")
+            again = nil
+            #expect(db.idleIteratorCount == 1, "stale when returned: destroyed, not pooled")
+            let after = db.makeCurrentIterator(a)
+            #expect(db.idleIteratorCount == 0, "the stale idle one is dropped on the next take")
+            #expect(after.view != view)
+            #expect(read(after, "k") == "2", "a read after the write sees it")
+        }
     }
 
     @Test func anIngestMovesTheViewEvenWithoutASequenceNumber() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
-        defer { db.close() }
-        let a = db.columnFamily("a")
-        var before: Iterator? = db.makeCurrentIterator(a)
-        let view = try #require(before?.view)
-        #expect(read(before!, "x") == nil)
-        before = nil
-        #expect(db.idleIteratorCount == 1)
-        // Nothing overlaps the file, so RocksDB ingests it at sequence 0 without taking a new one.
-        let loader = SortedFileLoader(database: db, family: a, directory: path, fileBytesMax: 4 << 10)
-        try loader.put(Array("x".utf8), Array("ingested".utf8))
-        try loader.finish()
-        #expect(db.currentView != view)
-        let after = db.makeCurrentIterator(a)
-        #expect(read(after, "x") == "ingested", "the idle iterator from before the ingest is not handed out")
+        try withDatabase(["a"]) { db in
+            let a = db.columnFamily("a")
+            var before: Iterator? = db.makeCurrentIterator(a)
+            let view = try #require(before?.view)
+            #expect(read(before!, "x") == nil)
+            before = nil
+            #expect(db.idleIteratorCount == 1)
+            // Nothing overlaps the file, so RocksDB ingests it at sequence 0 without taking a new one.
+            let loader = SortedFileLoader(database: db, family: a, directory: db.path, fileBytesMax: 4 << 10)
+            try loader.put(Array("x".utf8), Array("ingested".utf8))
+            try loader.finish()
+            #expect(db.currentView != view)
+            let after = db.makeCurrentIterator(a)
+            #expect(read(after, "x") == "ingested", "the idle iterator from before the ingest is not handed out")
+        }
     }
 
     @Test func thePoolKeepsAtMostItsCapacityAndCloseFreesThem() throws {

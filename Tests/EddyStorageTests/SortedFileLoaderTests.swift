@@ -6,10 +6,6 @@ import EddyStorage
 import Foundation
 import Testing
 
-private func temporaryDirectory() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("eddy-loader-\(UUID().uuidString)").path
-}
-
 private func key(_ i: Int) -> [UInt8] { Array(String(format: "key-%08d", i).utf8) }
 private func value(_ i: Int) -> [UInt8] { Array("value \(i) ".utf8) + Array(repeating: UInt8(i % 251), count: i % 97) }
 
@@ -48,22 +44,20 @@ private func value(_ i: Int) -> [UInt8] { Array("value \(i) ".utf8) + Array(repe
     }
 
     @Test func aKeyOutOfOrderIsRefusedAndADroppedLoadLeavesNothing() throws {
-        let path = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let db = try Database(path: path, columnFamilies: ["a"], options: StorageOptions())
-        defer { db.close() }
-        do {
-            let loader = SortedFileLoader(database: db, family: db.columnFamily("a"), directory: path, fileBytesMax: 4 << 10)
-            for i in 0..<2_000 { try loader.put(key(i), value(i)) }
-            #expect(throws: RocksDBError.self) { try loader.put(key(5), value(5)) }
-            #expect(throws: RocksDBError.self) { try loader.put(key(1_999), value(1_999)) }  // equal is out of order too
-            // Dropped without `finish`: its files go, and nothing was ingested.
+        try withDatabase(["a"]) { db in
+            do {
+                let loader = SortedFileLoader(database: db, family: db.columnFamily("a"), directory: db.path, fileBytesMax: 4 << 10)
+                for i in 0..<2_000 { try loader.put(key(i), value(i)) }
+                #expect(throws: RocksDBError.self) { try loader.put(key(5), value(5)) }
+                #expect(throws: RocksDBError.self) { try loader.put(key(1_999), value(1_999)) }  // equal is out of order too
+                // Dropped without `finish`: its files go, and nothing was ingested.
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: db.path).filter { $0.hasPrefix("load-") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+            #expect(try db.get(db.columnFamily("a"), key(0)) == nil)
+            let loader = SortedFileLoader(database: db, family: db.columnFamily("a"), directory: db.path)
+            try loader.finish()  // nothing put: nothing to ingest, no error
+            #expect(try db.get(db.columnFamily("a"), key(0)) == nil)
         }
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix("load-") }
-        #expect(leftovers.isEmpty, "\(leftovers)")
-        #expect(try db.get(db.columnFamily("a"), key(0)) == nil)
-        let loader = SortedFileLoader(database: db, family: db.columnFamily("a"), directory: path)
-        try loader.finish()  // nothing put: nothing to ingest, no error
-        #expect(try db.get(db.columnFamily("a"), key(0)) == nil)
     }
 }
