@@ -2,15 +2,19 @@
 // - object members in Firebase key order (clients re-sort anyway; this makes output stable,
 //   which the ETag relies on);
 // - a node whose keys are all `0|[1-9][0-9]*` and whose largest key is < 2 × its child count
-//   is rendered as an array, holes as null (Firebase's `val()` rule);
+//   is rendered as an array, holes as null (Firebase's `val()` rule), unless `arrays` is false
+//   (Firebase's `format=export`, which never converts);
+// - `pretty`: Firebase's `print=pretty` layout (Jackson's default pretty printer): an object's
+//   members one per line, two spaces per enclosing object, `"key" : value`; an array on one
+//   line, `[ a, b ]` (it adds no indentation level; an object inside it still breaks lines);
 // - integral numbers below 2^53 without a fraction, others in shortest round-trip form;
 // - non-ASCII characters as UTF-8, control characters escaped.
 
 public enum JSONWriter {
-    public static func bytes(_ value: Value, pretty: Bool = false) -> [UInt8] {
+    public static func bytes(_ value: Value, pretty: Bool = false, arrays: Bool = true) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64)
-        write(value, into: &out, pretty: pretty, indent: 0)
+        write(value, into: &out, pretty: pretty, indent: 0, arrays: arrays)
         return out
     }
 
@@ -18,26 +22,29 @@ public enum JSONWriter {
         String(decoding: bytes(value, pretty: pretty), as: UTF8.self)
     }
 
-    public static func write(_ value: Value, into out: inout [UInt8], pretty: Bool, indent: Int) {
+    public static func write(_ value: Value, into out: inout [UInt8], pretty: Bool, indent: Int, arrays: Bool = true) {
         switch value {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n): writeNumber(n, into: &out)
         case .string(let s): writeString(s, into: &out)
         case .object(let children):
-            if let array = arrayElements(children) {
-                writeContainer(open: "[", close: "]", count: array.count, into: &out, pretty: pretty, indent: indent) {
-                    out, i in
-                    write(array[i], into: &out, pretty: pretty, indent: indent + 1)
+            if arrays, let array = arrayElements(children) {
+                out.append(UInt8(ascii: "["))
+                for (i, element) in array.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    if pretty { out.append(UInt8(ascii: " ")) }
+                    write(element, into: &out, pretty: pretty, indent: indent, arrays: arrays)
                 }
+                if pretty { out.append(UInt8(ascii: " ")) }
+                out.append(UInt8(ascii: "]"))
             } else {
                 let members = sortedMembers(children)
                 writeContainer(open: "{", close: "}", count: members.count, into: &out, pretty: pretty, indent: indent) {
                     out, i in
                     writeString(members[i].key, into: &out)
-                    out.append(UInt8(ascii: ":"))
-                    if pretty { out.append(UInt8(ascii: " ")) }
-                    write(members[i].value, into: &out, pretty: pretty, indent: indent + 1)
+                    writeMemberSeparator(into: &out, pretty: pretty)
+                    write(members[i].value, into: &out, pretty: pretty, indent: indent + 1, arrays: arrays)
                 }
             }
         }
@@ -81,7 +88,16 @@ public enum JSONWriter {
         out.append(UInt8(ascii: close))
     }
 
-    private static func newline(_ out: inout [UInt8], _ indent: Int) {
+    /// `:` between a member's key and value; ` : ` when pretty, as Firebase prints.
+    public static func writeMemberSeparator(into out: inout [UInt8], pretty: Bool) {
+        if pretty {
+            out.append(contentsOf: " : ".utf8)
+        } else {
+            out.append(UInt8(ascii: ":"))
+        }
+    }
+
+    public static func newline(_ out: inout [UInt8], _ indent: Int) {
         out.append(UInt8(ascii: "\n"))
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
     }

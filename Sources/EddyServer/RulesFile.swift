@@ -1,4 +1,5 @@
-// `rules-file`: the default namespace's rules kept as a JSON file (`{"rules": {...}}`), applied
+// `rules-file`: the default namespace's rules kept as a JSON file (`{"rules": {...}}`, `//` and
+// `/* */` comments allowed as in Firebase's rules files), applied
 // at start and on SIGHUP. Applying sets the rules only when the document differs from the one in
 // force, so a restart with an unchanged file writes nothing. A file that cannot be read or is not
 // a valid rules document is refused with its path and the reason; the rules in force stay.
@@ -16,7 +17,7 @@ enum RulesFile {
         }
         let document: Value
         do {
-            document = try JSONParser.parse(Array(bytes))
+            document = try JSONParser.parse(RulesComments.blanked(Array(bytes)))
         } catch {
             throw EddyError(.invalidJSON, "rules-file \(path) is not JSON: \(error.message)")
         }

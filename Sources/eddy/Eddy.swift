@@ -224,12 +224,18 @@ struct RulesSet: AsyncParsableCommand {
         printLine("rules set: \(rules.indexes.count) .indexOn declaration(s)")
     }
 
+    /// The document, with its comments (allowed as in Firebase's rules files) blanked.
     private func document() throws(EddyError) -> Value {
-        if self.file == "-" { return try parseJSONArgument("-") }
-        guard let data = FileManager.default.contents(atPath: self.file) else {
-            throw EddyError(.notFound, "cannot read rules file \(self.file)")
+        let data: Data
+        if self.file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let read = FileManager.default.contents(atPath: self.file) else {
+                throw EddyError(.notFound, "cannot read rules file \(self.file)")
+            }
+            data = read
         }
-        return try JSONParser.parse(Array(data))
+        return try JSONParser.parse(RulesComments.blanked(Array(data)))
     }
 }
 

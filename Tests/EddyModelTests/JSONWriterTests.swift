@@ -98,22 +98,36 @@ import Testing
         #expect(JSONWriter.bytes(.string("\u{E9}")) == [0x22, 0xC3, 0xA9, 0x22])
     }
 
+    /// Firebase's `print=pretty` layout (Jackson's default pretty printer).
     @Test func pretty() {
         let value = Self.object(["b": Self.object(["0": .bool(true), "1": .bool(false)]), "a": .number(1), "c": Self.object(["x": .string("y")])])
         let expected = """
             {
-              "a": 1,
-              "b": [
-                true,
-                false
-              ],
-              "c": {
-                "x": "y"
+              "a" : 1,
+              "b" : [ true, false ],
+              "c" : {
+                "x" : "y"
               }
             }
             """
         #expect(JSONWriter.string(value, pretty: true) == expected)
         #expect(JSONWriter.string(.number(3), pretty: true) == "3")
+        // An object inside an array breaks lines, indented by the objects around it only.
+        let list = Self.object(["l": Self.object(["0": Self.object(["n": .number(1)]), "1": .string("s")])])
+        let listed = """
+            {
+              "l" : [ {
+                "n" : 1
+              }, "s" ]
+            }
+            """
+        #expect(JSONWriter.string(list, pretty: true) == listed)
+    }
+
+    @Test func exportFormatNeverRendersArrays() {
+        let value = Self.object(["l": Self.object(["0": .string("a"), "1": .string("b")])])
+        #expect(JSONWriter.string(value) == #"{"l":["a","b"]}"#)
+        #expect(String(decoding: JSONWriter.bytes(value, arrays: false), as: UTF8.self) == #"{"l":{"0":"a","1":"b"}}"#)
     }
 
     @Test func parseOfWriteIsTheIdentityOnNormalizedValues() throws {

@@ -364,10 +364,35 @@ def test_print_pretty(http, d, base):
     assert "\n" in r.text and "  " in r.text
     assert r.json() == value
     r = http.get(d.url(base, print="pretty"))
-    assert "\n" in r.text
+    # Firebase's layout (Jackson's pretty printer): two spaces per object, `"key" : value`,
+    # arrays on one line.
+    assert r.text == '{\n  "a" : {\n    "b" : [ 1, 2 ]\n  },\n  "c" : "d"\n}', r.text
     assert r.json() == value
     compact = http.get(d.url(base)).text
-    assert "\n" not in compact
+    assert compact == '{"a":{"b":[1,2]},"c":"d"}'
+
+
+def test_format_export_never_renders_arrays(http, d, base):
+    put(http, d, base, {"list": ["a", "b"], "sparse": {"0": "x", "2": "z"}, "n": 1})
+    assert get(http, d, base + "/list") == ["a", "b"]
+    assert get(http, d, base + "/list", format="export") == {"0": "a", "1": "b"}
+    whole = {"list": {"0": "a", "1": "b"}, "sparse": {"0": "x", "2": "z"}, "n": 1}
+    assert get(http, d, base, format="export") == whole
+    assert get(http, d, base, format="export", print="pretty") == whole
+    r = http.get(d.url(base + "/list", format="export") + '&orderBy="$key"&limitToFirst=1')
+    assert (r.status_code, r.json()) == (200, {"0": "a"}), r.text
+
+
+def test_download_names_the_file(http, d, base):
+    put(http, d, base, {"a": 1})
+    r = http.get(d.url(base, download="backup.json"))
+    assert r.status_code == 200 and r.json() == {"a": 1}
+    assert r.headers["Content-Disposition"] == 'attachment; filename="backup.json"'
+    assert "Content-Disposition" not in http.get(d.url(base)).headers
+    # A write ignores it; a name that cannot be quoted as it is is refused, naming it.
+    assert "Content-Disposition" not in http.put(d.url(base + "/b", download="x.json"), data="2").headers
+    r = http.get(d.url(base, download='a"b'))
+    assert r.status_code == 400 and 'download=a"b' in r.json()["error"]
 
 
 def test_print_silent(http, d, base):

@@ -53,6 +53,43 @@ def test_bad_rules_are_refused_and_nothing_changes(daemon, document, fragment):
     assert requests.get(rules_url(daemon)).json() == before
 
 
+# Firebase's rules documents carry comments (the documentation's examples, the CLI's
+# database.rules.json); they are blanked in place, so errors keep their line and column.
+COMMENTED = """{
+  /* Firebase's example style */
+  "rules": {
+    "users": {
+      "$uid": {
+        // Only the owner reads and writes. "//" inside a string stays: "a//b"
+        ".read": "auth != null && auth.uid === $uid",
+        ".write": "auth != null && auth.uid === $uid", /* trailing */
+        ".indexOn": ["a//b"]
+      }
+    }
+  }
+}"""
+
+
+def test_rules_with_comments_are_accepted(daemon, tmp_path):
+    r = requests.put(rules_url(daemon, ns="commented"), headers=OWNER, data=COMMENTED)
+    assert (r.status_code, r.json()) == (200, {"status": "ok"}), r.text
+    uid = {".read": "auth != null && auth.uid === $uid", ".write": "auth != null && auth.uid === $uid", ".indexOn": ["a//b"]}
+    assert requests.get(rules_url(daemon, ns="commented"), headers=OWNER).json() == {"rules": {"users": {"$uid": uid}}}
+    # An error after a comment still names its line and column in the text as sent.
+    bad = '{\n  // a comment\n  "rules": {"a": }\n}'
+    r = requests.put(rules_url(daemon, ns="commented"), headers=OWNER, data=bad)
+    assert r.status_code == 400 and "line 3" in r.json()["error"], r.text
+    unterminated = '{"rules": {}} /* never closed'
+    assert requests.put(rules_url(daemon, ns="commented"), headers=OWNER, data=unterminated).status_code == 400
+    assert requests.get(rules_url(daemon, ns="commented"), headers=OWNER).json() == {"rules": {"users": {"$uid": uid}}}
+    path = tmp_path / "database.rules.json"
+    path.write_text(COMMENTED)
+    daemon.stop()
+    out = run_eddy("rules", "set", str(path), "--data", str(daemon.data_dir)).stdout.decode()
+    assert "1 .indexOn" in out
+    daemon.start()
+
+
 def test_rules_methods_and_declared_index_queries(daemon):
     """A declared index answers its queries; an undeclared one gets Firebase's 400."""
     assert requests.delete(rules_url(daemon)).status_code == 405

@@ -44,7 +44,11 @@ class SSEClient:
                 assert text.endswith("\n") and not text.endswith("\r\n"), repr(text)
                 if text == "\n":
                     fields = dict(l.split(": ", 1) for l in lines)
-                    self.frames.put((fields.get("event"), fields.get("id"), json.loads(fields["data"]), "".join(l + "\n" for l in lines)))
+                    try:
+                        data = json.loads(fields["data"])
+                    except ValueError:  # auth_revoked's data is plain text; `raw` tells them apart
+                        data = fields["data"]
+                    self.frames.put((fields.get("event"), fields.get("id"), data, "".join(l + "\n" for l in lines)))
                     lines = []
                 else:
                     lines.append(text[:-1])

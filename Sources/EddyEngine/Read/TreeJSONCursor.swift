@@ -99,7 +99,7 @@ final class TreeJSONCursor: @unchecked Sendable {
                 out.append(UInt8(ascii: isArray ? "[" : "{"))
             }
             self.beginMember(keys[keys.count - 1], into: &out)
-            JSONWriter.write(leaf, into: &out, pretty: self.pretty, indent: self.open.count)
+            JSONWriter.write(leaf, into: &out, pretty: self.pretty, indent: 0)  // a primitive: no indentation
             iterator.next()
         }
         if iterator.isValid, iterator.keyHasPrefix(self.prefix) { return (out, false) }
@@ -122,25 +122,40 @@ final class TreeJSONCursor: @unchecked Sendable {
         } else {
             self.separate(depth, into: &out)
             JSONWriter.writeString(key, into: &out)
-            out.append(UInt8(ascii: ":"))
-            if self.pretty { out.append(UInt8(ascii: " ")) }
+            JSONWriter.writeMemberSeparator(into: &out, pretty: self.pretty)
         }
     }
 
+    /// Pretty output as `JSONWriter`'s: an object's members one per line, indented by the
+    /// objects enclosing them; an array's elements on its line, `[ a, b ]`.
     private func separate(_ depth: Int, into out: inout [UInt8]) {
         if self.open[depth].written > 0 { out.append(UInt8(ascii: ",")) }
-        if self.pretty { Self.newline(&out, depth + 1) }
+        if self.pretty {
+            if self.open[depth].isArray {
+                out.append(UInt8(ascii: " "))
+            } else {
+                JSONWriter.newline(&out, self.objectsEnclosing(depth) + 1)
+            }
+        }
         self.open[depth].written += 1
     }
 
     private func close(into out: inout [UInt8]) {
         let container = self.open.removeLast()
-        if self.pretty, container.written > 0 { Self.newline(&out, self.open.count) }
+        if self.pretty, container.written > 0 {
+            if container.isArray {
+                out.append(UInt8(ascii: " "))
+            } else {
+                JSONWriter.newline(&out, self.objectsEnclosing(self.open.count))
+            }
+        }
         out.append(UInt8(ascii: container.isArray ? "]" : "}"))
     }
 
-    private static func newline(_ out: inout [UInt8], _ indent: Int) {
-        out.append(UInt8(ascii: "\n"))
-        out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+    /// How many of the open containers before `depth` are objects.
+    private func objectsEnclosing(_ depth: Int) -> Int {
+        var count = 0
+        for container in self.open[..<depth] where !container.isArray { count += 1 }
+        return count
     }
 }

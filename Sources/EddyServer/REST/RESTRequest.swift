@@ -52,8 +52,21 @@ struct RESTRequest {
     var callback: String?
     /// `timeout=`: how long a read may take.
     var timeout: Duration?
+    /// `format=export`: objects are never rendered as arrays (Firebase's export format).
+    var export = false
+    /// `download=<filename>`: a GET answer carries `Content-Disposition: attachment` with this name.
+    var download: String?
 
     static let callbackBytesMax = 256
+    static let downloadNameBytesMax = 255
+
+    /// A file name that can go in a quoted `Content-Disposition` filename as it is.
+    static func isDownloadName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= Self.downloadNameBytesMax else { return false }
+        return name.unicodeScalars.allSatisfy { s in
+            s.value >= 0x20 && s.value != 0x7F && s != "\"" && s != "\\" && s != "/"
+        }
+    }
     static let timeoutMax: Duration = .seconds(15 * 60)
     static let writeSizeLimits: Set<String> = ["tiny", "small", "medium", "large", "unlimited"]
 
@@ -153,6 +166,15 @@ struct RESTRequest {
                 guard value == "export" || value == "strict" else {
                     throw RESTError(status: 400, message: "format=\(value) is invalid; use format=export (data) or format=strict (rules)")
                 }
+                self.export = value == "export"
+            case "download":
+                guard Self.isDownloadName(value) else {
+                    throw RESTError(
+                        status: 400,
+                        message: "download=\(value.prefix(64)) is invalid; use a file name of 1 to \(Self.downloadNameBytesMax) bytes without control characters, quotes, backslashes or slashes"
+                    )
+                }
+                self.download = value
             default:
                 if QueryParameters.names.contains(name) {
                     do {

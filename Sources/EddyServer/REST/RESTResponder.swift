@@ -7,6 +7,7 @@
 //   PATCH   multi-path update; answers the body as written
 //   DELETE  remove; answers null (if-match as PUT)
 // print=silent answers 204 with no body; print=pretty indents; callback=fn (GET) answers fn(<json>);.
+// format=export never renders arrays; download=NAME (GET) adds Content-Disposition: attachment.
 // /.settings/rules.json: GET the rules document, PUT to replace it.
 // /.settings/indexes.json: GET every index with its state and build progress.
 // /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
@@ -332,7 +333,7 @@ public struct RESTResponder: HTTPResponder {
             // An ETag of the shallow form would never match the data in a later if-match.
             throw RESTError(status: 400, message: "shallow=true cannot be combined with ETags (X-Firebase-ETag, if-none-match)")
         }
-        if let query = rest.query, !wantsETag, headers[.ifNoneMatch] == nil, rest.print == .normal {
+        if let query = rest.query, !wantsETag, headers[.ifNoneMatch] == nil, rest.print == .normal, !rest.export {
             // The common case: the answer's JSON comes straight from covered index entries.
             let body: [UInt8]
             do {
@@ -343,7 +344,8 @@ public struct RESTResponder: HTTPResponder {
             try Self.checkTimeout(rest, since: started)
             return Response(status: .ok, headers: Self.jsonHeaders(rest), body: ResponseBody(byteBuffer: Self.jsonBody(body, rest)))
         }
-        if rest.query == nil, !rest.shallow, !wantsETag, headers[.ifNoneMatch] == nil, rest.print != .silent {
+        // format=export renders from the value: the streamed writer renders arrays.
+        if rest.query == nil, !rest.shallow, !wantsETag, headers[.ifNoneMatch] == nil, rest.print != .silent, !rest.export {
             return try await self.streamedGet(rest, engine: engine, access: access, started: started)
         }
         let value: Value
@@ -416,8 +418,17 @@ public struct RESTResponder: HTTPResponder {
 
     /// JSON, or JavaScript for a JSONP answer (`callback=`).
     static func jsonHeaders(_ rest: RESTRequest) -> HTTPFields {
-        guard rest.callback != nil else { return [.contentType: "application/json; charset=utf-8"] }
-        return [.contentType: "application/javascript; charset=utf-8", .init("X-Content-Type-Options")!: "nosniff"]
+        var headers: HTTPFields
+        if rest.callback != nil {
+            headers = [.contentType: "application/javascript; charset=utf-8", .init("X-Content-Type-Options")!: "nosniff"]
+        } else {
+            headers = [.contentType: "application/json; charset=utf-8"]
+        }
+        // Firebase's download=: GET only.
+        if let download = rest.download, rest.method == .get {
+            headers[.contentDisposition] = "attachment; filename=\"\(download)\""
+        }
+        return headers
     }
 
     /// The answer's JSON, as `callback(<json>);` for a JSONP answer.
@@ -481,7 +492,8 @@ public struct RESTResponder: HTTPResponder {
             }
         case .put:
             try await self.withBody(request) { body in
-                let text = Array(body.readableBytesView)
+                // Comments, as Firebase's rules documents have them, are blanked in place.
+                let text = RulesComments.blanked(Array(body.readableBytesView))
                 do throws(EddyError) {
                     _ = try await engine.setRules(try JSONParser.parse(text))
                 } catch {
@@ -555,7 +567,7 @@ public struct RESTResponder: HTTPResponder {
         if rest.print == .silent, !ignoreSilent {
             return Response(status: .noContent, headers: headers)
         }
-        let bytes = JSONWriter.bytes(value, pretty: rest.print == .pretty)
+        let bytes = JSONWriter.bytes(value, pretty: rest.print == .pretty, arrays: !rest.export)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: Self.jsonBody(bytes, rest)))
     }
 

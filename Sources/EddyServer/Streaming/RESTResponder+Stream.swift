@@ -13,8 +13,10 @@
 // with that id resumes without a gap.
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
 //
-// Access: a client the rules do not let read the location gets a stream of one `cancel` event,
-// "Permission denied", which then ends (Firebase's REST streaming cancels a denied listen); a stream whose read the rules stop allowing (a rules change) gets `cancel` with
+// Access: a client the rules do not let read the location is refused before the stream starts,
+// `401 {"error": "Permission denied"}` as a denied GET (firebase-admin's `listen()` then raises
+// `UnauthenticatedError`; an EventSource reports an error); a stream whose read the rules stop
+// allowing (a rules change) gets `cancel` with
 // "Permission denied"; a stream opened with an ID token gets `auth_revoked` when the token
 // expires (reconnect with a fresh one), as Firebase's REST streaming does.
 
@@ -56,9 +58,6 @@ extension RESTResponder {
             } else {
                 attachment = try await engine.listen(rest.path, query: rest.query, selection: .valueChangesOnly, access: access, sink: sink)
             }
-        } catch where error.code == .permissionDenied {
-            let headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache"]
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: SSEFrames.cancel("Permission denied"))))
         } catch {
             throw RESTError(error)
         }

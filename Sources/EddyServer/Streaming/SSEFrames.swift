@@ -6,6 +6,7 @@
 //   event: patch          data: {"path":"/a","data":{k: v, ...}} children merged (null deletes)
 //   event: keep-alive     data: null
 //   event: cancel         data: "<reason>"                        the listen ended
+//   event: auth_revoked   data: credential is no longer valid    (plain text) the token expired
 // Paths are relative to the listened location. Beyond Firebase, every put/patch caused by a log
 // entry carries `id: <log id>` (and the first put the id it is current after), so a client can
 // reconnect with `Last-Event-ID`; the frames of one entry share its id. Lines end in LF; one
@@ -29,8 +30,9 @@ enum SSEFrames {
     }
 
     static let keepAlive = Array("event: keep-alive\ndata: null\n\n".utf8)
-    /// The stream's ID token expired: reconnect with a fresh one.
-    static let authRevoked = Array("event: auth_revoked\ndata: \"credential is no longer valid\"\n\n".utf8)
+    /// The stream's ID token expired: reconnect with a fresh one. The data is plain text, not
+    /// JSON: firebase-admin reconnects on exactly `credential is no longer valid`.
+    static let authRevoked = Array("event: auth_revoked\ndata: credential is no longer valid\n\n".utf8)
 
     static func cancel(_ reason: String) -> [UInt8] {
         var data: [UInt8] = []
