@@ -20,7 +20,9 @@ let package = Package(
         .library(name: "EddyStorage", targets: ["EddyStorage"]),
         .library(name: "EddyTesting", targets: ["EddyTesting"]),
         .library(name: "EddyProtocol", targets: ["EddyProtocol"]),
-        .library(name: "EddyClient", targets: ["EddyClient"]),
+        // FirebaseCore, FirebaseDatabase and FirebaseDatabaseSwift re-export EddyClient, so code
+        // written for Firebase compiles with its imports unchanged.
+        .library(name: "EddyClient", targets: ["EddyClient", "FirebaseCore", "FirebaseDatabase", "FirebaseDatabaseSwift"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -102,6 +104,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(name: "FirebaseCore", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseCore", swiftSettings: swiftSettings),
+        .target(name: "FirebaseDatabase", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseDatabase", swiftSettings: swiftSettings),
+        .target(
+            name: "FirebaseDatabaseSwift", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseDatabaseSwift",
+            swiftSettings: swiftSettings),
         .target(
             name: "EddyReplication",
             dependencies: [
@@ -174,7 +181,7 @@ let package = Package(
             name: "EddyReplicationTests",
             dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting", "FirebaseCore", "FirebaseDatabase"], swiftSettings: swiftSettings),
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
         .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),

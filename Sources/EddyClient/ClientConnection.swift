@@ -167,24 +167,29 @@ final class ClientConnection: Transport {
         }
     }
 
-    /// Goes offline (`goOffline`): closes the connection and connects no more until
-    /// `goOnline`. Writes made meanwhile wait; subscriptions end and are made again online.
+    /// Goes offline (`goOffline`): at once, as Firebase does, so a write made right after waits
+    /// (the connection is taken as lost now: reads fail, subscriptions end and are made again
+    /// online, `.info/connected` turns false), then closes the connection and connects no more
+    /// until `goOnline`.
     func goOffline() {
         let channel = self.state.withLock { state -> (any Channel)? in
             state.offline = true
             if case .connected(let channel) = state.phase { return channel }
             return nil
         }
-        channel?.close(promise: nil)
+        guard let channel else { return }
+        self.lost(DatabaseError(.disconnected, "the client went offline (goOffline)"), from: channel)
+        channel.close(promise: nil)
     }
 
-    /// Comes back online: connects if anything waits.
+    /// Comes back online: connects again (so `.info/connected` turns true even when nothing
+    /// waits to be sent, as Firebase's `goOnline` resumes the connection).
     func goOnline() {
         let connect = self.state.withLock { state -> Bool in
             guard state.offline else { return false }
             state.offline = false
             state.retryMilliseconds = 100
-            guard case .idle = state.phase, !state.waiting.isEmpty else { return false }
+            guard case .idle = state.phase, !state.retryScheduled else { return false }
             state.phase = .connecting
             return true
         }
@@ -254,7 +259,10 @@ final class ClientConnection: Transport {
             case .success(let channel):
                 if case .tcp = endpoint { _ = channel.setOption(.socketOption(.tcp_nodelay), value: 1) }
                 let (offline, onState) = self.state.withLock { state -> (Bool, (@Sendable (Bool) -> Void)?) in
-                    if state.offline { return (true, nil) }
+                    if state.offline {
+                        state.phase = .idle  // goOnline connects again
+                        return (true, nil)
+                    }
                     state.phase = .connected(channel)
                     state.leaving = false
                     state.retryMilliseconds = 100
@@ -285,10 +293,14 @@ final class ClientConnection: Transport {
     }
 
     /// The connection is gone (or never came): unanswered writes wait to be sent again, other
-    /// requests fail, subscriptions end.
-    func lost(_ error: DatabaseError, wasConnected: Bool = true) {
-        let (answers, subscriptions, retry, onState) = self.state.withLock {
-            state -> ([Answer], [Subscription], Int?, (@Sendable (Bool) -> Void)?) in
+    /// requests fail, subscriptions end. With `channel`, only when it is the current connection
+    /// (a connection already given up, by `goOffline`, reports its end late).
+    func lost(_ error: DatabaseError, wasConnected: Bool = true, from channel: (any Channel)? = nil) {
+        let (current, answers, subscriptions, retry, onState) = self.state.withLock {
+            state -> (Bool, [Answer], [Subscription], Int?, (@Sendable (Bool) -> Void)?) in
+            if let channel {
+                guard case .connected(let current) = state.phase, current === channel else { return (false, [], [], nil, nil) }
+            }
             state.phase = .idle
             var failed: [Answer] = []
             for (id, answer) in state.answers where state.writes[id] == nil { failed.append(answer) }
@@ -302,8 +314,9 @@ final class ClientConnection: Transport {
                 state.retryMilliseconds = min(5000, state.retryMilliseconds * 2)
                 state.retryScheduled = true
             }
-            return (failed, subscriptions, retry, wasConnected ? state.onState : nil)
+            return (true, failed, subscriptions, retry, wasConnected ? state.onState : nil)
         }
+        guard current else { return }
         onState?(false)
         for answer in answers { answer(.failure(error)) }
         for subscription in subscriptions { subscription.onEnd(error) }
@@ -408,7 +421,7 @@ private final class ClientFrameHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.connection.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.connection.endpoint) was lost"))
+        self.connection.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.connection.endpoint) was lost"), from: context.channel)
         context.fireChannelInactive()
     }
 }

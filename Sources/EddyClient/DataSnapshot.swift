@@ -19,6 +19,12 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// A snapshot without data at the root of `Database.database()` (Firebase's inherited
+    /// `init()` compiles too).
+    public override convenience init() {
+        self.init(ref: DatabaseReference(), value: .null)
+    }
+
     /// The data as Foundation values: NSNull, NSNumber, String, [String: Any] or [Any].
     public var value: Any? { FoundationValue.foundation(self.data) }
 

@@ -22,13 +22,44 @@ import Synchronization
 public final class Database: NSObject, Sendable {
     private static let instances = Mutex<[String: Database]>([:])
 
-    /// The default instance: `EDDY_DATABASE_URL`, or `./data/eddyd.sock`.
+    /// The default instance: `EDDY_DATABASE_URL`, else the `databaseURL` of the default
+    /// `FirebaseApp` when one is configured with it, else `./data/eddyd.sock`.
     public static func database() -> Database {
         if let url = ProcessInfo.processInfo.environment["EDDY_DATABASE_URL"], !url.isEmpty {
             return self.database(url: url)
         }
+        if let app = FirebaseApp.app(), let url = app.databaseURL, !url.isEmpty {
+            return self.database(app: app, url: url)
+        }
         let socket = FileManager.default.currentDirectoryPath + "/data/eddyd.sock"
         return self.database(url: "eddy+unix://" + socket)
+    }
+
+    /// The instance for `app`: its options' `databaseURL` (or `EDDY_DATABASE_URL`, or the
+    /// default socket when it has none).
+    public static func database(app: FirebaseApp) -> Database {
+        guard let url = app.databaseURL, !url.isEmpty else {
+            let database = self.database()
+            self.appNames.withLock { $0[database.url] = app.name }
+            return database
+        }
+        return self.database(app: app, url: url)
+    }
+
+    /// The instance for `url`, belonging to `app`.
+    public static func database(app: FirebaseApp, url: String) -> Database {
+        let database = self.database(url: url)
+        self.appNames.withLock { $0[url] = app.name }
+        return database
+    }
+
+    /// The app an instance was asked for with (`database(app:)`), by URL.
+    private static let appNames = Mutex<[String: String]>([:])
+
+    /// The `FirebaseApp` this instance was opened for, nil when it was opened by URL alone.
+    public var app: FirebaseApp? {
+        guard let name = Self.appNames.withLock({ $0[self.url] }) else { return nil }
+        return FirebaseApp.app(name: name)
     }
 
     /// The instance for `url` (the same one for every call with the same URL). A URL that is

@@ -21,6 +21,16 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// The root of `Database.database()`, as Firebase's inherited `init()` compiles (Firebase's
+    /// own object is unusable; this one works).
+    public override convenience init() {
+        self.init(database: Database.database(), path: Path(validatedKeys: []), spec: QuerySpec())
+    }
+
+    /// The location's URL, as `FIRDatabaseReference.h` re-declares `description` as a method
+    /// (declared here: Swift refuses a method and a property of one name in one class).
+    public func description() -> String { self.ref.url }
+
     /// The location of this query.
     public var ref: DatabaseReference { DatabaseReference(database: self.database, path: self.path) }
 

@@ -16,6 +16,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         super.init(database: database, path: path, spec: QuerySpec())
     }
 
+    /// The root of `Database.database()` (Firebase's inherited `init()` compiles too).
+    public convenience init() {
+        self.init(database: Database.database(), path: Path(validatedKeys: []))
+    }
+
     /// Splits "a/b/c" (slashes at either end and doubled ones ignored). Keys are not checked
     /// here: an invalid one is refused by the server with a message naming it.
     static func parsePath(_ text: String, method: String) -> Path {
@@ -90,10 +95,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.write("set", value, completion: block)
     }
 
+    @discardableResult
     public func setValue(_ value: Any?) async throws -> DatabaseReference {
         try await self.write("set", value)
     }
 
+    @discardableResult
     public func setValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
         try await self.write("set", value)
     }
@@ -106,6 +113,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.write("remove", nil, completion: block)
     }
 
+    @discardableResult
     public func removeValue() async throws -> DatabaseReference {
         try await self.write("remove", nil)
     }
@@ -121,6 +129,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.write("update", Self.stringKeyed(values), completion: block)
     }
 
+    @discardableResult
     public func updateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
         try await self.write("update", Self.stringKeyed(values))
     }
@@ -135,6 +144,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// The async form of `setPriority(_:withCompletionBlock:)`: throws `invalidValue`.
+    @discardableResult
     public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
         throw DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing")
     }
@@ -252,19 +262,24 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     // The async forms Swift makes of Firebase's completion-block methods.
+    @discardableResult
     public func onDisconnectSetValue(_ value: Any?) async throws -> DatabaseReference {
         try await self.awaitCompletion { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
     }
+    @discardableResult
     public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
         try await self.awaitCompletion { self.onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
+    @discardableResult
     public func onDisconnectRemoveValue() async throws -> DatabaseReference {
         try await self.awaitCompletion { self.onDisconnectRemoveValue(completionBlock: $0) }
     }
+    @discardableResult
     public func onDisconnectUpdateChildValues(_ values: [AnyHashable: Any]) async throws -> DatabaseReference {
         let box = UncheckedSendable(values)
         return try await self.awaitCompletion { self.onDisconnectUpdateChildValues(box.value, withCompletionBlock: $0) }
     }
+    @discardableResult
     public func cancelDisconnectOperations() async throws -> DatabaseReference {
         try await self.awaitCompletion { self.cancelDisconnectOperations(completionBlock: $0) }
     }
@@ -355,6 +370,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }.start()
     }
 
+    @discardableResult
     public func runTransactionBlock(_ block: @escaping (MutableData) -> TransactionResult) async throws -> (Bool, DataSnapshot) {
         let box = UncheckedSendable(block)
         let outcome = await withCheckedContinuation {

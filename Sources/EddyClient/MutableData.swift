@@ -27,6 +27,11 @@ public final class MutableData: NSObject, @unchecked Sendable {
         self.init(root: Root(value), path: Path(validatedKeys: []))
     }
 
+    /// Data with no value (NSNull), detached from any transaction (Firebase's inherited `init()`).
+    public override convenience init() {
+        self.init(value: .null)
+    }
+
     /// The data here as Foundation values (NSNull where there is none, as Firebase's). Setting
     /// it replaces the data here (nil or NSNull removes it); a value JSON cannot hold is refused
     /// and fails the transaction.

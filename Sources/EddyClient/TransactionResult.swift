@@ -12,6 +12,11 @@ public final class TransactionResult: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// A result that writes nothing, as Firebase's inherited `init()` (not a success): `abort()`.
+    public override convenience init() {
+        self.init(data: nil)
+    }
+
     /// Write `value` (the block's `MutableData`, changed or not).
     public static func success(withValue value: MutableData) -> TransactionResult {
         TransactionResult(data: value)

@@ -24,7 +24,7 @@ public final class NativeClient: @unchecked Sendable {
         }
         var host = String(address[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        try self.init(fileDescriptor: try Self.connectTCP(host: host, port: port, display: address))
+        self.init(fileDescriptor: try Self.connectTCP(host: host, port: port, display: address))
     }
 
     private init(fileDescriptor: Int32) {

@@ -271,6 +271,13 @@ import Testing
         #expect(try await counter.getData().value as? Int == 40)
         let (committed, snapshot) = try await counter.runTransactionBlock { _ in TransactionResult.abort() }
         #expect(!committed && snapshot.value as? Int == 40)
+        // Firebase's inherited TransactionResult() is no success either: nothing is written.
+        let (plain, _) = try await counter.runTransactionBlock { data in
+            data.value = 41
+            return TransactionResult()
+        }
+        #expect(!plain)
+        #expect(try await counter.getData().value as? Int == 40)
         // No data reads as NSNull, as in Firebase (`if currentData.value is NSNull`).
         let seen = Recorder<String>()
         let (created, _) = try await self.database().reference().child("counter-new").runTransactionBlock { data in

@@ -52,6 +52,56 @@ import Testing
         user.goOnline()
     }
 
+    /// Firebase's presence code (offline-capabilities guide) registers its onDisconnect writes
+    /// each time `.info/connected` turns true: after `goOffline()` and `goOnline()` it must turn
+    /// true again, with nothing else waiting to be sent.
+    @Test func connectedTurnsTrueAgainAfterGoOnlineAndPresenceReRegisters() async throws {
+        let watcher = Database.database(url: self.daemon.tcpURL)
+        watcher.callbackQueue = self.queue
+        let user = Database.database(url: self.daemon.socketURL)
+        user.callbackQueue = self.queue
+        let me = user.reference().child("presence/grace")
+        let connected = Recorder<Bool>()
+        let wrote = Recorder<Bool>()
+        user.reference(withPath: ".info/connected").observe(.value) { snapshot in
+            let on = snapshot.value as? Bool ?? false
+            connected.add(on)
+            guard on else { return }
+            me.onDisconnectSetValue("offline")
+            me.setValue("online") { error, _ in wrote.add(error == nil) }
+        }
+        #expect(try await connected.wait(for: 2) == [false, true])
+        #expect(try await wrote.wait(for: 1) == [true])
+        let seen = Recorder<String>()
+        watcher.reference().child("presence/grace").observe(.value) { seen.add($0.value as? String ?? "none") }
+        #expect(try await seen.wait(for: 1) == ["online"])
+        user.goOffline()
+        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        user.goOnline()
+        #expect(try await connected.wait(for: 4) == [false, true, false, true])
+        // Online again: the observer registered the write again and wrote "online".
+        #expect(try await seen.wait(for: 3) == ["online", "offline", "online"])
+        user.goOffline()
+        #expect(try await seen.wait(for: 4) == ["online", "offline", "online", "offline"])
+        user.goOnline()
+    }
+
+    /// `goOffline()` takes effect at once: a write made right after it waits, and
+    /// `purgeOutstandingWrites()` cancels it before it reaches eddyd.
+    @Test func aWriteRightAfterGoOfflineWaitsAndCanBePurged() async throws {
+        let user = Database.database(url: self.daemon.socketURL)
+        user.callbackQueue = self.queue
+        let ref = user.reference().child("purged/x")
+        try await ref.setValue(1)
+        let outcome = Recorder<String>()
+        user.goOffline()
+        ref.setValue(2) { error, _ in outcome.add(error.map { "\($0)" } ?? "nil") }
+        user.purgeOutstandingWrites()
+        #expect(try await outcome.wait(for: 1).first?.contains("write_canceled") == true)
+        user.goOnline()
+        #expect(try await ref.getData().value as? Int == 1)
+    }
+
     @Test func theHTTPFallbackRefusesThemClearly() async throws {
         let database = Database.database(url: self.daemon.httpURL)
         database.callbackQueue = self.queue

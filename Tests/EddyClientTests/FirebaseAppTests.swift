@@ -1,0 +1,51 @@
+// Firebase's app set-up and the inherited initializers compile and work with `import EddyClient`
+// (as in Firebase's own API test, FirebaseDatabase/Tests/Unit/Swift/DatabaseAPITests.swift):
+// `FirebaseApp.configure(name:options:)`, `Database.database(app:)` opening the options'
+// `databaseURL`, `database.app`, `DatabaseReference()`, `DataSnapshot()`, `MutableData()`,
+// `TransactionResult()` and `description()`; Firebase's module names import the same types.
+
+import EddyClient
+import FirebaseCore
+import FirebaseDatabase
+import Foundation
+import Testing
+
+@Suite(.serialized) struct FirebaseAppTests {
+    @Test func anAppOpensTheDatabaseOfItsOptions() throws {
+        #expect(FirebaseCore.FirebaseApp.self == EddyClient.FirebaseApp.self)
+        #expect(FirebaseDatabase.Database.self == EddyClient.Database.self)
+        let options = FirebaseOptions(googleAppID: "1:123:ios:abc", gcmSenderID: "123")
+        options.databaseURL = "eddy+unix:///tmp/eddy-app-test-\(UUID().uuidString)/eddyd.sock"
+        let name = "app-\(UUID().uuidString)"
+        FirebaseApp.configure(name: name, options: options)
+        let app = try #require(FirebaseApp.app(name: name))
+        #expect(app.name == name && app.options.databaseURL == options.databaseURL)
+        // Options are copied: changing them later changes nothing of the app.
+        options.databaseURL = "eddy+unix:///elsewhere.sock"
+        #expect(app.options.databaseURL != options.databaseURL)
+        let database = Database.database(app: app)
+        #expect(database.reference().url == app.options.databaseURL)
+        #expect(database.app === app)
+        #expect(Database.database(url: "eddy+unix:///tmp/never-an-app.sock").app == nil)
+        // Configuring a name again keeps the first app; deleting forgets it.
+        FirebaseApp.configure(name: name, options: FirebaseOptions(googleAppID: "other", gcmSenderID: ""))
+        #expect(FirebaseApp.app(name: name) === app && FirebaseApp.allApps?[name] === app)
+        let deleted = Recorder<Bool>()
+        app.delete { deleted.add($0) }
+        #expect(deleted.all == [true] && FirebaseApp.app(name: name) == nil)
+    }
+
+    @Test func inheritedInitializersAndDescriptionCompileAndMeanSomething() {
+        let snapshot = DataSnapshot()
+        #expect(!snapshot.exists() && snapshot.value is NSNull)
+        let data = MutableData()
+        #expect(data.value is NSNull)
+        let reference = DatabaseReference()
+        #expect(reference.key == nil && reference.url == Database.database().reference().url)
+        #expect(DatabaseQuery().ref.url == reference.url)
+        #expect(reference.child("a/b").description() == reference.child("a/b").url)
+        #expect(reference.child("a").description == reference.child("a").url)
+        // TransactionResult() writes nothing: DatabaseClientTests runs one.
+        _ = TransactionResult()
+    }
+}
