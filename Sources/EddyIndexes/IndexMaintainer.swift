@@ -200,7 +200,7 @@ package final class IndexMaintainer {
         // What the database holds (the batch holds no index changes of this group yet) ...
         let iterator = self.batch.makeIterator(self.family)
         var live = Set<[UInt8]>()
-        iterator.seek(keyPrefix)
+        iterator.seek(keyPrefix, within: keyPrefix)
         while iterator.isValid, iterator.keyHasPrefix(keyPrefix) {
             live.insert(iterator.key)
             iterator.next()
@@ -225,7 +225,7 @@ package final class IndexMaintainer {
 
     /// The child at `childPrefix` when it has at most `Limits.indexCoverLeavesMax` leaves.
     static func readBoundedChild(_ tree: Iterator, childPrefix: [UInt8]) throws(EddyError) -> BoundedChild {
-        tree.seek(childPrefix)
+        tree.seek(childPrefix, within: childPrefix)
         var leaves = 0
         while tree.isValid, tree.keyHasPrefix(childPrefix) {
             leaves += 1
@@ -241,7 +241,7 @@ package final class IndexMaintainer {
     /// The sort value of the child at `childPrefix` read from the tree; nil when the child
     /// does not exist. Objects read as `.object([:])` (they all rank the same).
     static func sortValue(_ tree: Iterator, childPrefix: [UInt8], _ definition: IndexDefinition) throws(EddyError) -> Value? {
-        tree.seek(childPrefix)
+        tree.seek(childPrefix, within: childPrefix)
         guard tree.isValid, tree.keyHasPrefix(childPrefix) else {
             try TreeReader.check(tree)
             return nil
@@ -254,7 +254,7 @@ package final class IndexMaintainer {
         case .child(let path):
             if childIsLeaf { return .null }
             let target = childPrefix + PathKeyEncoding.encode(path)
-            tree.seek(target)
+            tree.seek(target, within: target)
             guard tree.isValid, tree.keyHasPrefix(target) else {
                 try TreeReader.check(tree)
                 return .null

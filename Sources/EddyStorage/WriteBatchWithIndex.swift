@@ -7,16 +7,22 @@ import CRocksDB
 public final class WriteBatchWithIndex {
     let batch: OpaquePointer
     private let database: Database
+    /// The read options of `makeIterator`'s iterators: guarded (see `TombstoneGuard`).
+    private let guardedReadOptions: OpaquePointer
 
-    public init(database: Database, reservedBytes: Int = 1 << 20) {
+    /// `skippedKeysMax`: how many records a move of `makeIterator`'s iterators may skip before
+    /// it is redone on a fallback (tests lower it).
+    public init(database: Database, reservedBytes: Int = 1 << 20, skippedKeysMax: UInt64 = TombstoneGuard.skippedKeysMax) {
         self.database = database
         // overwrite_key = 1: a later put/delete of the same key replaces the earlier one in the
         // index, so reads see the newest.
         self.batch = rocksdb_writebatch_wi_create(reservedBytes, 1)!
+        self.guardedReadOptions = TombstoneGuard.makeGuardedReadOptions(skippedKeysMax: skippedKeysMax)
     }
 
     deinit {
         rocksdb_writebatch_wi_destroy(self.batch)
+        rocksdb_readoptions_destroy(self.guardedReadOptions)
     }
 
     public var count: Int { Int(rocksdb_writebatch_wi_count(self.batch)) }
@@ -58,11 +64,20 @@ public final class WriteBatchWithIndex {
         return Array(UnsafeRawBufferPointer(start: value, count: length))
     }
 
-    /// An iterator over the database with this batch's changes applied. The batch must not be
-    /// changed while the iterator is in use.
+    /// An iterator over the database with this batch's changes applied. Guarded: a move that
+    /// would walk many tombstones is redone on a fallback (see `Iterator`), which reads the same
+    /// state: only the committer writes, on the thread that reads through this batch.
     public func makeIterator(_ family: ColumnFamily) -> Iterator {
-        let base = rocksdb_create_iterator_cf(self.database.db, self.database.readOptions, family.handle)!
-        return Iterator(rocksdb_writebatch_wi_create_iterator_with_base_cf(self.batch, base, family.handle)!, retaining: self)
+        let base = rocksdb_create_iterator_cf(self.database.db, self.guardedReadOptions, family.handle)!
+        let handle = family.handle
+        return Iterator(
+            guarded: rocksdb_writebatch_wi_create_iterator_with_base_cf(self.batch, base, handle)!, retaining: self
+        ) { [unowned self] bound in
+            let options = TombstoneGuard.FallbackReadOptions(bound: bound)
+            let base = rocksdb_create_iterator_cf(self.database.db, options.options, handle)!
+            return TombstoneGuard.Fallback(
+                iterator: rocksdb_writebatch_wi_create_iterator_with_base_cf(self.batch, base, handle)!, readOptions: options)
+        }
     }
 
     public func setSavePoint() { rocksdb_writebatch_wi_set_save_point(self.batch) }

@@ -102,9 +102,9 @@ package struct KeyQueryReader {
         _ visit: (ArraySlice<UInt8>, [UInt8], Bool) throws(EddyError) -> Void
     ) throws(EddyError) {
         switch start {
-        case nil: self.iterator.seek(self.location)
-        case (.key(let s), let inclusive)?: self.iterator.seek(self.location + s + (inclusive ? [] : [0xFF]))
-        case (.between(let x), _)?: self.iterator.seek(self.location + x)
+        case nil: self.iterator.seek(self.location, within: self.location)
+        case (.key(let s), let inclusive)?: self.iterator.seek(self.location + s + (inclusive ? [] : [0xFF]), within: self.location)
+        case (.between(let x), _)?: self.iterator.seek(self.location + x, within: self.location)
         }
         var visited = 0
         while visited < count, self.iterator.isValid, self.iterator.keyHasPrefix(self.location) {

@@ -31,7 +31,7 @@ package enum TreeJSONWriter {
     package static func appendSubtree(
         _ iterator: Iterator, prefix: [UInt8], positioned: Bool = false, bytesMax: Int = .max, into out: inout [UInt8]
     ) throws(EddyError) -> Bool {
-        if !positioned { iterator.seek(prefix) }
+        if !positioned { iterator.seek(prefix, within: prefix) }
         guard iterator.isValid, iterator.keyHasPrefix(prefix) else {
             try TreeReader.check(iterator)
             out.append(contentsOf: "null".utf8)
@@ -141,7 +141,7 @@ package enum TreeJSONWriter {
         if firstLeaf[container.count] == PathKeyEncoding.stringTag { return false }
         var count = 0
         var largest = -1
-        iterator.seek(container)
+        iterator.seek(container, within: container)
         while iterator.isValid, iterator.keyHasPrefix(container) {
             let key = iterator.key
             guard let length = PathKeyEncoding.segmentLength(key[container.count...]) else {
@@ -152,7 +152,7 @@ package enum TreeJSONWriter {
             else { return false }
             count += 1
             largest = max(largest, index)
-            iterator.seek(PathKeyEncoding.subtreeEnd(Array(key[..<end])))
+            iterator.seek(PathKeyEncoding.subtreeEnd(Array(key[..<end])), within: container)
         }
         try TreeReader.check(iterator)
         return count > 0 && largest < 2 * count

@@ -18,7 +18,7 @@ package enum TreeReader {
         _ iterator: Iterator, prefix: [UInt8], collectKeys: Bool = false, positioned: Bool = false
     ) throws(EddyError) -> (value: Value, leafKeys: [[UInt8]]) {
         var leafKeys: [[UInt8]] = []
-        if !positioned { iterator.seek(prefix) }
+        if !positioned { iterator.seek(prefix, within: prefix) }
         // open[0] is the node at `prefix`; open[i] the i-th open descendant along the current key.
         var openKeys: [String] = []
         var openChildren: [[String: Value]] = [[:]]
@@ -66,7 +66,7 @@ package enum TreeReader {
     /// Firebase `shallow=true`: a primitive as is; an object's children each as `true`.
     /// Skips every child's subtree with one seek.
     package static func readShallow(_ iterator: Iterator, prefix: [UInt8]) throws(EddyError) -> Value {
-        iterator.seek(prefix)
+        iterator.seek(prefix, within: prefix)
         var children: [String: Value] = [:]
         while iterator.isValid, iterator.keyHasPrefix(prefix) {
             let key = iterator.key
@@ -78,7 +78,7 @@ package enum TreeReader {
             let child = try PathKeyEncoding.decodeSegment(&rest)
             children[child] = .bool(true)
             let childPrefix = Array(key[..<(prefix.count + before - rest.count)])
-            iterator.seek(PathKeyEncoding.subtreeEnd(childPrefix))
+            iterator.seek(PathKeyEncoding.subtreeEnd(childPrefix), within: prefix)
         }
         try check(iterator)
         return children.isEmpty ? .null : .object(children)
