@@ -58,6 +58,9 @@ final class QueryView: Sendable {
         var shownWindow: [LocalQuery.Entry] = []
         var shownValue: Value = .null
         var started = false
+        /// A value event was raised before the server's first batch, from a waiting write that
+        /// replaced the location whole (`writesDetermine`).
+        var valueShownFromWrites = false
         /// False from each (re)subscribe until its first batch is applied.
         var caughtUp = false
         var lastLogID: String?
@@ -85,8 +88,8 @@ final class QueryView: Sendable {
         let first = self.state.withLock { state -> Bool in
             state.registrations.append(registration)
             // Queued under the lock, so they come before the events of any later change.
-            if state.started || !state.shownWindow.isEmpty {
-                self.deliver(self.initialEvents(state, withValue: state.started), to: [registration])
+            if state.started || state.valueShownFromWrites || !state.shownWindow.isEmpty {
+                self.deliver(self.initialEvents(state, withValue: state.started || state.valueShownFromWrites), to: [registration])
             }
             return state.registrations.count == 1 && state.subscription == nil && !state.started
         }
@@ -228,7 +231,9 @@ final class QueryView: Sendable {
             {
                 self.showTouched(&state, touched)
             } else {
-                self.show(&state, first: first, cause: nil)
+                // A value already raised from a write that replaced the location is raised
+                // again only if the server's data differs.
+                self.show(&state, first: first && !state.valueShownFromWrites, cause: nil)
             }
         }
         self.database.pruneAcknowledgedWrites()
@@ -263,11 +268,23 @@ final class QueryView: Sendable {
     /// just made, if any (its silenced observers update their copy without being called).
     /// Before the server's first batch, the view shows the writes alone and raises their
     /// child events (Firebase does the same from a partial cache), but no value event: value
-    /// waits for the server's data.
+    /// waits for the server's data, unless a waiting write replaced the location (or an
+    /// ancestor) whole: its data is then known, and value is raised at once, as Firebase's
+    /// cache is then complete there (e.g. `setValue` offline on a location never loaded).
     func refresh(cause: PendingWrite?) {
         self.state.withLock { state in
             guard !state.ended else { return }
-            self.show(&state, first: false, cause: cause, partial: !state.started)
+            let partial = !state.started && !self.writesDetermine(state)
+            let firstValue = !state.started && !partial && !state.valueShownFromWrites
+            self.show(&state, first: firstValue, cause: cause, partial: partial)
+            if firstValue { state.valueShownFromWrites = true }
+        }
+    }
+
+    /// Whether a waiting write this view shows replaced its location or an ancestor whole.
+    private func writesDetermine(_ state: State) -> Bool {
+        self.database.pendingWrites.touching(self.query.path).contains { write in
+            self.shows(write, state) && write.puts.contains { $0.path.isAncestorOrSelf(of: self.query.path) }
         }
     }
 

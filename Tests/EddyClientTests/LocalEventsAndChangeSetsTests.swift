@@ -81,6 +81,30 @@ import Testing
         #expect(try await ref.getData().value as? Int == 7)
     }
 
+    /// Firebase: offline, local operations "continue to immediately fire events". A location
+    /// observed while offline and never loaded has no value event until something makes its
+    /// data known: a write that replaces it whole does (child writes alone do not).
+    @Test func anOfflineSetOfALocationNeverLoadedRaisesItsValueAtOnce() async throws {
+        let database = Database.database(url: self.daemon.tcpURL)  // an instance not connected yet
+        database.callbackQueue = self.queue
+        database.goOffline()
+        let ref = database.reference().child("local/never-loaded")
+        let log = Recorder<String>()
+        ref.observe(.value) { log.add("value \($0.value.map { "\($0)" } ?? "nil")") }
+        ref.child("x").setValue(1) { _, _ in }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all.isEmpty, "a child write does not make the location known: \(log.all)")
+        ref.setValue(["y": 2]) { _, _ in }
+        #expect(try await log.wait(for: 1) == ["value [\"y\": 2]"])
+        let later = Recorder<String>()
+        ref.observe(.value) { later.add("value \($0.value.map { "\($0)" } ?? "nil")") }
+        #expect(try await later.wait(for: 1) == ["value [\"y\": 2]"], "an observer added later hears it too")
+        database.goOnline()
+        #expect(try await ref.getData().value as? [String: Int] == ["y": 2])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all == ["value [\"y\": 2]"], "the server's equal data raises no second value: \(log.all)")
+    }
+
     @Test func writesWaitAcrossADaemonRestartAndArriveInOrder() async throws {
         let database = self.database()
         let ref = database.reference().child("local/restart")
