@@ -14,7 +14,11 @@ final class InfoView: Sendable {
         var registrations: [QueryView.Registration] = []
         var paths: [DatabaseHandle: Path] = [:]
         var connected = false
+        /// Run once the connection is up (`whenConnected`); at most `waitersMax`.
+        var waiters: [@Sendable () -> Void] = []
     }
+
+    static let waitersMax = 10_000
 
     private let state = Mutex(State())
 
@@ -52,8 +56,28 @@ final class InfoView: Sendable {
 
     func owns(_ handle: DatabaseHandle) -> Bool { self.state.withLock { $0.paths[handle] != nil } }
 
+    /// Runs `block` now when connected, else once the connection is up; false (and `block`
+    /// never runs) when `waitersMax` already wait.
+    func whenConnected(_ block: @escaping @Sendable () -> Void) -> Bool {
+        let now = self.state.withLock { state -> Bool? in
+            if state.connected { return true }
+            guard state.waiters.count < Self.waitersMax else { return nil }
+            state.waiters.append(block)
+            return false
+        }
+        guard let now else { return false }
+        if now { block() }
+        return true
+    }
+
     /// The connection came up or went down: a value event for each observer whose value changed.
     func connectionChanged(_ connected: Bool, in database: Database) {
+        let waiters = self.state.withLock { state -> [@Sendable () -> Void] in
+            guard connected else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        defer { for waiter in waiters { waiter() } }
         self.state.withLock { state in
             guard state.connected != connected else { return }
             state.connected = connected

@@ -1,6 +1,8 @@
 // One run of a transaction: read the data with its ETag, call the update block on the
 // callback queue, write the result only while the ETag is unchanged (`ifMatch`), and start
-// over on a conflict, at most `retriesMax` times, as Firebase retries.
+// over on a conflict, at most `retriesMax` times, as Firebase retries. Made offline (or while
+// the connection is down), it waits for the connection and then runs, as Firebase queues
+// transactions; its block runs only then (Firebase's runs first on the cached value).
 
 import EddyModel
 import EddyProtocol
@@ -40,6 +42,8 @@ final class TransactionRun: Sendable {
         }
         self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in
             switch result {
+            case .failure(let error) where error.code == .disconnected:
+                self.waitForConnection(error)
             case .failure(let error):
                 self.completion(.failure(error))
             case .success(let answer):
@@ -51,6 +55,23 @@ final class TransactionRun: Sendable {
                 self.ref.database.deliver { self.decide(current: current, etag: etag) }
             }
         }
+    }
+
+    /// No connection: starts again once there is one (this attempt does not count).
+    private func waitForConnection(_ error: DatabaseError) {
+        self.attempts.withLock { $0 -= 1 }
+        let database = self.ref.database
+        // After a short pause: a connection that reports itself up and fails again is not
+        // retried in a tight loop.
+        let waiting = database.info.whenConnected { [self] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { self.start() }
+        }
+        guard waiting else {
+            self.completion(.failure(error))
+            return
+        }
+        // Not offline: a request makes the connection come back even when nothing else waits.
+        database.connection.request(.status, .object([:])) { _ in }
     }
 
     /// On the callback queue: runs the block, then writes or stops.

@@ -105,6 +105,26 @@ import Testing
         #expect(log.all == ["value [\"y\": 2]"], "the server's equal data raises no second value: \(log.all)")
     }
 
+    /// Firebase queues a transaction made offline and runs it once back online.
+    @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
+        let database = self.database()
+        let counter = database.reference().child("local/offline-counter")
+        try await counter.setValue(5)
+        database.goOffline()
+        let outcome = Recorder<String>()
+        counter.runTransactionBlock({ data in
+            data.value = ((data.value as? Int) ?? 0) + 1
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, snapshot in
+            outcome.add("\(error.map { "\($0)" } ?? "nil") \(committed) \(snapshot?.value.map { "\($0)" } ?? "nil")")
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(outcome.all.isEmpty, "it waits for the connection instead of failing: \(outcome.all)")
+        database.goOnline()
+        #expect(try await outcome.wait(for: 1) == ["nil true 6"])
+        #expect(try await counter.getData().value as? Int == 6)
+    }
+
     @Test func writesWaitAcrossADaemonRestartAndArriveInOrder() async throws {
         let database = self.database()
         let ref = database.reference().child("local/restart")
