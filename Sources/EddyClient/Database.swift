@@ -360,6 +360,22 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The view a query's observers share: its path and its constraints.
+    /// What the client holds for `query` from its live views (Firebase's in-memory cache):
+    /// the same query's view, or a view of the whole location or an ancestor with the query
+    /// evaluated here; nil when no view has the server's data for it.
+    func cachedValue(of query: DatabaseQuery) -> Value? {
+        let id = Self.viewID(query)
+        let views = self.state.withLock { state in
+            state.views.values.filter { $0.id == id || $0.query.path.isAncestorOrSelf(of: query.path) }
+        }
+        if let same = views.first(where: { $0.id == id }), let value = same.shownValueOnceStarted { return value }
+        for view in views {
+            guard let value = view.visibleValue(at: query.path) else { continue }
+            return query.spec.isDefault ? value : LocalQuery.object(LocalQuery.window(value, query.spec))
+        }
+        return nil
+    }
+
     static func viewID(_ query: DatabaseQuery) -> String {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
     }

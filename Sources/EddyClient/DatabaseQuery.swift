@@ -167,7 +167,12 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         let ref = self.ref
         let spec = self.spec
         let connection = self.database.connection
-        connection.request(kind, .object(payload)) { result in
+        connection.request(kind, .object(payload)) { [self] result in
+            // Not connected: what a live view holds, as Firebase answers from its cache.
+            if case .failure(let error) = result, error.code == .disconnected, let cached = self.database.cachedValue(of: self) {
+                completion(.success(DataSnapshot(ref: ref, value: cached, order: spec.effectiveOrder)))
+                return
+            }
             if case .failure(let error) = result, LocalQuery.isMissingIndex(error) {
                 // No index on the server: read the location and evaluate the query here.
                 connection.request(.get, .object(["path": .string(ref.path.description)])) { whole in

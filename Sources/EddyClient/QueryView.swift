@@ -250,6 +250,11 @@ final class QueryView: Sendable {
         }
     }
 
+    /// What this view's value observers were last shown, once it has the server's data.
+    var shownValueOnceStarted: Value? {
+        self.state.withLock { state in state.started ? state.shownValue : nil }
+    }
+
     /// Whether this view still shows `write` on top of its server copy.
     func needs(_ write: PendingWrite) -> Bool {
         self.state.withLock { state in self.shows(write, state) }

@@ -105,6 +105,29 @@ import Testing
         #expect(log.all == ["value [\"y\": 2]"], "the server's equal data raises no second value: \(log.all)")
     }
 
+    /// Firebase's `getData`: "If not connected, it returns a locally-cached value": what a live
+    /// observer holds, for its own query or a location inside an observed one.
+    @Test func getDataOfflineAnswersFromWhatObserversHold() async throws {
+        let database = self.database()
+        let scores = database.reference().child("local/cached-scores")
+        try await scores.setValue(["a": 1, "b": 5, "c": 3, "d": 9, "e": 7])
+        let lastThree = scores.queryOrderedByValue().queryLimited(toLast: 3)
+        let seen = Recorder<Int>()
+        lastThree.observe(.value) { seen.add(Int($0.childrenCount)) }
+        let whole = Recorder<Int>()
+        scores.observe(.value) { whole.add(Int($0.childrenCount)) }
+        _ = try await seen.wait(for: 1)
+        _ = try await whole.wait(for: 1)
+        database.goOffline()
+        let same = try await lastThree.getData()
+        #expect(same.value as? [String: Int] == ["b": 5, "e": 7, "d": 9])
+        #expect(try await scores.child("d").getData().value as? Int == 9)
+        let firstTwo = try await scores.queryOrderedByValue().queryLimited(toFirst: 2).getData()
+        #expect(firstTwo.value as? [String: Int] == ["a": 1, "c": 3], "evaluated here on the observed location")
+        await #expect(throws: DatabaseError.self) { try await database.reference().child("local/not-observed").getData() }
+        database.goOnline()
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
