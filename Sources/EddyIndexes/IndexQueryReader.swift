@@ -71,7 +71,7 @@ package final class IndexQueryReader {
     /// The selected children as the JSON text a read answers (`JSONWriter`'s rules: an object,
     /// or an array when the keys qualify; `null` when none), joined from covered entries
     /// without decoding them: keys are transcoded from their encoded segments, covered values
-    /// copied. Members come in query order.
+    /// copied. Members come in query order, a limitToLast window's too (it is read last first).
     package func readJSON() throws(EddyError) -> [UInt8] {
         // A window without a limit is mostly an equalTo's few children.
         var window = WindowJSON(capacity: self.query.limit == nil ? 512 : 4096)
@@ -84,6 +84,7 @@ package final class IndexQueryReader {
                 }
             }
         }
+        if case .last? = self.query.limit { return window.finish(reversed: true) }
         return window.finish()
     }
 

@@ -527,6 +527,19 @@ def test_siblings_sharing_a_prefix_never_leak(d, http, main):
         assert "sibling" not in got
 
 
+def test_members_come_in_query_order_for_both_limits(d, http, main):
+    """Firebase's query answers are unordered objects, but Eddy lists members in query order,
+    limitToLast's too (it reads the window last first), for a child index and for keys."""
+    for order, params in (("score", [("startAt", "0")]), ("$key", [])):
+        for limit in ("limitToFirst", "limitToLast"):
+            r = http.get(query_url(d, "items", main, [order_param(order)] + params + [(limit, "5")]))
+            assert r.status_code == 200, r.text
+            keys = list(json.loads(r.text, object_pairs_hook=lambda pairs: [k for k, _ in pairs]))
+            first, last = (5, None) if limit == "limitToFirst" else (None, 5)
+            expected = window(ITEMS, order, start=Bound(0) if params else None, first=first, last=last)
+            assert keys == [k for k, _ in expected], (order, limit)
+
+
 def test_print_pretty_with_a_query(d, http, main):
     params = [order_param("score"), ("startAt", "0"), ("limitToFirst", "4")]
     plain = http.get(query_url(d, "items", main, params))
