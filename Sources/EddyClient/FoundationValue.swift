@@ -20,7 +20,7 @@ enum FoundationValue {
         case .null: return NSNull()
         case .bool(let b): return NSNumber(value: b)
         case .number(let d):
-            if d == d.rounded(), abs(d) < 9.0e15 { return NSNumber(value: Int(d)) }
+            if d == d.rounded(), abs(d) < 9.2e18 { return NSNumber(value: Int(d)) }  // every integral double in Int range
             return NSNumber(value: d)
         case .string(let s): return s
         case .object(let children):
