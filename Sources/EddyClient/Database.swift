@@ -387,6 +387,10 @@ public final class Database: NSObject, Sendable {
             return
         }
         let id = Self.viewID(query)
+        // Not connected: a new view starts from what live views hold (Firebase's cache), so
+        // its observers hear the data at once; the server's data follows once connected.
+        let exists = self.state.withLock { $0.views[id] != nil }
+        let cached = exists || self.info.isConnected ? nil : self.cachedValue(of: query)
         let view = self.state.withLock { state -> QueryView in
             let view = state.views[id] ?? QueryView(query: query, id: id)
             state.views[id] = view
@@ -394,6 +398,7 @@ public final class Database: NSObject, Sendable {
             return view
         }
         view.add(registration)
+        if let cached { view.seed(cached) }
     }
 
     /// Removes an observer; its view ends with its last observer.

@@ -20,6 +20,8 @@ final class InfoView: Sendable {
 
     static let waitersMax = 10_000
 
+    var isConnected: Bool { self.state.withLock { $0.connected } }
+
     private let state = Mutex(State())
 
     static func isInfo(_ path: Path) -> Bool { path.keys.first == ".info" }

@@ -250,6 +250,19 @@ final class QueryView: Sendable {
         }
     }
 
+    /// Starts a view that has no server data yet from `value`, what other views hold for its
+    /// query (made while not connected): its observers hear the children and the value now; the
+    /// server's first batch, once connected, raises only what differs. The subscription is
+    /// unchanged (it asks for the whole data, not a resume).
+    func seed(_ value: Value) {
+        self.state.withLock { state in
+            guard !state.started, !state.ended else { return }
+            state.cache = value
+            state.started = true
+            self.show(&state, first: !state.valueShownFromWrites, cause: nil)
+        }
+    }
+
     /// What this view's value observers were last shown, once it has the server's data.
     var shownValueOnceStarted: Value? {
         self.state.withLock { state in state.started ? state.shownValue : nil }

@@ -128,6 +128,32 @@ import Testing
         database.goOnline()
     }
 
+    /// Firebase's offline guide: observers added while offline are answered from the data
+    /// already loaded ("Querying Data Offline": a limitToLast(2) inside a loaded limitToLast(4)).
+    @Test func observersAddedOfflineHearWhatIsAlreadyLoaded() async throws {
+        let database = self.database()
+        let scores = database.reference().child("local/seeded-scores")
+        try await scores.setValue(["a": 1, "b": 5, "c": 3, "d": 9, "e": 7])
+        let loaded = Recorder<Int>()
+        scores.queryOrderedByValue().queryLimited(toLast: 4).observe(.value) { loaded.add(Int($0.childrenCount)) }
+        #expect(try await loaded.wait(for: 1) == [4])
+        database.goOffline()
+        let added = Recorder<String>()
+        scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { added.add($0.key) }
+        #expect(try await added.wait(for: 2) == ["e", "d"])
+        let once = Recorder<String>()
+        scores.queryOrderedByValue().queryLimited(toLast: 4).observeSingleEvent(of: .value) { once.add("\($0.childrenCount)") }
+        #expect(try await once.wait(for: 1) == ["4"])
+        let values = Recorder<String>()
+        let handle = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.value) { values.add("\($0.value ?? "nil")") }
+        _ = try await values.wait(for: 1)
+        database.goOnline()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(added.all == ["e", "d"], "the server's equal data adds nothing: \(added.all)")
+        #expect(values.all.count == 1, "nor raises a second value: \(values.all)")
+        scores.removeObserver(withHandle: handle)
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
