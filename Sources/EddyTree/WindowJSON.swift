@@ -65,13 +65,25 @@ package struct WindowJSON {
             self.out.append(UInt8(ascii: "}"))
             return self.out
         }
-        var object: [UInt8] = [UInt8(ascii: "{")]
-        object.reserveCapacity(self.out.count + 1)
-        for (n, member) in self.members.reversed().enumerated() {
-            if n > 0 { object.append(UInt8(ascii: ",")) }
-            object.append(contentsOf: self.out[member.member])
+        // The same bytes plus the closing brace, members in the other order: one copy each.
+        let members = self.members
+        return self.out.withUnsafeBufferPointer { source in
+            [UInt8](unsafeUninitializedCapacity: source.count + 1) { target, count in
+                target[0] = UInt8(ascii: "{")
+                var at = 1
+                for (n, member) in members.reversed().enumerated() {
+                    if n > 0 {
+                        target[at] = UInt8(ascii: ",")
+                        at += 1
+                    }
+                    let length = member.member.count
+                    UnsafeMutableRawPointer(target.baseAddress! + at).copyMemory(
+                        from: source.baseAddress! + member.member.lowerBound, byteCount: length)
+                    at += length
+                }
+                target[at] = UInt8(ascii: "}")
+                count = at + 1
+            }
         }
-        object.append(UInt8(ascii: "}"))
-        return object
     }
 }
