@@ -62,6 +62,11 @@ public final class Database: @unchecked Sendable {
         let cfOptions = rocksdb_options_create_copy(options)!
         rocksdb_options_set_write_buffer_size(cfOptions, storage.writeBufferBytes)
         rocksdb_options_set_block_based_table_factory(cfOptions, blockOptions)
+        // A file written with runs of deletions (a removed subtree's tombstones) is compacted
+        // soon, instead of making every seek near them walk them until ordinary compaction
+        // reaches it (see StorageOptions.deletionWindowEntries).
+        rocksdb_options_add_compact_on_deletion_collector_factory(
+            cfOptions, StorageOptions.deletionWindowEntries, StorageOptions.deletionTriggerEntries)
         if storage.zstd {
             rocksdb_options_set_compression(cfOptions, Int32(rocksdb_zstd_compression))
             rocksdb_options_set_compression(options, Int32(rocksdb_zstd_compression))

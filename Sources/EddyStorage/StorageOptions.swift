@@ -1,6 +1,13 @@
 // Options for opening a RocksDB database. Every field states its unit and default.
 
 public struct StorageOptions: Sendable {
+    /// RocksDB's compact-on-deletion collector, for every column family: a file in which some
+    /// `deletionWindowEntries` consecutive records hold `deletionTriggerEntries` deletions is
+    /// marked for compaction (a removed subtree's tombstones then go soon; ordinary writes
+    /// delete far less densely).
+    public static let deletionWindowEntries = 32_768
+    public static let deletionTriggerEntries = 16_384
+
     /// Create the database and missing column families when absent. Default true.
     public var createIfMissing = true
     /// Opens the database read-only (RocksDB replays the write-ahead log in memory and writes

@@ -33,6 +33,12 @@ final class TreeWriter: EventGroupReads {
     /// Slices hash and compare by their elements, so a lookup needs no copy of the prefix.
     private var keysWithoutPrimitive: Set<ArraySlice<UInt8>> = []
     private let keysWithoutPrimitiveMax = 4096
+    /// Encoded paths where a write of this group deleted at least `largeRemovalLeaves` leaves:
+    /// the committer compacts them once the group is written (`takeLargeRemovals`). At most
+    /// `largeRemovalsMax` per group (a compaction only speeds reads; one skipped loses nothing).
+    private var largeRemovals: [[UInt8]] = []
+    static let largeRemovalLeaves = 10_000
+    static let largeRemovalsMax = 8
 
     init(tree: ColumnFamily, index: ColumnFamily, batch: WriteBatchWithIndex) {
         self.tree = tree
@@ -54,6 +60,13 @@ final class TreeWriter: EventGroupReads {
     /// Call after the batch was rolled back: cached facts may describe undone changes.
     func forgetCachedFacts() {
         self.keysWithoutPrimitive.removeAll(keepingCapacity: true)
+    }
+
+    /// The large removals of the group (see `largeRemovals`), forgotten here. A rolled-back
+    /// write's may be among them: compacting a range costs time only, never data.
+    func takeLargeRemovals() -> [[UInt8]] {
+        defer { self.largeRemovals.removeAll() }
+        return self.largeRemovals
     }
 
     var groupIterator: Iterator {
@@ -98,6 +111,9 @@ final class TreeWriter: EventGroupReads {
         let resolved =
             Self.containsServerValue(value) ? try Self.resolve(value, old: old, now: nowMilliseconds, path: path) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
+        if oldKeys.count >= Self.largeRemovalLeaves, self.largeRemovals.count < Self.largeRemovalsMax {
+            self.largeRemovals.append(prefix)
+        }
         if !resolved.isNull {
             if oldKeys.isEmpty {
                 try self.removePrimitiveAncestor(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
