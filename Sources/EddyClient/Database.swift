@@ -359,7 +359,6 @@ public final class Database: NSObject, Sendable {
         }
     }
 
-    /// The view a query's observers share: its path and its constraints.
     /// What the client holds for `query` from its live views (Firebase's in-memory cache):
     /// the same query's view, or a view of the whole location or an ancestor with the query
     /// evaluated here; nil when no view has the server's data for it.
@@ -376,6 +375,7 @@ public final class Database: NSObject, Sendable {
         return nil
     }
 
+    /// The view a query's observers share: its path and its constraints.
     static func viewID(_ query: DatabaseQuery) -> String {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
     }
