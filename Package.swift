@@ -176,7 +176,7 @@ let package = Package(
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyClusterTests", dependencies: ["EddyCluster", "EddyModel"], swiftSettings: swiftSettings),
-        .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyReplicationTests",
             dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],

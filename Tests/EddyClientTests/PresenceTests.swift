@@ -16,11 +16,16 @@ import Testing
         try self.daemon.start()
     }
 
+    /// The daemon's instance at `url`, calling back on the suite's queue.
+    private func database(_ url: String) -> Database {
+        let database = Database.database(url: url)
+        database.callbackQueue = self.queue
+        return database
+    }
+
     @Test func writesRegisteredForDisconnectRunWhenTheConnectionEnds() async throws {
-        let watcher = Database.database(url: self.daemon.tcpURL)
-        watcher.callbackQueue = self.queue
-        let user = Database.database(url: self.daemon.socketURL)
-        user.callbackQueue = self.queue
+        let watcher = self.database(self.daemon.tcpURL)
+        let user = self.database(self.daemon.socketURL)
         let me = user.reference().child("presence/ada")
         try await me.setValue(["status": "online", "session": "s1", "info": ["n": 1, "device": "phone"], "kept": "yes"])
 
@@ -56,10 +61,8 @@ import Testing
     /// each time `.info/connected` turns true: after `goOffline()` and `goOnline()` it must turn
     /// true again, with nothing else waiting to be sent.
     @Test func connectedTurnsTrueAgainAfterGoOnlineAndPresenceReRegisters() async throws {
-        let watcher = Database.database(url: self.daemon.tcpURL)
-        watcher.callbackQueue = self.queue
-        let user = Database.database(url: self.daemon.socketURL)
-        user.callbackQueue = self.queue
+        let watcher = self.database(self.daemon.tcpURL)
+        let user = self.database(self.daemon.socketURL)
         let me = user.reference().child("presence/grace")
         let connected = Recorder<Bool>()
         let wrote = Recorder<Bool>()
@@ -89,8 +92,7 @@ import Testing
     /// `goOffline()` takes effect at once: a write made right after it waits, and
     /// `purgeOutstandingWrites()` cancels it before it reaches eddyd.
     @Test func aWriteRightAfterGoOfflineWaitsAndCanBePurged() async throws {
-        let user = Database.database(url: self.daemon.socketURL)
-        user.callbackQueue = self.queue
+        let user = self.database(self.daemon.socketURL)
         let ref = user.reference().child("purged/x")
         try await ref.setValue(1)
         let outcome = Recorder<String>()
@@ -103,8 +105,7 @@ import Testing
     }
 
     @Test func theHTTPFallbackRefusesThemClearly() async throws {
-        let database = Database.database(url: self.daemon.httpURL)
-        database.callbackQueue = self.queue
+        let database = self.database(self.daemon.httpURL)
         await #expect(throws: DatabaseError.self) { try await database.reference().child("p").onDisconnectRemoveValue() }
         let message = Recorder<String>()
         database.reference().child("p").onDisconnectSetValue(1) { error, _ in message.add(error.map { "\($0)" } ?? "nil") }

@@ -4,6 +4,7 @@
 // backward, scoped or not, with the batch's own changes on top.
 
 import EddyStorage
+import EddyTesting
 import Foundation
 import Testing
 
@@ -88,17 +89,16 @@ struct TombstoneGuardTests {
 /// exactly what an iterator that never stops reads. Rerun a failure with `EDDY_SEED=<seed>`.
 struct TombstoneGuardModelTests {
     @Test func guardedReadsEqualUnguardedReads() throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["EDDY_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        let seed = SeededGenerator.seedFromEnvironment()
         print("TombstoneGuardModelTests: EDDY_SEED=\(seed)")
-        var rng = SplitMix(seed)
-        let alphabet: [UInt8] = [0x61, 0x62, 0x63]
-        func randomKey() -> [UInt8] { (0..<Int(rng.next() % 4 + 1)).map { _ in alphabet[Int(rng.next() % 3)] } }
+        var g = SeededGenerator(seed: seed)
+        func randomKey() -> [UInt8] { (0..<g.int(in: 1...4)).map { _ in g.element(of: Array("abc".utf8)) } }
         try withDatabase(["t"]) { db in
             let t = db.columnFamily("t")
             for _ in 0..<30 {
                 let round = WriteBatchWithIndex(database: db)
                 for _ in 0..<40 {
-                    if rng.next() % 3 == 0 { round.delete(t, randomKey()) } else { round.put(t, randomKey(), [UInt8(rng.next() % 256)]) }
+                    if g.chance(1, in: 3) { round.delete(t, randomKey()) } else { round.put(t, randomKey(), [UInt8(g.int(in: 0..<256))]) }
                 }
                 try db.write(round, durability: .buffered)
             }
@@ -107,13 +107,13 @@ struct TombstoneGuardModelTests {
             let guardedBatch = WriteBatchWithIndex(database: db, skippedKeysMax: 2)
             let plainBatch = WriteBatchWithIndex(database: db, skippedKeysMax: 0)  // 0: never stops
             for step in 0..<400 {
-                if rng.next() % 4 == 0 {
+                if g.chance(1, in: 4) {
                     let key = randomKey()
-                    if rng.next() % 3 == 0 {
+                    if g.chance(1, in: 3) {
                         guardedBatch.delete(t, key)
                         plainBatch.delete(t, key)
                     } else {
-                        let value = [UInt8(rng.next() % 256)]
+                        let value = [UInt8(g.int(in: 0..<256))]
                         guardedBatch.put(t, key, value)
                         plainBatch.put(t, key, value)
                     }
@@ -122,8 +122,8 @@ struct TombstoneGuardModelTests {
                 let plain = plainBatch.makeIterator(t)
                 for _ in 0..<3 {
                     let key = randomKey()
-                    let scope: [UInt8]? = rng.next() % 2 == 0 ? Array(key.prefix(Int(rng.next() % UInt64(key.count)) + 1)) : nil
-                    let backward = scope == nil && rng.next() % 3 == 0
+                    let scope: [UInt8]? = g.bool() ? Array(key.prefix(g.int(in: 1...key.count))) : nil
+                    let backward = scope == nil && g.chance(1, in: 3)
                     if backward {
                         guarded.seekForPrev(key)
                         plain.seekForPrev(key)
@@ -148,18 +148,5 @@ struct TombstoneGuardModelTests {
                 fallbacks += guarded.fallbacksMade
             }
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64).
-struct SplitMix {
-    private var state: UInt64
-    init(_ seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
