@@ -22,8 +22,10 @@ done
 command -v wrk > /dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 2; }
 scripts="$(cd "$(dirname "$0")" && pwd)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-http-ab.XXXXXX")
-pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"' EXIT
+# start_command (a free port picked by eddyd, a clear error when it does not start) and stop.
+source "$scripts/lib/daemons.sh"
 cat > "$work/get.lua" <<'EOF'
 wrk.method = "GET"
 wrk.path = "/doc/a.json"
@@ -43,21 +45,17 @@ rate() {
     awk '/Requests\/sec/ {print $2}' <<< "$1"
 }
 
-# round SIDE BINARY: one fresh daemon, the GET run, then the POST run.
+# round SIDE BINARY: one fresh daemon (on a port it picks: a random one could be taken), the
+# GET run, then the POST run.
 round() {
-    local side=$1 binary=$2 port
-    port=$((20000 + RANDOM % 20000))
+    local side=$1 binary=$2
     rm -rf "$work/data"
-    "$binary" serve --data "$work/data" --http 127.0.0.1:$port --durability sync --log-level warning > "$work/out.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do grep -q listening "$work/out.log" && break; sleep 0.1; done
-    curl -sf -X PUT "http://127.0.0.1:$port/doc.json" -d "$object" > /dev/null
+    start_command "$side" "$binary" serve --data "$work/data" --durability sync
+    curl -sSf -X PUT "$started_url/doc.json" -d "$object" > /dev/null
     local get post
-    get=$(rate "$(wrk -t2 -c"$connections" -d"${seconds}s" -s "$work/get.lua" "http://127.0.0.1:$port")")
-    post=$(rate "$(wrk -t2 -c"$connections" -d"${seconds}s" -s "$scripts/http-post.lua" "http://127.0.0.1:$port")")
-    kill "$pid"
-    wait "$pid" 2> /dev/null || true
-    pid=
+    get=$(rate "$(wrk -t2 -c"$connections" -d"${seconds}s" -s "$work/get.lua" "$started_url")")
+    post=$(rate "$(wrk -t2 -c"$connections" -d"${seconds}s" -s "$scripts/http-post.lua" "$started_url")")
+    stop "$started_pid"
     echo "$side $get $post" >> "$work/rounds"
     printf '  %-6s GET %10.0f/s   POST %10.0f/s\n' "$side" "$get" "$post"
 }

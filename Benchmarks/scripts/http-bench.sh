@@ -14,12 +14,13 @@ runs=${3:-3}
 require_tool wrk wrk
 build_eddy eddyd
 data=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-"$eddy_bin/eddyd" serve --data "$data" --http 127.0.0.1:$port --durability sync --log-level warning > "$data/out.log" 2>&1 &
+# Port 0: eddyd picks a free one and prints it (a random pick could be taken).
+"$eddy_bin/eddyd" serve --data "$data" --http 127.0.0.1:0 --durability sync --log-level warning > "$data/out.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do grep -q listening "$data/out.log" && break; sleep 0.1; done
-url=http://127.0.0.1:$port
+for _ in $(seq 600); do grep -q listening "$data/out.log" && break; sleep 0.1; done
+url=$(grep -o 'http://[0-9.:]*' "$data/out.log" | head -1)
+[ -n "$url" ] || { echo "eddyd did not start: $(tail -5 "$data/out.log")" >&2; exit 1; }
 # A 1 KiB child to read back.
 payload=$(python3 -c 'import json; print(json.dumps({"text": "x" * 1000, "n": 1}))')
 curl -sf -X PUT "$url/doc/item.json" -d "$payload" >/dev/null

@@ -99,13 +99,13 @@ fi
 if [[ " $phases " == *" http "* ]]; then
     require_tool wrk wrk
     [ -d "$eddy_data" ] || "$driver" load "$n" --data "$eddy_data"
-    port=$((20000 + RANDOM % 20000))
-    "$eddy_bin/eddyd" serve --data "$work/eddy" --http 127.0.0.1:$port --durability sync --log-level warning \
+    # Port 0: eddyd picks a free one and prints it (a random pick could be taken).
+    "$eddy_bin/eddyd" serve --data "$work/eddy" --http 127.0.0.1:0 --durability sync --log-level warning \
         > "$work/eddyd.log" 2>&1 &
     eddyd_pid=$!
-    for _ in $(seq 100); do grep -q listening "$work/eddyd.log" && break; sleep 0.1; done
+    for _ in $(seq 600); do grep -q listening "$work/eddyd.log" && break; sleep 0.1; done
     grep -q listening "$work/eddyd.log" || { cat "$work/eddyd.log" >&2; exit 1; }
-    url=http://127.0.0.1:$port
+    url=$(grep -o 'http://[0-9.:]*' "$work/eddyd.log" | head -1)
     indexes() { curl -sf "$url/.settings/indexes.json"; }
     wait_ready() {  # until at least one index is listed and none is building
         while true; do

@@ -1,5 +1,5 @@
 # Shared by the scripts that start eddyd (replication-bench.sh, catchup-bench.sh,
-# peer-bench.sh): sourced, not run.
+# peer-bench.sh, http-ab-bench.sh): sourced, not run.
 # The caller sources lib/binaries.sh and sets `work` (a temporary directory) and `pids=()` before
 # sourcing this; every process started here is added to `pids`, which the caller's cleanup kills.
 
