@@ -12,7 +12,9 @@
 // pruned, or older than the log keeps) gets a consistent snapshot (`snapshot`, chunks,
 // `snapshotEnd`) and then the entries after it, when its hello says it can take one; it is
 // refused with reason `snapshotNeeded` otherwise. A new follower of a long log (at least
-// `snapshotBootstrapEntries` entries) that can take a snapshot gets one too: its catch-up.
+// `snapshotBootstrapEntries` entries) that can take a snapshot gets one too: its catch-up. So
+// does a replica checked at its start that is at least that many entries behind, when replaying
+// them would take longer than copying the state.
 //
 // Refusals (`refused`, then close): a protocol version it does not speak, a follower of another
 // database, a follower whose last applied entry this leader never had (another history; the
@@ -63,7 +65,9 @@ final class LogServerConnection: Sendable {
     /// written into SST files and ingested, several times faster than entries applied through
     /// the follower's committer (Benchmarks/README.md, "catch-up"), and the log comes with it,
     /// so the replica is the same either way. Below it, replay: no snapshot held open on the
-    /// leader for a short history.
+    /// leader for a short history. A replica checked at its start (its hello takes a snapshot)
+    /// that is at least this many entries behind is copied too, when the entries it lacks are
+    /// many next to what a snapshot copies (`Engine.replicaCatchesUpSoonerFromSnapshot`).
     let snapshotBootstrapEntries: Int
 
     init(
@@ -196,6 +200,11 @@ final class LogServerConnection: Sendable {
                 guard let id = LogID(text) else { return self.refuse("lastApplied \(text) is not a log id") }
                 if try engine.canResume(after: id) {
                     position = id
+                    // A replica far behind, at its start: copying the state beats replaying the
+                    // entries it lacks when they are many (see `snapshotBootstrapEntries`).
+                    needsSnapshot =
+                        acceptsSnapshot
+                        && engine.replicaCatchesUpSoonerFromSnapshot(after: id, entriesMin: self.snapshotBootstrapEntries)
                 } else if let pruned, id < pruned {
                     needsSnapshot = true
                 } else {

@@ -460,6 +460,52 @@ def test_a_new_follower_of_a_long_log_starts_from_a_snapshot(daemon_factory):
     assert requests.get(never.url("/r")).json() == requests.get(leader.url("/r")).json()
 
 
+def test_a_replica_far_behind_starts_from_a_snapshot_when_that_is_sooner(daemon_factory):
+    """A replica that was down (it has entries, the leader still has what it lacks) is checked at
+    its start: at least --snapshot-bootstrap-entries entries behind, and behind by at least one
+    entry per 16 records a snapshot would copy, it is copied from a snapshot; otherwise it replays.
+    Either way it ends equal to the leader, and its log keeps the entries before the gap."""
+    leader = daemon_factory("--snapshot-bootstrap-entries", "100")
+    put_rules(leader, {"rules": {"r": {".indexOn": ["s"]}}})
+    # One entry of 6,000 leaves: a snapshot copies them all, whatever the lag.
+    r = requests.put(leader.url("/big"), json={f"c{i}": {"a": i, "b": "x"} for i in range(3000)})
+    assert r.status_code == 200, r.text
+    rng = random.Random(SEED + 12)
+    random_writes(leader.base_url, rng, 30)
+    near = follower_of(daemon_factory, leader, name="near")
+    far = follower_of(daemon_factory, leader, name="far")
+    before_gap = wait_caught_up(leader, near, far)
+    near.stop()
+    far.stop()
+    session = requests.Session()
+
+    def single_leaf_writes(count, prefix):
+        for i in range(count):
+            r = session.put(leader.url(f"/{prefix}/k{i}"), data=str(i))
+            assert r.status_code == 200, r.text
+
+    # 200 behind (over the threshold of 100) with some 6,500 records to copy: replaying is sooner.
+    single_leaf_writes(200, "near")
+    near.start()
+    wait_caught_up(leader, near)
+    assert "bootstrapping from the leader's snapshot" not in open(near.log_path).read(), near.log_tail(2000)
+    # 1,700 behind with some 9,500 records to copy: the snapshot is sooner.
+    single_leaf_writes(1500, "far")
+    far.start()
+    wait_for_log(far, "bootstrapped from a snapshot")
+    assert f"bootstrapping from the leader's snapshot eddy.at=" in open(far.log_path).read()
+    assert f"eddy.last_applied={before_gap}" in open(far.log_path).read(), "a replica, not an empty directory"
+    random_writes(leader.base_url, rng, 20)  # live, after the snapshot
+    wait_caught_up(leader, near, far)
+    assert requests.get(far.url("/r", orderBy='"s"', limitToFirst="5")).json() == requests.get(
+        leader.url("/r", orderBy='"s"', limitToFirst="5")).json()
+    for d in (leader, near, far):
+        d.stop()
+    digests = [digest_and_verify(d) for d in (leader, near, far)]
+    assert digests[1] == digests[0] and digests[2] == digests[0], digests
+    assert digests[0]["log"]["count"] >= 1750
+
+
 def test_snapshot_bootstrap_entries_must_not_be_negative(tmp_path):
     answer = subprocess.run(
         [EDDYD, "serve", "--data", str(tmp_path / "d"), "--http", "127.0.0.1:0", "--snapshot-bootstrap-entries=-1"],

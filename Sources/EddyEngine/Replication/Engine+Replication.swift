@@ -52,6 +52,47 @@ extension Engine {
         return count <= 0
     }
 
+    /// Records a snapshot copies per entry a replay applies in the same time, halved to lean
+    /// towards replaying: a snapshot writes some 2.3 M records/s (tree, index entries, the
+    /// whole log) where replay applies some 74 k entries/s, each through the committer
+    /// (Benchmarks/README.md, "Catch-up").
+    static let snapshotRecordsPerReplayedEntry = 16
+    /// Most entries `replicaCatchesUpSoonerFromSnapshot` counts; past that it estimates.
+    public static let behindCountMax = 200_000
+
+    /// Whether a replica whose last applied entry is `id` catches up sooner from a snapshot than
+    /// by replaying the entries after it: at least `entriesMin` of them, and at least one per
+    /// `snapshotRecordsPerReplayedEntry` records a snapshot would copy (RocksDB's estimate of
+    /// every family's keys). Counts at most `countMax` entries; a replica further behind in
+    /// a database that large is measured by the share of the log's files after `id`. Blocking.
+    public func replicaCatchesUpSoonerFromSnapshot(after id: LogID, entriesMin: Int, countMax: Int = Engine.behindCountMax) -> Bool {
+        guard entriesMin > 0 else { return false }
+        let records = Int(clamping: self.database.integerPropertySummed("rocksdb.estimate-num-keys") ?? 0)
+        let needed = max(entriesMin, records / Self.snapshotRecordsPerReplayedEntry)
+        let countMax = min(needed, countMax)
+        let log = self.database.columnFamily(ColumnFamilies.log)
+        let iterator = self.database.makeIterator(log)
+        let start = Array(id.rawValue.utf8)
+        iterator.seek(start)
+        if iterator.isValid, iterator.key == start { iterator.next() }
+        var behind = 0
+        while iterator.isValid, behind < countMax {
+            behind += 1
+            iterator.next()
+        }
+        if behind < countMax { return false }
+        if countMax == needed { return true }
+        // Over `behindCountMax` behind and still short of `needed`: the log's keys in proportion
+        // to its file bytes after `id` (files only; the memtable's newest entries are left out,
+        // which leans towards replaying).
+        let end = [UInt8](repeating: 0xFF, count: 32)
+        guard let total = try? self.database.approximateSize(log, from: [], to: end), total > 0,
+            let after = try? self.database.approximateSize(log, from: start, to: end),
+            let keys = self.database.property("rocksdb.estimate-num-keys", of: log).flatMap({ Double($0) })
+        else { return false }
+        return keys * Double(after) / Double(total) >= Double(needed)
+    }
+
     /// The oldest entry still in the log (nil when empty).
     public func firstLogID() throws(EddyError) -> LogID? {
         let iterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.log))
