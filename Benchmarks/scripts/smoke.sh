@@ -82,6 +82,7 @@ skip() {
 
 run replication-bench.sh env FANOUT_RATE=100 FANOUT_SUBSCRIBERS=2 "$scripts/replication-bench.sh" 1 1 1
 run catchup-bench.sh "$scripts/catchup-bench.sh" 1 1
+run catchup-bench.sh:behind env CATCHUP_MODE=behind "$scripts/catchup-bench.sh" 1 2
 if have redis-server redis-server; then
     run event-bench.sh "$scripts/event-bench.sh" 100 1 2 1
 else
