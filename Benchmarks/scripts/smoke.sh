@@ -97,8 +97,10 @@ if have wrk wrk; then
     run rules-bench.sh "$scripts/rules-bench.sh" 1 1
     run tls-catchup-bench.sh "$scripts/tls-catchup-bench.sh" 1 1
     run http-ab-bench.sh "$scripts/http-ab-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 1 4
+    # Every harness of issue 15's table again, short, and the table made from their outputs.
+    run issue15-figures.sh env SHORT=1 "$scripts/issue15-figures.sh"
 else
-    for name in peer-bench.sh http-bench.sh ops-bench.sh rules-bench.sh tls-catchup-bench.sh http-ab-bench.sh; do
+    for name in peer-bench.sh http-bench.sh ops-bench.sh rules-bench.sh tls-catchup-bench.sh http-ab-bench.sh issue15-figures.sh; do
         skip "$name" "wrk is missing and could not be installed"
     done
 fi
