@@ -265,7 +265,8 @@ private final class ReadCounter: @unchecked Sendable {
               "owned": {"$id": {".write": "!data.exists() || data.child('owner').val() === auth.uid"}},
               "checked": {".validate": "newData.hasChildren()", "$id": {".write": true}},
               "parents": {"$id": {".write": true, "x": {".validate": "newData.parent().child('y').exists()"}}},
-              "named": {"$id": {".write": "$id.beginsWith('-')"}}
+              "named": {"$id": {".write": "$id.beginsWith('-')"}},
+              "docs": {"$id": {".write": "newData.child('owner').val() === auth.uid"}}
             }}
             """#)
         #expect(rules.decidesWithoutTree(try Path("/bench/a")))
@@ -274,6 +275,8 @@ private final class ReadCounter: @unchecked Sendable {
         #expect(!rules.decidesWithoutTree(try Path("/checked/a")), "a .validate above sees stored siblings")
         #expect(!rules.decidesWithoutTree(try Path("/parents/a")), "parent() walks into stored data")
         #expect(rules.decidesWithoutTree(try Path("/elsewhere/deep")), "no rules: denied without reading anything")
+        #expect(rules.decidesWithoutTree(try Path("/docs/d1")), "newData at the written location is the written value")
+        #expect(!rules.decidesWithoutTree(try Path("/docs/d1/title")), "newData above the written location holds the stored owner")
         #expect(rules.pushKeyIsIrrelevant(under: try Path("/bench")))
         #expect(!rules.pushKeyIsIrrelevant(under: try Path("/named")), "the rule names the captured push key")
     }

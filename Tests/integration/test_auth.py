@@ -292,6 +292,34 @@ def test_a_rules_error_names_line_and_column_and_keeps_the_old_rules(ruled):
     assert requests.get(ruled.base_url + "/.settings/rules.json", headers=admin()).json() == before
 
 
+def test_a_write_rule_on_newData_above_the_written_location_sees_the_stored_siblings(daemon):
+    """Firebase's docs: `newData` is the data as it will be if the write is allowed, so at
+    /docs/$id it holds the stored `owner` when only `title` is written (set of a child,
+    firebase-admin's update()). The owner may then change the title; another user may not, and
+    nobody may hand the document to someone else."""
+    from firebase_admin import db
+    from firebase_admin.exceptions import UnauthenticatedError
+
+    from conftest import firebase_app
+
+    ns = "fa-newdata"
+    rules = {"rules": {"docs": {"$id": {".read": True, ".write": "newData.child('owner').val() === auth.uid"}}}}
+    with firebase_app(daemon.port, ns) as admin_app:
+        db.reference("/", app=admin_app)._client.request("put", "/.settings/rules.json", json=rules)
+        db.reference("/docs/d1", app=admin_app).set({"owner": "alice", "title": "x"})
+    with firebase_app(daemon.port, ns, databaseAuthVariableOverride={"uid": "alice"}) as alice:
+        db.reference("/docs/d1/title", app=alice).set("y")
+        db.reference("/docs/d1", app=alice).update({"title": "z", "tags/a": True})
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/docs/d1/owner", app=alice).set("bob")
+    with firebase_app(daemon.port, ns, databaseAuthVariableOverride={"uid": "bob"}) as bob:
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/docs/d1/title", app=bob).set("Mallory")
+        with pytest.raises(UnauthenticatedError):
+            db.reference("/docs/d1", app=bob).update({"title": "Mallory"})
+        assert db.reference("/docs/d1", app=bob).get() == {"owner": "alice", "title": "z", "tags": {"a": True}}
+
+
 def test_configured_auth_allows_a_public_listener(daemon_factory, keys):
     d = daemon_factory("--http", "0.0.0.0:0", "--admin-token-file", str(keys["dir"] / "admin"))
     assert requests.get(d.url("/x")).status_code == 401

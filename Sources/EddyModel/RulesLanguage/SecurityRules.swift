@@ -158,15 +158,18 @@ public struct SecurityRules: Sendable {
 
     /// Whether a write at `path` (of values without server values) can be decided without the
     /// stored tree: no `.write` on the way down and no `.validate` at or below `path` reads it,
-    /// and no `.validate` above `path` exists (it would see the stored siblings in `newData`).
-    /// Then `canWrite` may run anywhere, with a `newTree` made of the written values alone.
+    /// and no `.validate` above `path` exists, nor a `.write` above it that names `newData` (above
+    /// the written location `newData` holds the stored siblings too). Then `canWrite` may run
+    /// anywhere, with a `newTree` made of the written values alone.
     public func decidesWithoutTree(_ path: Path) -> Bool {
-        let steps = self.walk(path)
-        for step in steps.dropLast() {
-            if step.node.validate != nil || (step.node.write?.readsTree ?? false) { return false }
+        func readsTreeAbove(_ node: Node) -> Bool {
+            guard node.validate == nil, let write = node.write else { return node.validate != nil }
+            return write.readsTree || write.mentions("newData")
         }
+        let steps = self.walk(path)
+        for step in steps.dropLast() where readsTreeAbove(step.node) { return false }
         guard let last = steps.last else { return true }
-        if last.depth != path.depth { return last.node.validate == nil && !(last.node.write?.readsTree ?? false) }
+        if last.depth != path.depth { return !readsTreeAbove(last.node) }
         return !last.node.subtreeWriteReadsTree
     }
 
