@@ -137,6 +137,38 @@ import Testing
         #expect(try holds("newData.parent().child('v').isNumber() && !newData.isBoolean() && data.getPriority() == null", "3"))
     }
 
+    // Rules are "a subset of JavaScript's expression syntax": strings are UTF-16 code units, so
+    // canonically equivalent spellings differ, a combining mark counts, and \d and \w are ASCII.
+    @Test func stringsAreJavaScriptCodeUnits() throws {
+        func holds(_ expression: String, _ value: String) throws -> Bool {
+            let rules = try self.rules("{\"rules\": {\".write\": true, \"v\": {\".validate\": \"\(expression)\"}}}")
+            return rules.canWrite(try self.path("/v"), try self.context(newTree: "{\"v\": \(value)}"))
+        }
+        #expect(try holds("newData.val().length == 2", #""\ud83d\ude00""#), "an emoji is two code units")
+        #expect(!(try holds("newData.val().length < 100", "\"a\(String(repeating: "\\u0301", count: 200))\"")), "combining marks count")
+        #expect(!(try holds("newData.val() == '\u{E9}'", #""e\u0301""#)), "e + U+0301 is not U+00E9")
+        #expect(try holds("newData.val() == '\u{E9}'", #""\u00e9""#))
+        #expect(try holds("newData.val() == '\\u00e9' && '\\ud83d\\ude00'.length == 2", #""\u00e9""#), "JavaScript's \\u escapes")
+        #expect(!(try holds("newData.val() != 'e\u{301}' || newData.val() < 'e'", #""e\u0301""#)))
+        #expect(try holds("newData.val() < '\u{FF61}'", #""\ud83d\ude00""#), "code unit order: 0xD83D < 0xFF61")
+        #expect(try holds("newData.val().beginsWith('e') && newData.val().endsWith('\u{301}x') && newData.val().contains('\u{301}')", #""e\u0301x""#))
+        #expect(try holds("newData.val().replace('\u{301}', '') == 'ex'", #""e\u0301x""#))
+        #expect(try holds(#"newData.val().matches(/^\\d{4}$/)"#, #""1234""#))
+        #expect(!(try holds(#"newData.val().matches(/^\\d{4}$/)"#, #""\u0661\u0662\u0663\u0664""#)), "Arabic-Indic digits are not \\d")
+        #expect(!(try holds(#"newData.val().matches(/^\\w+$/)"#, #""\u00e9t\u00e9""#)), "accented letters are not \\w")
+        #expect(try holds("newData.val().matches(/^.$/)", #""\u00e9""#))
+        #expect(!(try holds("newData.val().matches(/^.$/)", #""a\u0301""#)), ". is one character, not a grapheme")
+    }
+
+    // "Rules and Auth": `auth.token.firebase.identities["google.com"][0]`, an array claim.
+    @Test func arrayClaimsAreIndexedByNumber() throws {
+        let rules = try self.rules(#"{"rules": {"g": {".read": "auth.token.firebase.identities['google.com'][0] == '1234'"}}}"#)
+        let token: [String: RuleValue] = ["firebase": .map(["identities": .map(["google.com": .map(["0": .string("1234")])])])]
+        #expect(rules.canRead(try self.path("/g"), try self.context(auth: self.user("u", token: token))))
+        let other: [String: RuleValue] = ["firebase": .map(["identities": .map(["google.com": .map(["0": .string("99")])])])]
+        #expect(!rules.canRead(try self.path("/g"), try self.context(auth: self.user("u", token: other))))
+    }
+
     @Test func syntaxErrorsNameTheRuleAndColumn() throws {
         func refusal(_ rules: String) -> String {
             do {

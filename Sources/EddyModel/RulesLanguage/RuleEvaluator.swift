@@ -64,15 +64,19 @@ public enum RuleEvaluator {
             let value = try self.evaluate(base, context)
             switch value {
             case .map(let members): return members[name] ?? .null
-            case .string(let s) where name == "length": return .number(Double(s.count))
+            case .string(let s) where name == "length": return .number(Double(RuleStrings.length(s)))
             default: throw RuleEvaluationError(message: "\(value.typeName) has no member \(name)")
             }
         case .index(let base, let index):
             let value = try self.evaluate(base, context)
-            guard case .map(let members) = value, case .string(let key) = try self.evaluate(index, context) else {
-                throw RuleEvaluationError(message: "only a map takes [\"name\"]")
+            guard case .map(let members) = value else { throw RuleEvaluationError(message: "only a map takes [\"name\"]") }
+            switch try self.evaluate(index, context) {
+            case .string(let key): return members[key] ?? .null
+            // A JSON array (a token claim such as `firebase.identities["google.com"]`) is a map
+            // keyed "0", "1", ...: `[0]` reads its first element, as in JavaScript.
+            case .number(let n) where n >= 0 && n < 1e15 && n == n.rounded(.towardZero): return members[String(Int(n))] ?? .null
+            default: throw RuleEvaluationError(message: "only a map takes [\"name\"] (or [n] for an array)")
             }
-            return members[key] ?? .null
         case .call(let base, let name, let arguments):
             return try self.call(try self.evaluate(base, context), name, arguments, context)
         case .unary(let op, let operand):
@@ -111,7 +115,7 @@ public enum RuleEvaluator {
             let c: Int
             switch (a, b) {
             case (.number(let x), .number(let y)): c = x < y ? -1 : (x > y ? 1 : 0)
-            case (.string(let x), .string(let y)): c = x < y ? -1 : (x > y ? 1 : 0)
+            case (.string(let x), .string(let y)): c = RuleStrings.compare(x, y)
             default: throw RuleEvaluationError(message: "\(op) compares two numbers or two strings, not \(a.typeName) and \(b.typeName)")
             }
             switch op {
@@ -148,6 +152,8 @@ public enum RuleEvaluator {
         switch (a, b) {
         case (.snapshot, _), (_, .snapshot), (.list, _), (_, .list):
             throw RuleEvaluationError(message: "a \(a.typeName) cannot be compared with a \(b.typeName); use val()")
+        case (.string(let x), .string(let y)):
+            return RuleStrings.equal(x, y)
         default:
             return a == b
         }
@@ -235,17 +241,17 @@ public enum RuleEvaluator {
             case "contains":
                 try count(1)
                 let needle = try string(0)
-                return .bool(needle.isEmpty || s.contains(needle))
+                return .bool(needle.isEmpty || RuleStrings.contains(s, needle))
             case "beginsWith":
                 try count(1)
-                return .bool(s.hasPrefix(try string(0)))
+                return .bool(RuleStrings.hasPrefix(s, try string(0)))
             case "endsWith":
                 try count(1)
-                return .bool(s.hasSuffix(try string(0)))
+                return .bool(RuleStrings.hasSuffix(s, try string(0)))
             case "replace":
                 try count(2)
                 let target = try string(0)
-                return .string(target.isEmpty ? s : s.replacing(target, with: try string(1)))
+                return .string(target.isEmpty ? s : RuleStrings.replacingAll(s, target, with: try string(1)))
             case "toLowerCase":
                 try count(0)
                 return .string(s.lowercased())

@@ -65,7 +65,9 @@ struct RuleParser {
     private var afterValue = false
 
     init(text: String, wildcards: Set<String>) {
-        self.chars = Array(text)
+        // One element per Unicode scalar, not per grapheme cluster: a string literal that starts
+        // with a combining mark (`'\u{301}'`) must still start at its quote.
+        self.chars = text.unicodeScalars.map(Character.init)
         self.wildcards = wildcards
     }
 
@@ -220,6 +222,22 @@ struct RuleParser {
 
     private static let symbols = ["===", "!==", "==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "+", "-", "*", "/", "%", "?", ":", ".", ",", "(", ")", "[", "]"]
 
+    /// The scalar of the `\uXXXX` at `start` (a high surrogate followed by `\uXXXX` of a low one
+    /// makes one scalar) and how many elements it takes; nil when malformed.
+    private func unicodeEscape(at start: Int) -> (Unicode.Scalar, Int)? {
+        func unit(at i: Int) -> UInt32? {
+            guard i + 6 <= self.chars.count, self.chars[i] == "\\", self.chars[i + 1] == "u" else { return nil }
+            let digits = self.chars[(i + 2)..<(i + 6)]
+            guard digits.allSatisfy(\.isHexDigit) else { return nil }
+            return UInt32(String(digits), radix: 16)
+        }
+        guard let first = unit(at: start) else { return nil }
+        if (0xD800..<0xDC00).contains(first), let second = unit(at: start + 6), (0xDC00..<0xE000).contains(second) {
+            return Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)).map { ($0, 12) }
+        }
+        return Unicode.Scalar(first).map { ($0, 6) }
+    }
+
     private mutating func advance() throws(RuleSyntaxError) {
         while self.position < self.chars.count, self.chars[self.position].isWhitespace { self.position += 1 }
         self.tokenStart = self.position
@@ -255,6 +273,15 @@ struct RuleParser {
                     switch e {
                     case "n": out.append("\n")
                     case "t": out.append("\t")
+                    case "r": out.append("\r")
+                    case "u":
+                        // JavaScript's \uXXXX, a surrogate pair as two of them.
+                        guard let (scalar, length) = self.unicodeEscape(at: i) else {
+                            throw RuleSyntaxError(message: "malformed \\u escape (\\u and four hex digits)", column: i + 1)
+                        }
+                        out.unicodeScalars.append(scalar)
+                        i += length
+                        continue
                     default: out.append(e)
                     }
                     i += 2

@@ -27,7 +27,10 @@ enum RuleRegexCache {
     static func regex(_ pattern: String, flags: String) -> Compiled? {
         let key = flags + "/" + pattern
         if let cached = self.compiled.withLock({ $0[key] }) { return cached }
+        // JavaScript's classes and units, as Firebase documents them: `\d` is [0-9], `\w` is
+        // [A-Za-z0-9_], and `.` is one character (a code point), not a grapheme cluster.
         guard var regex = try? Regex(pattern) else { return nil }
+        regex = regex.asciiOnlyDigits().asciiOnlyWordCharacters().matchingSemantics(.unicodeScalar)
         if flags.contains("i") { regex = regex.ignoresCase() }
         let compiled = Compiled(regex)
         self.compiled.withLock { cache in
