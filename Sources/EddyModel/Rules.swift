@@ -122,6 +122,26 @@ public struct Rules: Sendable, Equatable {
         return Rules(json: document, indexes: indexes)
     }
 
+    /// Refuses a document with two `$wildcard`s at one level, naming them: which one would
+    /// capture a key is arbitrary. Checked when a document is set (`Engine.setRules`), not in
+    /// `parse`, so a document stored by an older version still loads (its first wildcard in
+    /// key order applies; see `SecurityRules.compile`).
+    public static func checkOneWildcardPerLevel(_ document: Value) throws(EddyError) {
+        guard case .object(let top) = document, case .object(let root)? = top["rules"] else { return }
+        var stack: [([String: Value], String)] = [(root, "")]
+        while let (node, here) = stack.popLast() {
+            let wildcards = node.keys.filter { $0.hasPrefix("$") }.sorted(by: Key.lessThan)
+            if wildcards.count > 1 {
+                throw EddyError(
+                    .invalidValue,
+                    "rules at \(here.isEmpty ? "/" : here): wildcards \(wildcards.joined(separator: " and ")) at one level; a level takes at most one $wildcard")
+            }
+            for (key, child) in node where !key.hasPrefix(".") {
+                if case .object(let children) = child { stack.append((children, here + "/" + key)) }
+            }
+        }
+    }
+
     private static func indexOn(
         _ value: Value, at location: [IndexDeclaration.Segment], here: String
     ) throws(EddyError) -> [IndexDeclaration] {

@@ -22,6 +22,18 @@ import Testing
         #expect(Rules.default.indexes.isEmpty)
     }
 
+    @Test func twoWildcardsAtOneLevelAreRefusedWhenSet() throws {
+        let document = try JSONParser.parse(#"{"rules": {"a": {"$y": {".read": true}, "$x": {}}, "b": {"$z": {}}}}"#)
+        do {
+            try Rules.checkOneWildcardPerLevel(document)
+            Issue.record("accepted two wildcards at one level")
+        } catch {
+            #expect(error.message.contains("rules at /a: wildcards $x and $y at one level"), "\(error.message)")
+        }
+        try Rules.checkOneWildcardPerLevel(try JSONParser.parse(#"{"rules": {"a": {"$x": {"$y": {}}}}}"#))
+        #expect(throws: Never.self, "a stored document with two still loads") { try Rules.parse(document) }
+    }
+
     @Test(arguments: [
         (#"{"rules": 1}"#, "one member \"rules\""),
         (#"{"rules": {}, "x": 1}"#, "one member \"rules\""),

@@ -44,6 +44,7 @@ extension Engine {
         // Every .read/.write/.validate expression must compile (Firebase refuses the document,
         // and the old rules stay). Checked here, not in `Rules.parse`, so a document stored by an
         // older version still loads.
+        try Rules.checkOneWildcardPerLevel(document)
         if case .object(let top) = document, let rules = top["rules"] {
             do {
                 _ = try SecurityRules.compile(rules)

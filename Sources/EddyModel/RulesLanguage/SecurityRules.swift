@@ -93,7 +93,10 @@ public struct SecurityRules: Sendable {
         }
         var children: [String: Node] = [:]
         var wildcard: (String, Node)?
-        for (key, child) in members where !key.hasPrefix(".") {
+        // Key order, so a stored document with two wildcards at one level (refused since, see
+        // `Rules.checkOneWildcardPerLevel`) always applies the same one: the first.
+        for (key, child) in members.sorted(by: { Key.lessThan($0.key, $1.key) }) where !key.hasPrefix(".") {
+            if key.hasPrefix("$"), wildcard != nil { continue }
             let node = try self.node(child, location: location + "/" + key, wildcards: key.hasPrefix("$") ? wildcards.union([key]) : wildcards)
             if key.hasPrefix("$") { wildcard = (key, node) } else { children[key] = node }
         }
