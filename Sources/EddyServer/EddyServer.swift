@@ -72,6 +72,14 @@ public enum EddyServer {
                     metadata: ["eddy.option": "\(option)", "eddy.host": "\(host)"])
             }
         }
+        if configuration.emulatorConventions, configuration.authConfigured {
+            // Issue 13's rule: the emulator's conventions hold on loopback without an admin
+            // secret, token keys or not (firebase-admin in emulator mode only sends `owner`).
+            // Anything forwarded to this loopback port (a reverse proxy) gets them too: say so.
+            logger.warning(
+                "ID tokens are verified, but without --admin-token-file the Firebase emulator's conventions stay on this loopback listener: `Bearer owner` is the admin and bypasses the rules; set --admin-token-file to close that, above all behind a reverse proxy"
+            )
+        }
         DataDirectoryPermissions.warnIfOpen(configuration.dataDirectory, logger: logger)
         let authenticator = try await Self.authenticator(configuration)
         let replicationSecret = try configuration.replicationSecretFile.map { file throws(EddyError) in try Self.secret(file, option: "replication-secret-file") }

@@ -320,10 +320,41 @@ def test_a_write_rule_on_newData_above_the_written_location_sees_the_stored_sibl
         assert db.reference("/docs/d1", app=bob).get() == {"owner": "alice", "title": "z", "tags": {"a": True}}
 
 
+def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
+    """As the emulator reads the Auth emulator's unsigned tokens: `auth.provider` is the token's
+    firebase.sign_in_provider (custom without one), as for a verified token."""
+
+    def unsigned(claims):
+        part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
+        return part({"alg": "none", "typ": "JWT"}) + "." + part(claims) + "."
+
+    rules = {"rules": {"p": {".read": "auth.provider == 'google.com'"}, "c": {".read": "auth.provider == 'custom'"}}}
+    assert requests.put(daemon.url("/.settings/rules"), headers=bearer("owner"), data=json.dumps(rules)).status_code == 200
+    google = bearer(unsigned({"sub": "alice", "firebase": {"sign_in_provider": "google.com"}}))
+    custom = bearer(unsigned({"sub": "bob"}))
+    assert requests.get(daemon.url("/p"), headers=google).status_code == 200
+    assert requests.get(daemon.url("/c"), headers=google).status_code == 401
+    assert requests.get(daemon.url("/p"), headers=custom).status_code == 401
+    assert requests.get(daemon.url("/c"), headers=custom).status_code == 200
+
+
 def test_configured_auth_allows_a_public_listener(daemon_factory, keys):
     d = daemon_factory("--http", "0.0.0.0:0", "--admin-token-file", str(keys["dir"] / "admin"))
     assert requests.get(d.url("/x")).status_code == 401
     assert requests.get(d.url("/x"), headers=admin()).status_code == 200
+
+
+def test_token_keys_without_an_admin_secret_keep_owner_and_say_so(daemon_factory, keys):
+    """Token keys on loopback without --admin-token-file: tokens are verified and new rules are
+    locked, `Bearer owner` stays the admin (issue 13: firebase-admin in emulator mode), and the
+    start-up log warns that a reverse proxy would hand that on."""
+    d = daemon_factory("--jwt-secret-file", str(keys["dir"] / "hs"))
+    assert requests.get(d.url("/x")).status_code == 401, "locked by default"
+    assert requests.get(d.url("/x"), headers=bearer("owner")).status_code == 200
+    assert "without --admin-token-file the Firebase emulator's conventions stay" in open(d.log_path).read()
+    quiet = daemon_factory("--jwt-secret-file", str(keys["dir"] / "hs"), "--admin-token-file", str(keys["dir"] / "admin"))
+    assert requests.get(quiet.url("/x"), headers=bearer("owner")).status_code == 401
+    assert "emulator's conventions stay" not in open(quiet.log_path).read()
 
 
 def test_firebase_admin_rules_with_auth_variable_override(daemon):

@@ -233,12 +233,14 @@ public final class Authenticator: Sendable {
         guard case .string(let sub)? = claims["sub"], !sub.isEmpty, sub.utf8.count <= 128 else {
             throw EddyError(.unauthenticated, "Could not parse auth token: sub (the uid) is missing, empty or longer than 128 bytes")
         }
-        var provider: RuleValue = .string("custom")
-        if case .object(let firebase)? = claims["firebase"], case .string(let name)? = firebase["sign_in_provider"] {
-            provider = .string(name)
-        }
-        let auth: RuleValue = .map(["uid": .string(sub), "provider": provider, "token": RuleValue(.object(claims))])
+        let auth: RuleValue = .map(["uid": .string(sub), "provider": Self.provider(claims), "token": RuleValue(.object(claims))])
         return Identity(access: .client(auth: auth), expires: Date(timeIntervalSince1970: exp))
+    }
+
+    /// `auth.provider`: the token's `firebase.sign_in_provider`, else `custom`.
+    static func provider(_ claims: [String: Value]) -> RuleValue {
+        if case .object(let firebase)? = claims["firebase"], case .string(let name)? = firebase["sign_in_provider"] { return .string(name) }
+        return .string("custom")
     }
 
     /// Emulator mode: the claims of a JWT as they are (unauthenticated when it is not one).
@@ -247,7 +249,7 @@ public final class Authenticator: Sendable {
         guard parts.count == 3, let payload = self.base64URLDecode(parts[1]), case .object(let claims) = try? JSONParser.parse(payload),
             case .string(let sub)? = claims["sub"] ?? claims["user_id"]
         else { return Identity(access: .unauthenticated, expires: nil) }
-        let auth: RuleValue = .map(["uid": .string(sub), "provider": .string("custom"), "token": RuleValue(.object(claims))])
+        let auth: RuleValue = .map(["uid": .string(sub), "provider": Self.provider(claims), "token": RuleValue(.object(claims))])
         return Identity(access: .client(auth: auth), expires: nil)
     }
 
