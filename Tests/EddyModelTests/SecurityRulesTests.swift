@@ -313,3 +313,37 @@ private final class ReadCounter: @unchecked Sendable {
         #expect(!rules.pushKeyIsIrrelevant(under: try Path("/named")), "the rule names the captured push key")
     }
 }
+
+// What Firebase refuses at deploy beyond syntax (`RulesDeployCheck`, run when rules are set).
+@Suite struct RulesDeployCheckTests {
+    func check(_ json: String) throws {
+        guard case .object(let top) = try JSONParser.parse(Array(json.utf8)), let rules = top["rules"] else { throw TestFailure("no rules") }
+        try RulesDeployCheck.check(rules)
+    }
+
+    @Test func unknownMethodsAndNewDataInReadAreRefused() throws {
+        do {
+            try self.check(#"{"rules": {"a": {"$id": {".write": "newData.isStrng() || auth.uid.startsWith('x')"}}}}"#)
+            Issue.record("accepted an unknown method")
+        } catch {
+            #expect(String(describing: error).contains("rules at /a/$id: .write"), "\(String(describing: error))")
+            #expect(String(describing: error).contains("unknown method isStrng()"), "\(String(describing: error))")
+            #expect(String(describing: error).contains("at column 8"), "\(String(describing: error))")
+        }
+        do {
+            try self.check(#"{"rules": {"b": {".read": "newData.exists()"}}}"#)
+            Issue.record("accepted newData in .read")
+        } catch {
+            #expect(String(describing: error).contains("rules at /b: .read \"newData.exists()\": newData is not available in .read rules"), "\(String(describing: error))")
+        }
+        // The documented methods, newData in .write and .validate, and members of maps pass.
+        try self.check(
+            #"""
+            {"rules": {"u": {"$uid": {
+              ".read": "auth.token.email.endsWith('@x.com') && data.child('a').val().toLowerCase().contains('b') && root.hasChildren(['u'])",
+              ".write": "newData.parent().hasChild('x') && newData.child('n').isNumber() && !data.exists() && data.getPriority() == null",
+              ".validate": "newData.isString() && newData.val().replace('a', 'b').beginsWith('c') && newData.val().matches(/^c/) && newData.val().toUpperCase().length < 9 || newData.isBoolean()"
+            }}}}
+            """#)
+    }
+}

@@ -48,6 +48,7 @@ extension Engine {
         if case .object(let top) = document, let rules = top["rules"] {
             do {
                 _ = try SecurityRules.compile(rules)
+                try RulesDeployCheck.check(rules)
             } catch {
                 throw EddyError(.invalidValue, error.description, underlying: error)
             }
