@@ -85,8 +85,15 @@ public struct QueryParameters: Sendable {
         switch name {
         case "orderBy":
             guard self.order == nil else { throw Self.error("orderBy: You can't combine multiple orderBy calls.") }
-            guard case .string(let text) = try Self.json(rawValue, name) else {
-                throw Self.error("orderBy must be a JSON string such as \"$key\" or \"age\"")
+            // Firebase's text first (client libraries look for it), then what was wrong.
+            let parsed: Value
+            do {
+                parsed = try JSONParser.parse(rawValue)
+            } catch {
+                throw Self.error("orderBy must be a valid JSON encoded path: orderBy=\(rawValue.prefix(64)) is not JSON (\(error.message)); quote it, e.g. orderBy=\"age\"")
+            }
+            guard case .string(let text) = parsed else {
+                throw Self.error("orderBy must be a valid JSON encoded path: a JSON string such as \"$key\" or \"age\"")
             }
             self.orderText = text
             switch text {

@@ -565,6 +565,26 @@ def test_if_match_put(http, d, base):
     assert r.status_code == 412 and r.json() == {"v": 2}
 
 
+def test_if_match_on_patch_or_post_is_refused_not_ignored(http, d, base):
+    """Conditional requests are PUT and DELETE: a PATCH or POST with if-match would otherwise be
+    applied whatever the ETag, losing the update it meant to guard."""
+    put(http, d, base, {"v": 1})
+    etag = http.get(d.url(base), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    for method, body in (("PATCH", '{"v": 2}'), ("POST", "3")):
+        for tag in (etag, "stale"):
+            r = http.request(method, d.url(base), data=body, headers={"if-match": tag})
+            assert r.status_code == 400, (method, r.text)
+            assert "if-match is supported on PUT and DELETE only" in r.json()["error"], r.text
+    assert get(http, d, base) == {"v": 1}, "nothing of the refused writes applied"
+
+
+def test_an_unquoted_orderBy_gets_firebases_message(http, d, base):
+    r = http.get(d.url(base), params={"orderBy": "age", "equalTo": "1"})
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("orderBy must be a valid JSON encoded path"), r.text
+    assert "orderBy=age is not JSON" in r.json()["error"], "and says what was wrong"
+
+
 def test_etag_of_a_conditional_write_is_the_etag_of_what_was_stored(http, d, base):
     body = '{"a": 1, "b": null, "c": {}, "t": {".sv": "timestamp"}, "arr": ["x", null, "z"]}'
     r = http.put(d.url(base), data=body, headers={"if-match": "null_etag"})

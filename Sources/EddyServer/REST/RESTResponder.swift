@@ -268,6 +268,13 @@ public struct RESTResponder: HTTPResponder {
     ) async throws -> Response {
         let value: Value
         do throws(EddyError) {
+            // Conditional requests are PUT and DELETE (Firebase's); applying a PATCH or POST
+            // unconditionally would lose the update the client meant to guard.
+            if method != .put, request.headers[.ifMatch] != nil {
+                throw EddyError(
+                    .invalidArgument,
+                    "if-match is supported on PUT and DELETE only (conditional requests); this \(method.rawValue) was not applied. Read with X-Firebase-ETag: true and PUT the location instead")
+            }
             guard body.readableBytes > 0 else {
                 throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
             }
