@@ -6,6 +6,7 @@
 // queue), then hands each change set to the observer's own queue when one was chosen.
 
 import Dispatch
+import Foundation
 import EddyModel
 import Synchronization
 
@@ -19,9 +20,18 @@ final class ChangeSetObserver: Sendable {
     private let live = Atomic<Bool>(true)
 
     init(keyPaths: [String]?, queue: DispatchQueue?, block: @escaping Block) {
-        self.keyPaths = keyPaths?.map { DatabaseReference.parsePath($0, method: "observe(keyPaths:)") }
+        self.keyPaths = Self.parseKeyPaths(keyPaths)
         self.queue = queue
         self.block = block
+    }
+
+    /// `observe(keyPaths:)`'s paths. As Realm: an empty list is no filter. A "." can only
+    /// separate keys (Firebase keys may not hold one), so Realm's dotted "meta.views" means
+    /// "meta/views".
+    static func parseKeyPaths(_ keyPaths: [String]?) -> [Path]? {
+        keyPaths.flatMap { $0.isEmpty ? nil : $0 }?.map {
+            DatabaseReference.parsePath($0.replacingOccurrences(of: ".", with: "/"), method: "observe(keyPaths:)")
+        }
     }
 
     func stop() { self.live.store(false, ordering: .relaxed) }

@@ -8,8 +8,9 @@ import Foundation
 extension DatabaseQuery {
     /// Calls `block` with `.initial(results)` once the children are known, then with
     /// `.update(results, deletions:insertions:modifications:)` after each change, or
-    /// `.error` if the server refuses the query. `keyPaths` ("title", "metrics/views") limit
-    /// which child fields count as a modification; insertions and deletions always count.
+    /// `.error` if the server refuses the query. `keyPaths` ("title", "metrics/views", or Realm's
+    /// dotted "metrics.views") limit which child fields count as a modification; insertions and
+    /// deletions always count; nil or empty: every change counts.
     /// `queue` is where `block` runs (the database's callback queue, main by default, when
     /// nil). Keep the token: releasing it, or `invalidate()`, stops the notifications.
     public func observe(
@@ -33,12 +34,19 @@ extension DatabaseQuery {
             if behind.value, case .update(let results, _, _, _) = change { change = .initial(results) }
             if case .dropped = continuation.yield(change) { behind.value = true } else { behind.value = false }
         }
+        // Checked before each delivery: change sets still buffered when the token is
+        // invalidated (even from inside `block`) are dropped, as Realm promises.
+        let live = Synchronized(true)
         let task = Task {
-            for await change in stream { await block(actor, change) }
+            for await change in stream {
+                guard live.value else { break }
+                await block(actor, change)
+            }
         }
         let previous = UncheckedSendable(token)
         let inner = NotificationToken()
         inner.onInvalidate {
+            live.value = false
             previous.value.invalidate()
             continuation.finish()
             task.cancel()

@@ -6,6 +6,7 @@
 import Dispatch
 import EddyClient
 import Foundation
+import Observation
 import Testing
 
 @Suite(.serialized) struct LocalEventsAndChangeSetsTests {
@@ -241,6 +242,60 @@ import Testing
         #expect(changes.all.count == 5, "nothing after invalidate()")
     }
 
+    // Realm: "If nil or empty, every property change counts"; nested key paths are dotted.
+    @Test func emptyOrDottedKeyPathsAsRealm() async throws {
+        let items = self.database().reference().child("local/keypaths")
+        try await items.setValue(["a": ["meta": ["views": 1, "likes": 1], "name": "x"]])
+        let everything = Recorder<String>()
+        let dotted = Recorder<String>()
+        func describe(_ change: DatabaseCollectionChange) -> String {
+            switch change {
+            case .initial(let results): return "initial \(results.count)"
+            case .update(_, let d, let i, let m): return "update d\(d) i\(i) m\(m)"
+            case .error(let error): return "error \(error)"
+            }
+        }
+        let all = items.observe(keyPaths: []) { everything.add(describe($0)) }
+        let views = items.observe(keyPaths: ["meta.views"]) { dotted.add(describe($0)) }
+        _ = try await everything.wait(for: 1)
+        _ = try await dotted.wait(for: 1)
+        try await items.child("a/name").setValue("y")  // counts for [], not for meta.views
+        try await items.child("a/meta/views").setValue(2)  // counts for both
+        #expect(try await everything.wait(for: 3) == ["initial 1", "update d[] i[] m[0]", "update d[] i[] m[0]"])
+        #expect(try await dotted.wait(for: 2) == ["initial 1", "update d[] i[] m[0]"])
+        withExtendedLifetime((all, views)) {}
+    }
+
+    // Realm: no notification after invalidate(), even of change sets already queued.
+    @Test func anActorObserverInvalidatedInItsBlockHearsNothingMore() async throws {
+        actor Sink {
+            var seen: [String] = []
+            var token: NotificationToken?
+            func keep(_ token: NotificationToken) { self.token = token }
+            func take(_ change: DatabaseCollectionChange) {
+                switch change {
+                case .initial: self.seen.append("initial")
+                case .update:
+                    self.seen.append("update")
+                    // Hold the actor while the other writes' change sets queue up behind it.
+                    Thread.sleep(forTimeInterval: 0.3)
+                    self.token?.invalidate()
+                case .error: self.seen.append("error")
+                }
+            }
+        }
+        let ref = self.database().reference().child("local/actor-invalidate")
+        let sink = Sink()
+        let token = await ref.observe(on: sink) { sink, change in sink.take(change) }
+        await sink.keep(token)
+        while await sink.seen.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        for n in 0..<5 { ref.child("k\(n)").setValue(n, withCompletionBlock: { _, _ in }) }  // five change sets, queued together
+        try await ref.child("last").setValue(true)
+        try await Task.sleep(for: .milliseconds(300))
+        let seen = await sink.seen
+        #expect(seen == ["initial", "update"], "\(seen)")
+    }
+
     @Test func writeWithoutNotifyingSilencesOnlyThatToken() async throws {
         let database = self.database()
         let todos = database.reference().child("local/todos")
@@ -339,6 +394,34 @@ import Testing
         try await ref.child("c").setValue(0)
         while live.results.count < 3 && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(live.results.map(\.key) == ["c", "a", "b"])
+        live.invalidate()
+    }
+
+    // Realm's Results are live: keyPaths limit when views are told, never what they read.
+    @MainActor @Test func liveResultsWithKeyPathsHoldTheNewestDataAndTellOnlyObservedChanges() async throws {
+        let daemon = try DaemonProcess()
+        try daemon.start()
+        let database = Database.database(url: daemon.socketURL)
+        let ref = database.reference().child("live/people")
+        try await ref.setValue(["p": ["name": "Ann", "age": 1]])
+        let live = ref.liveResults(keyPaths: ["name"])
+        let deadline = Date().addingTimeInterval(15)
+        while !live.isLoaded && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let told = Recorder<Int>()
+        func track() {
+            withObservationTracking { _ = live.results } onChange: { told.add(1) }
+        }
+        track()
+        try await ref.child("p/age").setValue(2)  // not observed: newest data, no redraw
+        while (live.results.first?.childSnapshot(forPath: "age").value as? Int) != 2 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(live.results.first?.childSnapshot(forPath: "age").value as? Int == 2)
+        #expect(told.all.isEmpty, "a change outside keyPaths tells no view")
+        try await ref.child("p/name").setValue("Bo")
+        while told.all.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(told.all.count == 1)
+        #expect(live.results.first?.childSnapshot(forPath: "name").value as? String == "Bo")
         live.invalidate()
     }
 }
