@@ -1,7 +1,8 @@
 // The indices Realm reports between two results (see `DatabaseCollectionChange`): children
 // that left are deletions, children that entered are insertions, children that stayed but
 // changed their place among the others are a deletion and an insertion (the ones outside the
-// longest run that kept its relative order), and children that stayed in place with changed
+// longest run that kept its relative order; of several such runs, the one with the most
+// unchanged children, as Realm's core chooses), and children that stayed in place with changed
 // data are modifications. With key paths, only changes of those fields count.
 
 import EddyModel
@@ -29,7 +30,10 @@ struct ChangeSetDiff: Equatable {
         // Children in both, in the old order, with their new positions: the longest
         // increasing run of new positions stayed in place; the others moved.
         let stayed = old.enumerated().compactMap { i, entry in newIndex[entry.key].map { (old: i, new: $0) } }
-        let inPlace = Self.longestIncreasing(stayed.map(\.new))
+        // Of the longest runs, the one that keeps the most unchanged children in place (as
+        // Realm's core does): fewer rows reported, and untouched rows never "move".
+        let inPlace = Self.longestIncreasing(
+            stayed.map(\.new), preferring: stayed.map { !Self.changed(old[$0.old].value, new[$0.new].value, keyPaths) })
         var moved = Set<Int>()  // old indices
         for (n, pair) in stayed.enumerated() where !inPlace.contains(n) { moved.insert(pair.old) }
         for (i, entry) in old.enumerated() where newIndex[entry.key] == nil || moved.contains(i) {
@@ -55,22 +59,42 @@ struct ChangeSetDiff: Equatable {
         return keyPaths.contains { old.child(at: $0) != new.child(at: $0) }
     }
 
-    /// Positions (in `values`) of one longest strictly increasing subsequence (patience sort).
-    static func longestIncreasing(_ values: [Int]) -> Set<Int> {
-        var tails: [Int] = []  // positions in values
-        var previous = [Int](repeating: -1, count: values.count)
-        for (i, value) in values.enumerated() {
-            var low = 0
-            var high = tails.count
-            while low < high {
-                let mid = (low + high) / 2
-                if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
+    /// Positions (in `values`, distinct integers in 0..<values.count or any range) of a longest
+    /// strictly increasing subsequence; among the longest, one with the most `preferred`
+    /// elements. O(n log n): a Fenwick tree over the values' ranks keeps, for each prefix of
+    /// ranks, the best (length, preferred count) of a run ending there.
+    static func longestIncreasing(_ values: [Int], preferring preferred: [Bool]? = nil) -> Set<Int> {
+        let n = values.count
+        guard n > 0 else { return [] }
+        let ranks: [Int] = {
+            let order = values.indices.sorted { values[$0] < values[$1] }
+            var ranks = [Int](repeating: 0, count: n)
+            for (rank, position) in order.enumerated() { ranks[position] = rank }
+            return ranks
+        }()
+        // Score of a run: its length first, then how many preferred elements it holds.
+        func weight(_ i: Int) -> Int { (n + 1) + ((preferred?[i] ?? false) ? 1 : 0) }
+        var tree = [(score: Int, position: Int)](repeating: (0, -1), count: n + 1)
+        var previous = [Int](repeating: -1, count: n)
+        var best = (score: 0, position: -1)
+        for i in 0..<n {
+            var found = (score: 0, position: -1)
+            var r = ranks[i]  // best over ranks < ranks[i]
+            while r > 0 {
+                if tree[r].score > found.score { found = tree[r] }
+                r -= r & -r
             }
-            if low > 0 { previous[i] = tails[low - 1] }
-            if low == tails.count { tails.append(i) } else { tails[low] = i }
+            let score = found.score + weight(i)
+            previous[i] = found.position
+            if score > best.score { best = (score, i) }
+            r = ranks[i] + 1
+            while r <= n {
+                if score > tree[r].score { tree[r] = (score, i) }
+                r += r & -r
+            }
         }
         var result = Set<Int>()
-        var current = tails.last ?? -1
+        var current = best.position
         while current >= 0 {
             result.insert(current)
             current = previous[current]
