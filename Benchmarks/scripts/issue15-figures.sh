@@ -15,7 +15,7 @@
 #   catch-up by replay                         CATCHUP_MODE=replay catchup-bench.sh ROUNDS 60
 #   native vs Redis, HTTP vs PostgreSQL        peer-bench.sh ROUNDS 10
 #
-# About 40 minutes on the 2-core reference VM with the defaults. A missed goal is reported, not
+# About 20 minutes on the 2-core reference VM with the defaults (18 on 2026-11-27). A missed goal is reported, not
 # failed; a harness that fails stops the run. Peers (SQLite, Redis, PostgreSQL, wrk) are set up by
 # the harnesses themselves (Debian packages, installed when run as root).
 #
