@@ -50,6 +50,17 @@ def digest_and_verify(daemon, ns=None):
     return json.loads(run_eddy("digest", "--data", daemon.data_dir, *extra).stdout)
 
 
+def stopped_digests(*daemons):
+    """Stops every daemon, then verifies and digests each (tree, index entries, log)."""
+    for d in daemons:
+        d.stop()
+    return [digest_and_verify(d) for d in daemons]
+
+
+def same_query_answer(follower, leader, **query):
+    assert requests.get(follower.url("/r", **query)).json() == requests.get(leader.url("/r", **query)).json()
+
+
 def random_writes(base_url, rng, count, prefix="/r"):
     session = requests.Session()
     for i in range(count):
@@ -94,9 +105,7 @@ def test_followers_replicate_writes_rules_and_indexes_exactly(daemon_factory):
         expected = requests.get(leader.url("/r", **q)).json()
         assert requests.get(early.url("/r", **q)).json() == expected
         assert requests.get(late.url("/r", **q)).json() == expected
-    for d in (leader, early, late):
-        d.stop()
-    digests = [digest_and_verify(d) for d in (leader, early, late)]
+    digests = stopped_digests(leader, early, late)
     assert digests[0]["log"]["count"] >= 600
     assert digests[1] == digests[0] and digests[2] == digests[0], digests
 
@@ -418,11 +427,8 @@ def test_followers_behind_the_retained_log_bootstrap_from_a_snapshot(daemon_fact
         wait_for_log(f, "bootstrapped from a snapshot")
     random_writes(leader.base_url, rng, 50)
     wait_caught_up(leader, old, new)
-    assert requests.get(new.url("/r", orderBy='"s"', limitToFirst="5")).json() == requests.get(
-        leader.url("/r", orderBy='"s"', limitToFirst="5")).json()
-    for d in (leader, old, new):
-        d.stop()
-    digests = [digest_and_verify(d) for d in (leader, old, new)]
+    same_query_answer(new, leader, orderBy='"s"', limitToFirst="5")
+    digests = stopped_digests(leader, old, new)
     for d in digests[1:]:
         assert (d["tree"], d["index"]) == (digests[0]["tree"], digests[0]["index"]), digests
 
@@ -443,12 +449,9 @@ def test_a_new_follower_of_a_long_log_starts_from_a_snapshot(daemon_factory):
     wait_for_log(long, "bootstrapped from a snapshot")
     random_writes(leader.base_url, rng, 40)  # live, after the snapshot
     wait_caught_up(leader, short, long)
-    assert requests.get(long.url("/r", orderBy='"s"', limitToLast="7")).json() == requests.get(
-        leader.url("/r", orderBy='"s"', limitToLast="7")).json()
+    same_query_answer(long, leader, orderBy='"s"', limitToLast="7")
     assert "bootstrapped from a snapshot" not in open(short.log_path).read()
-    for d in (leader, short, long):
-        d.stop()
-    digests = [digest_and_verify(d) for d in (leader, short, long)]
+    digests = stopped_digests(leader, short, long)
     assert digests[0]["log"]["count"] >= 450
     assert digests[1] == digests[0] and digests[2] == digests[0], digests
 
@@ -493,15 +496,12 @@ def test_a_replica_far_behind_starts_from_a_snapshot_when_that_is_sooner(daemon_
     single_leaf_writes(1500, "far")
     far.start()
     wait_for_log(far, "bootstrapped from a snapshot")
-    assert f"bootstrapping from the leader's snapshot eddy.at=" in open(far.log_path).read()
+    assert "bootstrapping from the leader's snapshot eddy.at=" in open(far.log_path).read()
     assert f"eddy.last_applied={before_gap}" in open(far.log_path).read(), "a replica, not an empty directory"
     random_writes(leader.base_url, rng, 20)  # live, after the snapshot
     wait_caught_up(leader, near, far)
-    assert requests.get(far.url("/r", orderBy='"s"', limitToFirst="5")).json() == requests.get(
-        leader.url("/r", orderBy='"s"', limitToFirst="5")).json()
-    for d in (leader, near, far):
-        d.stop()
-    digests = [digest_and_verify(d) for d in (leader, near, far)]
+    same_query_answer(far, leader, orderBy='"s"', limitToFirst="5")
+    digests = stopped_digests(leader, near, far)
     assert digests[1] == digests[0] and digests[2] == digests[0], digests
     assert digests[0]["log"]["count"] >= 1750
 
