@@ -21,18 +21,19 @@ extension DatabaseQuery {
     }
 
     /// As `observe(keyPaths:on:_:)`, with `block` isolated to `actor`: change sets arrive in
-    /// order. If the actor falls more than `eventsBufferedMax` change sets behind, the ones
-    /// in between are replaced by one `.initial` with the results at that point.
+    /// order. If the actor falls more than `eventsBufferedMax` change sets behind, the ones that
+    /// do not fit are coalesced into one `.update` (as Realm coalesces notifications).
     public func observe<A: Actor>(
         keyPaths: [String]? = nil, on actor: A, _ block: @escaping @Sendable (isolated A, DatabaseCollectionChange) -> Void
     ) async -> NotificationToken {
         let (stream, continuation) = AsyncStream.makeStream(
             of: DatabaseCollectionChange.self, bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax))
-        let behind = Synchronized(false)
+        let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
         let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
-            var change = change
-            if behind.value, case .update(let results, _, _, _) = change { change = .initial(results) }
-            if case .dropped = continuation.yield(change) { behind.value = true } else { behind.value = false }
+            coalescer.offer(change) { change in
+                if case .dropped = continuation.yield(change) { return false }
+                return true
+            }
         }
         // Checked before each delivery: change sets still buffered when the token is
         // invalidated (even from inside `block`) are dropped, as Realm promises.
@@ -55,15 +56,19 @@ extension DatabaseQuery {
     }
 
     /// The change sets as an async sequence; ending the loop removes the observer. A consumer
-    /// more than `eventsBufferedMax` change sets behind ends it with an error.
+    /// more than `eventsBufferedMax` change sets behind gets the ones that did not fit coalesced
+    /// into one `.update` (as Realm coalesces notifications); a refused query ends it with the error.
     public func changes(keyPaths: [String]? = nil) -> AsyncThrowingStream<DatabaseCollectionChange, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
+            let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
             let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
                 if case .error(let error) = change {
                     continuation.finish(throwing: error)
-                } else if case .dropped = continuation.yield(change) {
-                    continuation.finish(
-                        throwing: DatabaseError(.unknownError, "the consumer of changes() fell more than \(Self.eventsBufferedMax) change sets behind"))
+                    return
+                }
+                coalescer.offer(change) { change in
+                    if case .dropped = continuation.yield(change) { return false }
+                    return true
                 }
             }
             continuation.onTermination = { _ in token.invalidate() }
