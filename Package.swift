@@ -179,7 +179,10 @@ let package = Package(
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyReplicationTests",
-            dependencies: ["EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "EddyReplication", "EddyEngine", "EddyProtocol", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting", "FirebaseCore", "FirebaseDatabase"], swiftSettings: swiftSettings),
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).

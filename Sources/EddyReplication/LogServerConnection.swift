@@ -274,59 +274,66 @@ final class LogServerConnection: Sendable {
             }
             var lastSentAt = ContinuousClock.now
             var bell = self.doorbell.stream.makeAsyncIterator()
-            while true {
-                // Everything durable after `position`, frame by frame: the first read after a
-                // wake-up on this task, the rest on the reader threads (see `tailEntriesMax`).
-                var readsHere = true
+            // The tail runs on the connection's event loop: a commit's bell wakes that thread,
+            // which reads the new entries (a few, from the memtable) and writes the frame right
+            // there, instead of waking a pool thread that hands the write to the loop and is
+            // woken again by its completion. On the path of every `--sync-followers` write.
+            // Catch-up reads still run on the reader threads.
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(self.channel.eventLoop)) { () async throws in
                 while true {
-                    let (entries, drained) =
-                        readsHere
-                        ? try engine.readStoredLogTail(after: position, limit: Self.tailEntriesMax, bytesMax: Self.tailBytesMax)
-                        : (try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax), false)
-                    readsHere = false
-                    guard let last = entries.last else { break }
-                    // Recorded before the write: the follower may apply and acknowledge the frame
-                    // before this task resumes from the write, and an acknowledgement beyond
-                    // what was recorded as sent disconnects it as forged.
-                    self.registry.sent(id, upTo: last.id, count: entries.count)
-                    try await self.send(.entries, ReplicatedEntries.encode(entries.map { ($0.id.rawValue, $0.bytes) }))
-                    position = last.id
-                    lastSentAt = .now
-                    // The read reached the newest durable entry: nothing is left to read now, and
-                    // a later commit rings the bell again (it rings after the durable mark moves,
-                    // and the bell was taken before this read).
-                    if drained { break }
-                }
-                // The document is read (a storage read and a parse) only when its version moved,
-                // not at every wake-up.
-                if engine.rulesVersion != rulesVersion {
-                    rulesVersion = engine.rulesVersion
-                    let current = try engine.rules().json
-                    if current != rules {
-                        rules = current
-                        try await self.send(.rules, JSONWriter.bytes(current))
+                    // Everything durable after `position`, frame by frame: the first read after a
+                    // wake-up on this task, the rest on the reader threads (see `tailEntriesMax`).
+                    var readsHere = true
+                    while true {
+                        let (entries, drained) =
+                            readsHere
+                            ? try engine.readStoredLogTail(after: position, limit: Self.tailEntriesMax, bytesMax: Self.tailBytesMax)
+                            : (try await engine.storedLogEntries(after: position, limit: Self.entriesPerFrameMax, bytesMax: Self.frameBytesMax), false)
+                        readsHere = false
+                        guard let last = entries.last else { break }
+                        // Recorded before the write: the follower may apply and acknowledge the frame
+                        // before this task resumes from the write, and an acknowledgement beyond
+                        // what was recorded as sent disconnects it as forged.
+                        self.registry.sent(id, upTo: last.id, count: entries.count)
+                        try await self.send(.entries, ReplicatedEntries.encode(entries.map { ($0.id.rawValue, $0.bytes) }))
+                        position = last.id
+                        lastSentAt = .now
+                        // The read reached the newest durable entry: nothing is left to read now, and
+                        // a later commit rings the bell again (it rings after the durable mark moves,
+                        // and the bell was taken before this read).
+                        if drained { break }
+                    }
+                    // The document is read (a storage read and a parse) only when its version moved,
+                    // not at every wake-up.
+                    if engine.rulesVersion != rulesVersion {
+                        rulesVersion = engine.rulesVersion
+                        let current = try engine.rules().json
+                        if current != rules {
+                            rules = current
+                            try await self.send(.rules, JSONWriter.bytes(current))
+                            lastSentAt = .now
+                        }
+                    }
+                    if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
+                        namespacesCheckedAt = .now
+                        let current = self.data.namespacesOnDisk()
+                        if current != namespaces {
+                            namespaces = current
+                            try await self.send(
+                                .heartbeat,
+                                JSONWriter.bytes(
+                                    .object([
+                                        "leaderLast": position.map { .string($0.rawValue) } ?? .null, "namespaces": .object(Self.namespaceList(current)),
+                                    ])))
+                            lastSentAt = .now
+                        }
+                    }
+                    if ContinuousClock.now - lastSentAt >= Self.heartbeatInterval {
+                        try await self.send(.heartbeat, JSONWriter.bytes(.object(["leaderLast": position.map { .string($0.rawValue) } ?? .null])))
                         lastSentAt = .now
                     }
+                    guard await bell.next() != nil else { break }
                 }
-                if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
-                    namespacesCheckedAt = .now
-                    let current = self.data.namespacesOnDisk()
-                    if current != namespaces {
-                        namespaces = current
-                        try await self.send(
-                            .heartbeat,
-                            JSONWriter.bytes(
-                                .object([
-                                    "leaderLast": position.map { .string($0.rawValue) } ?? .null, "namespaces": .object(Self.namespaceList(current)),
-                                ])))
-                        lastSentAt = .now
-                    }
-                }
-                if ContinuousClock.now - lastSentAt >= Self.heartbeatInterval {
-                    try await self.send(.heartbeat, JSONWriter.bytes(.object(["leaderLast": position.map { .string($0.rawValue) } ?? .null])))
-                    lastSentAt = .now
-                }
-                guard await bell.next() != nil else { break }
             }
         } catch {
             self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
