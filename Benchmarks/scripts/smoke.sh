@@ -81,6 +81,7 @@ skip() {
 }
 
 run replication-bench.sh env FANOUT_RATE=100 FANOUT_SUBSCRIBERS=2 "$scripts/replication-bench.sh" 1 1 1
+run sync-ab-bench.sh "$scripts/sync-ab-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 1
 run catchup-bench.sh "$scripts/catchup-bench.sh" 1 1
 run catchup-bench.sh:behind env CATCHUP_MODE=behind "$scripts/catchup-bench.sh" 1 2
 if have redis-server redis-server; then
