@@ -178,12 +178,12 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
                 connection.request(.get, .object(["path": .string(ref.path.description)])) { whole in
                     completion(
                         whole.map { answer in
-                            DataSnapshot(ref: ref, value: LocalQuery.object(LocalQuery.window(answer.payload["value"], spec)), order: spec.effectiveOrder)
+                            DataSnapshot(ref: ref, value: LocalQuery.object(LocalQuery.window(answer.payload["value"].normalized(), spec)), order: spec.effectiveOrder)
                         })
                 }
                 return
             }
-            completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"], order: spec.effectiveOrder) })
+            completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"].normalized(), order: spec.effectiveOrder) })
         }
     }
 

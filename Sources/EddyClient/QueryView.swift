@@ -220,7 +220,7 @@ final class QueryView: Sendable {
                         }
                     }
                 } else {
-                    state.cache = event["value"]
+                    state.cache = event["value"].normalized()
                     touched = nil
                 }
             }
@@ -459,10 +459,11 @@ final class QueryView: Sendable {
             let path = try? Path(pathText)
         else { return nil }
         switch op {
-        case "put": return .put(path: path, value: value["data"])
+        case "put": return .put(path: path, value: value["data"].normalized())
         case "patch":
             guard case .object(let children) = value["data"] else { return nil }
-            return .patch(path: path, children: children)
+            // A null member removes that child; a member's value is a whole value.
+            return .patch(path: path, children: children.mapValues { $0.normalized() })
         default: return nil
         }
     }

@@ -51,7 +51,7 @@ final class TransactionRun: Sendable {
                     self.completion(.failure(DatabaseError(.unknownError, "the server did not send the ETag a transaction needs")))
                     return
                 }
-                let current = answer.payload["value"]
+                let current = answer.payload["value"].normalized()
                 self.ref.database.deliver { self.decide(current: current, etag: etag) }
             }
         }

@@ -79,8 +79,9 @@ public enum Value: Sendable, Hashable {
 
     /// Drops null children and empty objects at every depth. Iterative over an explicit stack
     /// would be needed for unbounded input; values are bounded by `Limits.jsonDepthMax`.
+    /// Returns the value itself (no copy) when there is nothing to drop.
     public func normalized() -> Value {
-        guard case .object(let children) = self else { return self }
+        guard case .object(let children) = self, self.holdsNullOrEmptyObject else { return self }
         var kept: [String: Value] = [:]
         kept.reserveCapacity(children.count)
         for (key, child) in children {
@@ -88,6 +89,20 @@ public enum Value: Sendable, Hashable {
             if !normal.isNull { kept[key] = normal }
         }
         return kept.isEmpty ? .null : .object(kept)
+    }
+
+    /// True when an object at any depth is empty or has a null child (what `normalized` drops).
+    var holdsNullOrEmptyObject: Bool {
+        guard case .object(let children) = self else { return false }
+        if children.isEmpty { return true }
+        for child in children.values {
+            switch child {
+            case .null: return true
+            case .object: if child.holdsNullOrEmptyObject { return true }
+            default: continue
+            }
+        }
+        return false
     }
 
     /// Rough size in bytes (string bytes plus a fixed cost per node); what bounds a commit
