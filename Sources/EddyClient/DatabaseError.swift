@@ -2,11 +2,16 @@
 // Codes follow Firebase's (`FIRDatabaseErrorDomain`, the REST error names); the message says
 // what the server said or what the client refused. Never a crash: bad arguments that Firebase
 // rejects with an exception at the call are the only traps (see `DatabaseQuery`).
+//
+// As an `NSError` (`error as NSError`, `localizedDescription`) it is what Firebase's SDK makes
+// (FUtilities `errorForStatus:andReason:`): domain "com.firebase", code 1 for permission_denied,
+// 3 for write_canceled and 9999 for anything else, and the message alone as its description.
+// `description` keeps the code in front, for logs.
 
 import EddyModel
 import Foundation
 
-public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError {
+public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible, LocalizedError, CustomNSError {
     public enum Code: String, Sendable {
         /// The server refused the operation (security rules, a follower refusing writes).
         case permissionDenied = "permission_denied"
@@ -36,7 +41,20 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     public var description: String { "\(self.code.rawValue): \(self.message)" }
-    public var errorDescription: String? { self.description }
+    public var errorDescription: String? { self.message }
+
+    public static var errorDomain: String { "com.firebase" }
+
+    /// Firebase's codes: permission_denied 1, unavailable 2, write_canceled 3, any other 9999.
+    public var errorCode: Int {
+        switch self.code {
+        case .permissionDenied: return 1
+        case .writeCanceled: return 3
+        default: return 9999
+        }
+    }
+
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: self.message] }
 
     /// From a server `error` frame (`{"code": ..., "message": ...}`).
     init(serverCode: String, message: String) {

@@ -56,6 +56,12 @@ import Testing
         #expect((snapshot.value as? [String: Any])?["name"] as? String == "Alice")
         let denied = await #expect(throws: DatabaseError.self) { try await users.child("bob").setValue(["name": "Mallory"]) }
         #expect(denied?.code == .permissionDenied, "\(String(describing: denied))")
+        // As Firebase's SDK reports it: NSError domain com.firebase, code 1, the server's reason.
+        let bridged = try #require(denied) as NSError
+        #expect(bridged.domain == "com.firebase" && bridged.code == 1, "\(bridged)")
+        #expect(bridged.localizedDescription == "Permission denied", "\(bridged.localizedDescription)")
+        let canceled = DatabaseError(.writeCanceled, "Write cancelled by user") as NSError
+        #expect(canceled.code == 3 && (DatabaseError(.invalidValue, "x") as NSError).code == 9999)
         await #expect(throws: (any Error).self) { _ = try await users.child("bob").getData() }
         database.setAuthToken(self.admin)
         let bob = try await users.child("bob").getData()
