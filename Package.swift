@@ -20,9 +20,15 @@ let package = Package(
         .library(name: "EddyStorage", targets: ["EddyStorage"]),
         .library(name: "EddyTesting", targets: ["EddyTesting"]),
         .library(name: "EddyProtocol", targets: ["EddyProtocol"]),
-        // FirebaseCore, FirebaseDatabase and FirebaseDatabaseSwift re-export EddyClient, so code
+        // Firebase, FirebaseCore, FirebaseDatabase and FirebaseDatabaseSwift re-export EddyClient, so code
         // written for Firebase compiles with its imports unchanged.
-        .library(name: "EddyClient", targets: ["EddyClient", "FirebaseCore", "FirebaseDatabase", "FirebaseDatabaseSwift"]),
+        .library(name: "EddyClient", targets: ["EddyClient", "Firebase", "FirebaseCore", "FirebaseDatabase", "FirebaseDatabaseSwift"]),
+        // Firebase's product names, for manifests written as Firebase's Swift Package Manager
+        // instructions say (`.product(name: "FirebaseDatabase", package: ...)`).
+        .library(name: "FirebaseCore", targets: ["FirebaseCore"]),
+        .library(name: "FirebaseDatabase", targets: ["FirebaseDatabase"]),
+        .library(name: "FirebaseDatabaseSwift", targets: ["FirebaseDatabaseSwift"]),
+        .library(name: "Firebase", targets: ["Firebase"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -105,6 +111,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "FirebaseCore", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseCore", swiftSettings: swiftSettings),
+        .target(name: "Firebase", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/Firebase", swiftSettings: swiftSettings),
         .target(name: "FirebaseDatabase", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseDatabase", swiftSettings: swiftSettings),
         .target(
             name: "FirebaseDatabaseSwift", dependencies: ["EddyClient"], path: "Sources/FirebaseShims/FirebaseDatabaseSwift",
@@ -184,7 +191,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting", "FirebaseCore", "FirebaseDatabase"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting", "Firebase", "FirebaseCore", "FirebaseDatabase"], swiftSettings: swiftSettings),
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
         .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),

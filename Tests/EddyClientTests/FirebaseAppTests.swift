@@ -48,4 +48,22 @@ import Testing
         // TransactionResult() writes nothing: DatabaseClientTests runs one.
         _ = TransactionResult()
     }
+
+    @Test func configurationVersionAndAsyncDelete() async throws {
+        #expect(FirebaseConfiguration.shared.loggerLevel() == .notice, "Firebase's default level")
+        FirebaseConfiguration.shared.setLoggerLevel(.min)
+        #expect(FirebaseConfiguration.shared.loggerLevel() == .error)
+        FirebaseConfiguration.shared.setLoggerLevel(.max)
+        #expect(FirebaseConfiguration.shared.loggerLevel() == FirebaseLoggerLevel.debug)
+        FirebaseConfiguration.shared.setLoggerLevel(.notice)
+        #expect(FirebaseLoggerLevel.min.rawValue == 3 && FirebaseLoggerLevel.max.rawValue == 7)
+        #expect(FirebaseVersion() == Database.sdkVersion())
+
+        let name = "app-\(UUID().uuidString)"
+        FirebaseApp.configure(name: name, options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
+        let app = try #require(FirebaseApp.app(name: name))
+        #expect(await app.delete())
+        #expect(FirebaseApp.app(name: name) == nil)
+        #expect(await app.delete() == false, "a deleted app is not deleted again")
+    }
 }
