@@ -134,6 +134,9 @@ public final class Database: NSObject, Sendable {
     private struct State {
         var connection: any Transport
         var used = false
+        /// `http://host:port` after `useEmulator(withHost:port:)`: where this instance's
+        /// references' URLs start, as in Firebase.
+        var emulatorBase: String?
         var callbackQueue = DispatchQueue.main
         var pushIDs = PushIDGenerator()
         var nextHandle: DatabaseHandle = 1
@@ -189,19 +192,22 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The location a full URL names: this database's URL followed by a path.
+    /// After `useEmulator(withHost:port:)` a URL of the emulator (`http://host:port/...`) and one
+    /// of the database URL the instance was made for are both accepted.
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
         let location = Self.withoutQuery(databaseUrl)
-        let base = self.locationBase
-        guard location == base || location.hasPrefix(base + "/") else {
-            preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.url)")
+        let bases = [self.locationBase, Self.withoutQuery(self.url)]
+        guard let base = bases.first(where: { location == $0 || location.hasPrefix($0 + "/") }) else {
+            preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.locationBase)")
         }
         let rawPath = String(location.dropFirst(base.count))
         return self.reference(withPath: rawPath.removingPercentEncoding ?? rawPath)
     }
 
-    /// The URL without its query or fragment (`?ns=`) and trailing slash: where every
-    /// `DatabaseReference.url` of this instance starts.
-    var locationBase: String { Self.withoutQuery(self.url) }
+    /// The URL without its query or fragment (`?ns=`) and trailing slash, or the emulator's
+    /// `http://host:port` after `useEmulator`: where every `DatabaseReference.url` of this
+    /// instance starts.
+    var locationBase: String { self.state.withLock { $0.emulatorBase } ?? Self.withoutQuery(self.url) }
 
     static func withoutQuery(_ url: String) -> String {
         var base = Substring(url)
@@ -219,6 +225,7 @@ public final class Database: NSObject, Sendable {
             precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
             let hostText = host.contains(":") ? "[\(host)]" : host
             state.connection = HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
+            state.emulatorBase = "http://\(hostText):\(port)"
         }
         self.watch(self.state.withLock { $0.connection })
     }

@@ -58,17 +58,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.database.locationBase + self.path.keys.map { "/" + Self.percentEncoded($0) }.joined()
     }
 
-    /// A key as it appears in a URL path: everything but unreserved characters and the
-    /// sub-delimiters Firebase leaves alone is percent-encoded (`/`, `?`, `#` and `%` always).
+    /// A key as it appears in a URL path, as Firebase's `FStringUtilities urlEncoded:` writes it:
+    /// everything but ASCII letters, digits, `-`, `_` and `~` is percent-encoded (UTF-8).
     static func percentEncoded(_ key: String) -> String {
         key.addingPercentEncoding(withAllowedCharacters: Self.keyCharactersInURL) ?? key
     }
 
-    private static let keyCharactersInURL: CharacterSet = {
-        var set = CharacterSet.urlPathAllowed
-        set.remove(charactersIn: "/?#%;")
-        return set
-    }()
+    private static let keyCharactersInURL = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_~")
 
     public override var description: String { self.url }
 

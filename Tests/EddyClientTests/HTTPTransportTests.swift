@@ -112,6 +112,15 @@ import Testing
         // The namespace came from the URL: the default namespace does not hold it.
         let plain = try await Database.database(url: self.daemon.httpURL).reference(withPath: "emulated/greeting").getData()
         #expect(!plain.exists())
+        // As in Firebase, URLs name the emulator, and both URL forms give back a reference.
+        #expect(ref.url == "http://\(url.host!):\(url.port!)/emulated/greeting")
+        #expect(ref.description == ref.url)
+        #expect(database.reference(fromURL: ref.url).key == "greeting")
+        #expect(database.reference(fromURL: "https://demo-emulated.firebaseio.com/emulated/greeting").url == ref.url)
+        // Keys as Firebase's urlEncoded: writes them: all but letters, digits, - _ ~ encoded.
+        let odd = database.reference().child("a b+c:@=&!*'(),~-_")
+        #expect(odd.url == "http://\(url.host!):\(url.port!)/a%20b%2Bc%3A%40%3D%26%21%2A%27%28%29%2C~-_")
+        #expect(database.reference(fromURL: odd.url).key == "a b+c:@=&!*'(),~-_")
     }
 
     @Test func localEventsComeFirstOverHTTPToo() async throws {
