@@ -31,17 +31,21 @@ public final class Database: NSObject, Sendable {
         if let app = FirebaseApp.app(), let url = app.databaseURL, !url.isEmpty {
             return self.database(app: app, url: url)
         }
-        let socket = FileManager.default.currentDirectoryPath + "/data/eddyd.sock"
-        return self.database(url: "eddy+unix://" + socket)
+        let database = self.database(url: self.defaultSocketURL)
+        if let app = FirebaseApp.app() { self.appNames.withLock { $0[database.url] = app.name } }
+        return database
     }
+
+    private static var defaultSocketURL: String { "eddy+unix://" + FileManager.default.currentDirectoryPath + "/data/eddyd.sock" }
 
     /// The instance for `app`: its options' `databaseURL` (or `EDDY_DATABASE_URL`, or the
     /// default socket when it has none).
     public static func database(app: FirebaseApp) -> Database {
         guard let url = app.databaseURL, !url.isEmpty else {
-            let database = self.database()
-            self.appNames.withLock { $0[database.url] = app.name }
-            return database
+            if let url = ProcessInfo.processInfo.environment["EDDY_DATABASE_URL"], !url.isEmpty {
+                return self.database(app: app, url: url)
+            }
+            return self.database(app: app, url: self.defaultSocketURL)
         }
         return self.database(app: app, url: url)
     }
@@ -219,8 +223,10 @@ public final class Database: NSObject, Sendable {
     /// Points this instance at the HTTP listener at host:port (eddyd's `--http`, as the
     /// Firebase emulator's port), over REST and SSE. Like Firebase, only before the instance
     /// is first used. (`eddy://host:port` URLs reach the faster native protocol instead.)
+    /// The namespace is the URL's; for an app's instance without one (no `databaseURL`), it is
+    /// `<projectID>-default-rtdb`, as Firebase makes the URL from the project id.
     public func useEmulator(withHost host: String, port: Int) {
-        let namespace = Self.namespace(self.url)
+        let namespace = Self.namespace(self.url) ?? self.app?.options.projectID.flatMap { $0.isEmpty ? nil : "\($0)-default-rtdb" }
         self.state.withLock { state in
             precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
             let hostText = host.contains(":") ? "[\(host)]" : host

@@ -153,10 +153,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     private func write(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
+        if Self.isEmptyUpdate(op, value) { return self.complete(box.value, .success(())) }
         self.submit(op, value) { result in self.complete(box.value, result.map { _ in () }) }
     }
 
+    /// Firebase does nothing for an update with no values and reports success
+    /// (FRepo "update called with empty data"); the server would refuse it.
+    private static func isEmptyUpdate(_ op: String, _ value: Any?) -> Bool {
+        op == "update" && (value as? [String: Any])?.isEmpty == true
+    }
+
     private func write(_ op: String, _ value: Any?) async throws -> DatabaseReference {
+        if Self.isEmptyUpdate(op, value) { return self }
         let box = UncheckedSendable(value)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, DatabaseError>, Never>) in
             self.submit(op, box.value) { continuation.resume(returning: $0.map { _ in () }) }

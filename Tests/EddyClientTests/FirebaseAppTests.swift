@@ -49,6 +49,17 @@ import Testing
         _ = TransactionResult()
     }
 
+    @Test func anEmptyUpdateSucceedsWithoutAskingTheServer() async throws {
+        // No daemon at this socket: a write would wait for the connection; Firebase's empty
+        // update is done at once.
+        let database = Database.database(url: "eddy+unix:///tmp/eddy-no-daemon-\(UUID().uuidString)/eddyd.sock")
+        let ref = database.reference().child("a")
+        let done = Recorder<String>()
+        ref.updateChildValues([:]) { error, _ in done.add(error.map { "\($0)" } ?? "ok") }
+        #expect(try await done.wait(for: 1, seconds: 5) == ["ok"])
+        #expect(try await ref.updateChildValues([:]) === ref)
+    }
+
     @Test func configurationVersionAndAsyncDelete() async throws {
         #expect(FirebaseConfiguration.shared.loggerLevel() == .notice, "Firebase's default level")
         FirebaseConfiguration.shared.setLoggerLevel(.min)

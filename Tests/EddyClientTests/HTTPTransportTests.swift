@@ -123,6 +123,22 @@ import Testing
         #expect(database.reference(fromURL: odd.url).key == "a b+c:@=&!*'(),~-_")
     }
 
+    @Test func anAppWithOnlyAProjectIDUsesItsDefaultNamespaceOnTheEmulator() async throws {
+        let url = try #require(URL(string: self.daemon.httpURL))
+        let options = FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1")
+        options.projectID = "demo-proj\(UInt32.random(in: 0...UInt32.max))"
+        let name = "project-\(UUID().uuidString)"
+        FirebaseApp.configure(name: name, options: options)
+        let database = Database.database(app: try #require(FirebaseApp.app(name: name)))
+        database.useEmulator(withHost: url.host!, port: url.port!)
+        database.callbackQueue = self.queue
+        try await database.reference(withPath: "greeting").setValue("hi")
+        // Firebase makes the URL https://<projectID>-default-rtdb.firebaseio.com: that namespace.
+        let named = Database.database(url: self.daemon.httpURL + "/?ns=\(options.projectID!)-default-rtdb")
+        #expect(try await named.reference(withPath: "greeting").getData().value as? String == "hi")
+        #expect(!(try await self.database().reference(withPath: "greeting").getData().exists()))
+    }
+
     @Test func localEventsComeFirstOverHTTPToo() async throws {
         let ref = self.database().reference().child("http/local")
         let log = Recorder<String>()
