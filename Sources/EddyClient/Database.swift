@@ -141,6 +141,8 @@ public final class Database: NSObject, Sendable {
         /// `http://host:port` after `useEmulator(withHost:port:)`: where this instance's
         /// references' URLs start, as in Firebase.
         var emulatorBase: String?
+        /// The observer `keepSynced(true)` attached, by view id.
+        var keptSynced: [String: DatabaseHandle] = [:]
         var callbackQueue = DispatchQueue.main
         var pushIDs = PushIDGenerator()
         var nextHandle: DatabaseHandle = 1
@@ -414,6 +416,24 @@ public final class Database: NSObject, Sendable {
         if let cached { view.seed(cached) }
     }
 
+    /// `keepSynced`: a value observer that does nothing keeps the query's view live.
+    func keepSynced(_ query: DatabaseQuery, _ on: Bool) {
+        guard !InfoView.isInfo(query.path) else { return }
+        let id = Self.viewID(query)
+        if on {
+            guard self.state.withLock({ $0.keptSynced[id] == nil }) else { return }
+            let handle = query.observe(.value) { _ in }
+            let kept = self.state.withLock { state -> Bool in
+                guard state.keptSynced[id] == nil else { return false }
+                state.keptSynced[id] = handle
+                return true
+            }
+            if !kept { self.removeObserver(handle) }  // another thread kept it first
+        } else if let handle = self.state.withLock({ $0.keptSynced.removeValue(forKey: id) }) {
+            self.removeObserver(handle)
+        }
+    }
+
     /// Removes an observer; its view ends with its last observer.
     func removeObserver(_ handle: DatabaseHandle) {
         if self.info.owns(handle) {
@@ -446,7 +466,10 @@ public final class Database: NSObject, Sendable {
         }
         let viewID = query.map(Self.viewID)
         let handles = self.state.withLock { state in
-            state.viewOfHandle.filter { $0.value.query.path == path && (viewID == nil || $0.value.id == viewID) }.map(\.key)
+            let kept = Set(state.keptSynced.values)
+            return state.viewOfHandle.filter {
+                $0.value.query.path == path && (viewID == nil || $0.value.id == viewID) && !kept.contains($0.key)
+            }.map(\.key)
         }
         for handle in handles { self.removeObserver(handle) }
     }

@@ -125,8 +125,13 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         self.database.removeObservers(at: self.path, of: self.spec.isDefault ? nil : self)
     }
 
-    /// Firebase keeps such data cached on disk; Eddy's client has no disk cache: no effect.
-    public func keepSynced(_ keepSynced: Bool) {}
+    /// As in Firebase, the query's data is downloaded and kept up to date while no observer is
+    /// attached: a live view that reads offline (`getData`, `observeSingleEvent`) answer from.
+    /// Not reference-counted: one `false` ends it. `removeAllObservers` leaves it alone. Held in
+    /// memory only (Eddy's client has no disk cache), and ignored under `.info`.
+    public func keepSynced(_ keepSynced: Bool) {
+        self.database.keepSynced(self, keepSynced)
+    }
 
     // MARK: One-time reads
 
@@ -154,6 +159,11 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
     private func read(_ completion: @escaping @Sendable (Result<DataSnapshot, DatabaseError>) -> Void) {
         if let error = self.spec.error {
             completion(.failure(DatabaseError(.invalidQuery, error)))
+            return
+        }
+        if InfoView.isInfo(self.path) {
+            // The client's own locations: answered here, over every transport.
+            completion(.success(DataSnapshot(ref: self.ref, value: self.database.info.current(at: self.path), order: self.spec.effectiveOrder)))
             return
         }
         var payload: [String: Value] = ["path": .string(self.path.description)]

@@ -92,6 +92,11 @@ final class InfoView: Sendable {
         }
     }
 
+    /// What `.info` holds at `path` now (a one-time read: `getData`).
+    func current(at path: Path) -> Value {
+        Self.value(at: path, connected: self.isConnected)
+    }
+
     private static func value(at path: Path, connected: Bool) -> Value {
         let info: Value = .object(["connected": .bool(connected), "serverTimeOffset": .number(0)])
         return info.child(at: Path(validatedKeys: Array(path.keys.dropFirst())))
