@@ -28,8 +28,9 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     /// The data as Foundation values: NSNull, NSNumber, String, [String: Any] or [Any].
     public var value: Any? { FoundationValue.foundation(self.data) }
 
-    /// The data with priorities (Eddy stores none, so the same as `value`).
-    public func valueInExportFormat() -> Any? { self.value }
+    /// The data in Firebase's export format: with priorities (Eddy stores none), and objects
+    /// keyed by list indexes as dictionaries, never arrays.
+    public func valueInExportFormat() -> Any? { FoundationValue.foundation(self.data, arrays: false) }
 
     /// The last key of the location's path ("" at the root).
     public var key: String { self.ref.key ?? "" }

@@ -15,7 +15,9 @@ import EddyModel
 import Foundation
 
 enum FoundationValue {
-    static func foundation(_ value: Value) -> Any {
+    /// `arrays: false` is Firebase's export format (`valueInExportFormat`): objects stay
+    /// dictionaries even when their keys are list indexes.
+    static func foundation(_ value: Value, arrays: Bool = true) -> Any {
         switch value {
         case .null: return NSNull()
         case .bool(let b): return NSNumber(value: b)
@@ -24,10 +26,10 @@ enum FoundationValue {
             return NSNumber(value: d)
         case .string(let s): return s
         case .object(let children):
-            if let array = self.array(children) { return array }
+            if arrays, let array = self.array(children) { return array }
             var out: [String: Any] = [:]
             out.reserveCapacity(children.count)
-            for (key, child) in children { out[key] = self.foundation(child) }
+            for (key, child) in children { out[key] = self.foundation(child, arrays: arrays) }
             return out
         }
     }
@@ -74,6 +76,7 @@ enum FoundationValue {
         case let i as any BinaryInteger: return try self.number(Double(i), path: path)
         case let d as Double: return try self.number(d, path: path)
         case let f as Float: return try self.number(Double(f), path: path)
+        case let g as CGFloat: return try self.number(Double(g), path: path)  // an NSNumber on Apple platforms
         case let dictionary as [String: Any?]:
             var children: [String: Value] = [:]
             for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key) }

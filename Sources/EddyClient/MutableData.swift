@@ -55,6 +55,16 @@ public final class MutableData: NSObject, @unchecked Sendable {
 
     public var key: String? { self.path.keys.last }
 
+    /// Firebase's text: `FIRMutableData (top-most transaction) (null) <value>` at the
+    /// transaction's location, `FIRMutableData (<key>) <value>` below it.
+    public override var description: String {
+        let value = self.value.map { "\($0)" } ?? "(null)"
+        guard let key = self.path.keys.last else {
+            return "FIRMutableData (top-most transaction) (null) \(value)"
+        }
+        return "FIRMutableData (\(key)) \(value)"
+    }
+
     public var childrenCount: UInt {
         if case .object(let children) = self.root.value.child(at: self.path) { return UInt(children.count) }
         return 0

@@ -21,4 +21,23 @@ struct FoundationValueTests {
         #expect(FoundationValue.foundation(.number(1e19)) as? Double == 1e19)
         #expect(FoundationValue.foundation(.bool(true)) as? Bool == true)
     }
+
+    @Test func aCGFloatIsANumber() throws {
+        #expect(try FoundationValue.value(CGFloat(2.5), path: "/g") == .number(2.5))
+        #expect(try FoundationValue.value(["w": CGFloat(3)], path: "/g") == .object(["w": .number(3)]))
+    }
+
+    @Test func theExportFormatKeepsListsAsDictionaries() throws {
+        let list: Value = .object(["0": .string("x"), "1": .object(["0": .number(1)])])
+        let snapshot = DataSnapshot(ref: DatabaseReference(), value: list)
+        #expect((snapshot.value as? [Any])?.count == 2, "value: Firebase's array form")
+        let exported = try #require(snapshot.valueInExportFormat() as? [String: Any])
+        #expect(exported["0"] as? String == "x" && (exported["1"] as? [String: Any])?["0"] as? Int == 1)
+    }
+
+    @Test func mutableDataDescribesItselfAsFirebases() {
+        let data = MutableData(value: .object(["a": .number(1)]))
+        #expect(data.description.hasPrefix("FIRMutableData (top-most transaction) (null) "))
+        #expect(data.childData(byAppendingPath: "a").description == "FIRMutableData (a) 1")
+    }
 }
