@@ -85,11 +85,15 @@ final class ClientConnection: Transport {
     }
 
     let endpoints: [Endpoint]
+    let namespace: String?
     private let state = Mutex(State())
 
-    init(endpoints: [Endpoint]) {
+    /// `namespace`: sent as `ns` with every request and subscription (nil: the server's
+    /// default namespace), from a native URL's `?ns=NAME`.
+    init(endpoints: [Endpoint], namespace: String? = nil) {
         precondition(!endpoints.isEmpty, "a connection needs an endpoint")
         self.endpoints = endpoints
+        self.namespace = namespace
     }
 
     convenience init(endpoint: Endpoint) {
@@ -123,9 +127,16 @@ final class ClientConnection: Transport {
         }
     }
 
+    /// The payload with this connection's namespace (a connection-level `auth` has none).
+    private func inNamespace(_ payload: Value, _ kind: Frame.Kind) -> Value {
+        guard let namespace = self.namespace, kind != .auth, case .object(var members) = payload else { return payload }
+        members["ns"] = .string(namespace)
+        return .object(members)
+    }
+
     /// Sends a request; `answer` gets its answer frame (an `error` frame as a failure).
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
-        let bytes = JSONWriter.bytes(payload)
+        let bytes = JSONWriter.bytes(self.inNamespace(payload, kind))
         if kind == .write {
             let refused = self.state.withLock { state -> Bool in
                 !state.writes.isEmpty
@@ -155,7 +166,7 @@ final class ClientConnection: Transport {
     /// Sends a `subscribe`; returns its id (for `unsubscribe`).
     @discardableResult
     func subscribe(_ payload: Value, _ subscription: Subscription) -> UInt64 {
-        self.send(.subscribe, JSONWriter.bytes(payload)) { state, id, _ in state.subscriptions[id] = subscription }
+        self.send(.subscribe, JSONWriter.bytes(self.inNamespace(payload, .subscribe))) { state, id, _ in state.subscriptions[id] = subscription }
     }
 
     /// Ends a subscription here at once and tells the server.

@@ -85,7 +85,7 @@ public final class Database: NSObject, Sendable {
     }
 
     static func transport(_ url: String) -> (any Transport)? {
-        if let endpoints = self.endpoints(url) { return ClientConnection(endpoints: endpoints) }
+        if let endpoints = self.endpoints(url) { return ClientConnection(endpoints: endpoints, namespace: self.namespace(url)) }
         guard url.hasPrefix("http://") || url.hasPrefix("https://"), let components = URLComponents(string: url),
             let scheme = components.scheme, let host = components.host, !host.isEmpty
         else { return nil }
@@ -97,8 +97,12 @@ public final class Database: NSObject, Sendable {
     /// The namespace a URL names: `?ns=NAME`, or NAME in `https://NAME.firebaseio.com` (and
     /// `.firebasedatabase.app`), as Firebase's emulator takes it.
     static func namespace(_ url: String) -> String? {
+        if let query = url.firstIndex(of: "?"), let ns = URLComponents(string: "x:" + url[query...])?.queryItems?.first(where: { $0.name == "ns" })?.value,
+            !ns.isEmpty
+        {
+            return ns  // also for a cluster's `eddy://a:9001,b:9001?ns=NAME`, which is not a URL to URLComponents
+        }
         guard let components = URLComponents(string: url) else { return nil }
-        if let ns = components.queryItems?.first(where: { $0.name == "ns" })?.value, !ns.isEmpty { return ns }
         guard let host = components.host, host.hasSuffix(".firebaseio.com") || host.hasSuffix(".firebasedatabase.app") else { return nil }
         return host.split(separator: ".").first.map(String.init)
     }
@@ -120,12 +124,13 @@ public final class Database: NSObject, Sendable {
 
     static func endpoint(_ url: String) -> ClientConnection.Endpoint? {
         if url.hasPrefix("eddy+unix://") {
-            let path = String(url.dropFirst("eddy+unix://".count))
-            return path.isEmpty ? nil : .unix(path: path)
+            var path = Substring(url.dropFirst("eddy+unix://".count))
+            if let query = path.firstIndex(of: "?") { path = path[..<query] }  // `?ns=`, see `namespace`
+            return path.isEmpty ? nil : .unix(path: String(path))
         }
         if url.hasPrefix("eddy://") {
             var rest = Substring(url.dropFirst("eddy://".count))
-            if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+            if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) { rest = rest[..<end] }
             guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port)
             else { return nil }
             var host = String(rest[..<colon])
@@ -448,10 +453,11 @@ public final class Database: NSObject, Sendable {
         }
     }
 
-    /// Forgets a view the server refused (its observers were cancelled).
+    /// Forgets a view the server refused (its observers were cancelled, `keepSynced`'s too).
     func forget(_ view: QueryView) {
         self.state.withLock { state in
             if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
+            if let kept = state.keptSynced[view.id], view.handles.contains(kept) { state.keptSynced.removeValue(forKey: view.id) }
             for handle in view.handles { state.viewOfHandle.removeValue(forKey: handle) }
             state.viewOfHandle = state.viewOfHandle.filter { $0.value !== view }
         }

@@ -126,7 +126,8 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
     }
 
     /// As in Firebase, the query's data is downloaded and kept up to date while no observer is
-    /// attached: a live view that reads offline (`getData`, `observeSingleEvent`) answer from.
+    /// attached: a live view, which reads made offline (`getData`, `observeSingleEvent`) are
+    /// answered from.
     /// Not reference-counted: one `false` ends it. `removeAllObservers` leaves it alone. Held in
     /// memory only (Eddy's client has no disk cache), and ignored under `.info`.
     public func keepSynced(_ keepSynced: Bool) {
