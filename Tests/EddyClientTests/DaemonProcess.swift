@@ -2,6 +2,7 @@
 // protocol over TCP on free ports, the Unix socket in the data directory. The binary is
 // `$EDDYD` or `.build/debug/eddyd` of this checkout (`make test` builds it first).
 
+import EddyClient
 import Foundation
 import Synchronization
 
@@ -111,5 +112,15 @@ final class Recorder<T: Sendable>: Sendable {
             guard Date() < deadline else { throw DaemonError("waited for \(count) items, got \(now.count): \(now)") }
             try await Task.sleep(for: .milliseconds(10))
         }
+    }
+}
+
+extension Database {
+    /// The instance at `url`, calling back on `queue` (each suite's own, so a suite's blocks
+    /// never wait for the main queue).
+    static func database(url: String, callingBackOn queue: DispatchQueue) -> Database {
+        let database = Database.database(url: url)
+        database.callbackQueue = queue
+        return database
     }
 }

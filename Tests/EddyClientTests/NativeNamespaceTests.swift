@@ -15,11 +15,7 @@ import Testing
         try self.daemon.start()
     }
 
-    private func database(_ url: String) -> Database {
-        let database = Database.database(url: url)
-        database.callbackQueue = self.queue
-        return database
-    }
+    private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
     @Test func aNativeURLWritesReadsAndListensInItsNamespace() async throws {
         let native = self.database(self.daemon.socketURL + "?ns=team-a")

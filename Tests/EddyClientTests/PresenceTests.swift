@@ -16,12 +16,7 @@ import Testing
         try self.daemon.start()
     }
 
-    /// The daemon's instance at `url`, calling back on the suite's queue.
-    private func database(_ url: String) -> Database {
-        let database = Database.database(url: url)
-        database.callbackQueue = self.queue
-        return database
-    }
+    private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
     @Test func writesRegisteredForDisconnectRunWhenTheConnectionEnds() async throws {
         let watcher = self.database(self.daemon.tcpURL)

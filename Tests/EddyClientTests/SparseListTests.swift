@@ -17,11 +17,7 @@ import Testing
         try self.daemon.start()
     }
 
-    private func database(_ url: String) -> Database {
-        let database = Database.database(url: url)
-        database.callbackQueue = self.queue
-        return database
-    }
+    private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
     @Test(arguments: ["native", "http"]) func aListWithARemovedElementHasOnlyItsChildren(transport: String) async throws {
         let database = self.database(transport == "native" ? self.daemon.socketURL : self.daemon.httpURL)
