@@ -182,7 +182,7 @@ let package = Package(
             path: "Benchmarks/Profiling/ReplicationProfile"
         ),
         .testTarget(name: "EddyModelTests", dependencies: ["EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "EddyClusterTests", dependencies: ["EddyCluster", "EddyModel"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyClusterTests", dependencies: ["EddyCluster", "EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "EddyStorageTests", dependencies: ["EddyStorage", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyReplicationTests",

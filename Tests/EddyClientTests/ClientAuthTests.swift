@@ -4,6 +4,7 @@
 
 import Dispatch
 import EddyClient
+import EddyTesting
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -24,14 +25,10 @@ import Testing
 
     func token(_ uid: String) throws -> String {
         let eddy = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("eddy")
-        let process = Process()
-        process.executableURL = eddy
-        process.arguments = ["token", "--uid", uid, "--secret-file", self.daemon.directory + "/jwt"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        process.waitUntilExit()
-        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let process = try SpawnedProcess(eddy.path, ["token", "--uid", uid, "--secret-file", self.daemon.directory + "/jwt"])
+        let output = process.output.readDataToEndOfFile()
+        process.wait()
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func setRules() async throws {

@@ -3,6 +3,7 @@
 // `$EDDYD` or `.build/debug/eddyd` of this checkout (`make test` builds it first).
 
 import EddyClient
+import EddyTesting
 import Foundation
 import Synchronization
 
@@ -13,7 +14,7 @@ import Synchronization
 final class DaemonProcess: Sendable {
     let directory: String
     let dataDirectory: String
-    private let state = Mutex<(process: Process?, nativeTCP: String?, http: String?)>((nil, nil, nil))
+    private let state = Mutex<(process: SpawnedProcess?, nativeTCP: String?, http: String?)>((nil, nil, nil))
 
     init() throws {
         self.directory = NSTemporaryDirectory() + "eddy-client-\(UUID().uuidString)"
@@ -35,17 +36,12 @@ final class DaemonProcess: Sendable {
     /// Starts it and waits until it listens (its READY line).
     /// `extra`: more `eddyd serve` arguments (credentials, ...).
     func start(_ extra: [String] = [], command: String = "serve") throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = [command, "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        let process = try SpawnedProcess(
+            Self.binary, [command, "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra)
         var text = ""
         let deadline = Date().addingTimeInterval(30)
         while !text.contains("eddyd: listening on") {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = process.output.availableData
             if chunk.isEmpty {
                 guard Date() < deadline, process.isRunning else { throw DaemonError("eddyd did not start: \(text)") }
                 continue
@@ -79,8 +75,8 @@ final class DaemonProcess: Sendable {
     /// SIGKILL (a crash), or SIGTERM when `graceful`.
     func stop(graceful: Bool = true) {
         guard let process = self.state.withLock({ $0.process }) else { return }
-        if graceful { process.terminate() } else { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.signal(graceful ? SIGTERM : SIGKILL)
+        process.wait()
         self.state.withLock { $0.process = nil }
     }
 

@@ -3,6 +3,7 @@
 
 import Dispatch
 import EddyClient
+import EddyTesting
 import Foundation
 import Testing
 
@@ -27,16 +28,11 @@ import Testing
         let daemon = try DaemonProcess()
         try daemon.start()
         let binary = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("eddy-example-lists")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [daemon.socketURL]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let process = try SpawnedProcess(binary.path, [daemon.socketURL])
+        let data = process.output.readDataToEndOfFile()
+        let status = process.wait()
         let text = String(decoding: data, as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(status == 0, "\(text)")
         #expect(text.contains("comment added") && text.contains("First!") && text.contains("comment removed"), "\(text)")
         #expect(text.contains("most viewed") && text.contains("Hello, Eddy views 110") && text.hasSuffix("done\n"), "\(text)")
     }

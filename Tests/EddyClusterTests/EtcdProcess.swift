@@ -3,6 +3,7 @@
 // the binary is missing, `EtcdProcess.available` is false and the tests are skipped with a note
 // saying how to install it.
 
+import EddyTesting
 import Foundation
 import Synchronization
 
@@ -13,7 +14,7 @@ final class EtcdProcess: Sendable {
 
     let directory: String
     let clientURL: String
-    private let process: Process
+    private let process: SpawnedProcess
 
     init() throws {
         guard let binary = Self.binary else { throw EtcdError(Self.missing) }
@@ -23,17 +24,15 @@ final class EtcdProcess: Sendable {
         let peerPort = try Self.freePort()
         self.clientURL = "http://127.0.0.1:\(clientPort)"
         let peerURL = "http://127.0.0.1:\(peerPort)"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "--name", "test", "--data-dir", self.directory + "/data", "--listen-client-urls", self.clientURL,
-            "--advertise-client-urls", self.clientURL, "--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-            "--initial-cluster", "test=\(peerURL)", "--logger", "zap", "--log-outputs", "stderr",
-        ]
-        FileManager.default.createFile(atPath: self.directory + "/etcd.log", contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: self.directory + "/etcd.log")
-        try process.run()
+        // Not Foundation's Process: see SpawnedProcess. Its standard output (a pipe) is never read:
+        // etcd writes everything to standard error (the log file).
+        let process = try SpawnedProcess(
+            binary,
+            [
+                "--name", "test", "--data-dir", self.directory + "/data", "--listen-client-urls", self.clientURL,
+                "--advertise-client-urls", self.clientURL, "--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+                "--initial-cluster", "test=\(peerURL)", "--logger", "zap", "--log-outputs", "stderr",
+            ], errorPath: self.directory + "/etcd.log")
         self.process = process
         // Ready when its health endpoint answers.
         let deadline = Date().addingTimeInterval(30)
@@ -53,7 +52,7 @@ final class EtcdProcess: Sendable {
     /// kernel reports the process stopped (state T): a signal is delivered asynchronously, and a
     /// request sent right after kill() could otherwise still be answered.
     func pause() {
-        let pid = self.process.processIdentifier
+        let pid = self.process.pid
         kill(pid, SIGSTOP)
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline {
@@ -65,12 +64,12 @@ final class EtcdProcess: Sendable {
             Thread.sleep(forTimeInterval: 0.005)
         }
     }
-    func resume() { kill(self.process.processIdentifier, SIGCONT) }
+    func resume() { kill(self.process.pid, SIGCONT) }
 
     func stop() {
-        kill(self.process.processIdentifier, SIGCONT)
-        self.process.terminate()
-        self.process.waitUntilExit()
+        kill(self.process.pid, SIGCONT)
+        self.process.signal(SIGTERM)
+        self.process.wait()
         try? FileManager.default.removeItem(atPath: self.directory)
     }
 
