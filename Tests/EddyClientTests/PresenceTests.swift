@@ -40,8 +40,14 @@ import Testing
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
         #expect(try await seen.wait(for: 2) == ["online", "offline"])
-        // Every write has run by the time a later one is seen: they run in order.
-        let after = try #require(try await watcher.reference().child("presence/ada").getData().value as? [String: Any])
+        // The writes run in order, each its own commit: the update of "info", registered after
+        // "status", may land a moment after "status" is seen. Wait for it (at most 10 s).
+        var after: [String: Any] = [:]
+        for _ in 0..<1000 {
+            after = try #require(try await watcher.reference().child("presence/ada").getData().value as? [String: Any])
+            if (after["info"] as? [String: Any])?["lastSeen"] != nil { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(after["session"] == nil)
         #expect(after["kept"] as? String == "yes", "a cancelled write does not run")
         let info = try #require(after["info"] as? [String: Any])
