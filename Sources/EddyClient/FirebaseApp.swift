@@ -63,16 +63,20 @@ public final class FirebaseApp: NSObject, Sendable {
 
     /// Forgets the app (its `Database` instances stay usable, as the URL's instance is shared).
     public func delete(_ completion: @escaping (Bool) -> Void) {
-        let removed = Self.apps.withLock { apps -> Bool in
-            guard apps[self.name] === self else { return false }
-            apps[self.name] = nil
-            return true
-        }
-        completion(removed)
+        completion(self.remove())
     }
 
     /// `delete(_:)` for async code, as Swift derives it from Firebase's completion form.
     public func delete() async -> Bool {
-        await withCheckedContinuation { continuation in self.delete { continuation.resume(returning: $0) } }
+        self.remove()
+    }
+
+    /// True when this app was registered and is not any more.
+    private func remove() -> Bool {
+        Self.apps.withLock { apps -> Bool in
+            guard apps[self.name] === self else { return false }
+            apps[self.name] = nil
+            return true
+        }
     }
 }
