@@ -63,8 +63,7 @@ final class NativeConnection: Sendable {
         /// Bumped by every `auth` request: a token's expiry timer only revokes its own identity.
         var identityGeneration: UInt64 = 0
         /// Writes made when the connection ends (`onDisconnect`), in the order registered.
-        var onDisconnect: [OnDisconnectWrite] = []
-        var onDisconnectBytes = 0
+        var onDisconnect = OnDisconnectList()
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -652,13 +651,11 @@ final class NativeConnection: Sendable {
             defer {
                 state.subscriptions.removeAll()
                 state.tails.removeAll()
-                state.onDisconnect.removeAll()
-                state.onDisconnectBytes = 0
             }
             // Taken once: a second call (a cut-off connection closing later) finds none.
-            return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect)
+            return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect.takeAll())
         }
-        self.runOnDisconnect(onDisconnect)
+        self.onDisconnectRuns.run(onDisconnect, data: self.data, logger: self.logger)
         for tail in tails {
             self.doorbells.remove(tail.token)
             tail.bell.finish()

@@ -31,12 +31,16 @@ public struct NativeServerService: Service {
     let authenticator: Authenticator
     /// TLS for a TCP listener (nil: plain).
     let tls: NIOSSLContext?
+    /// The onDisconnect writes still running, of this listener's connections and of every
+    /// listener that shares it (HTTP presence connections): its stop waits for all of them.
+    let onDisconnectRuns: OnDisconnectRuns
 
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, tls: NIOSSLContext? = nil,
-        logger: Logger, bound: ListenersBound? = nil
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.onDisconnectRuns = onDisconnectRuns
         self.tls = tls
         self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
@@ -63,7 +67,7 @@ public struct NativeServerService: Service {
         let tls = self.tls
         let logger = self.logger
         let payloads = EventsPayloadCache()
-        let onDisconnectRuns = OnDisconnectRuns()
+        let onDisconnectRuns = self.onDisconnectRuns
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
