@@ -172,6 +172,9 @@ public enum EddyServer {
             }
             registry = followers
         }
+        // Shared by the native listeners and HTTP presence connections: the Unix listener, which
+        // stops after HTTP and before the databases, waits for all of their onDisconnect writes.
+        let onDisconnectRuns = OnDisconnectRuns()
         var nativeTCP: [NativeServerService] = []
         if let listen = configuration.nativeListen {
             let (host, port) = try ServeConfiguration.parseHostPort(listen)
@@ -180,7 +183,7 @@ public enum EddyServer {
                     address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
                     outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
                     budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, tls: tlsContext,
-                    logger: logger, bound: bound))
+                    onDisconnectRuns: onDisconnectRuns, logger: logger, bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -206,7 +209,7 @@ public enum EddyServer {
             configuration: HTTP1Channel.Configuration(
                 // An autoclosure: new handlers for every connection.
                 additionalChannelHandlers: timeouts.handlers()
-                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax)]))
+                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()]))
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,
@@ -215,7 +218,7 @@ public enum EddyServer {
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
                 origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
                 readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests,
-                writeRedirect: run?.writeRedirect, logger: logger),
+                writeRedirect: run?.writeRedirect, onDisconnectRuns: onDisconnectRuns, logger: logger),
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
@@ -237,7 +240,7 @@ public enum EddyServer {
             NativeServerService(
                 address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
                 outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
-                authenticator: authenticator, logger: logger, bound: bound),
+                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, logger: logger, bound: bound),
         ]
         for service in nativeTCP { services.append(service) }
         for service in replicationServices { services.append(service) }

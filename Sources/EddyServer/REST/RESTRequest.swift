@@ -42,6 +42,10 @@ struct RESTRequest {
     var isFollowers = false
     /// `/.status.json` (or `/.status`): whether the database takes writes, and why not.
     var isStatus = false
+    /// `/.ondisconnect.json` (open an onDisconnect connection) or `/.ondisconnect/<id>.json`
+    /// (register on one; `onDisconnectSession` is the id).
+    var isOnDisconnect = false
+    var onDisconnectSession: String?
     /// An ordered query (`orderBy=...`), nil for a plain read or write.
     var query: Query?
     /// `auth=` or `access_token=`: the credential, when not in the Authorization header.
@@ -97,6 +101,10 @@ struct RESTRequest {
             decoded = []
         } else if decoded == [".settings", "followers"] {
             self.isFollowers = true
+            decoded = []
+        } else if decoded.first == ".ondisconnect", decoded.count <= 2 {
+            self.isOnDisconnect = true
+            self.onDisconnectSession = decoded.count == 2 ? decoded[1] : nil
             decoded = []
         } else if decoded == [".status"] {
             self.isStatus = true

@@ -11,6 +11,7 @@
 // /.settings/rules.json: GET the rules document, PUT to replace it.
 // /.settings/indexes.json: GET every index with its state and build progress.
 // /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
+// /.ondisconnect.json, /.ondisconnect/<id>.json: onDisconnect over HTTP (`RESTResponder+OnDisconnect`).
 
 import Foundation
 import EddyEngine
@@ -23,7 +24,7 @@ import NIOCore
 import NIOHTTP1
 
 public struct RESTResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = EddyRequestContext
 
     let data: DataDirectory
     let requestBytesMax: Int
@@ -49,6 +50,11 @@ public struct RESTResponder: HTTPResponder {
     let health: HealthEndpoint
     /// One info line per request (`--log-requests`).
     let logRequests: Bool
+    /// Open onDisconnect connections (`/.ondisconnect`) and their writes.
+    let onDisconnectSessions = OnDisconnectSessions()
+    /// Their writes once the connections ended; shared with the native listeners, whose stop
+    /// waits for them.
+    let onDisconnectRuns: OnDisconnectRuns
     let logger: Logger
 
     init(
@@ -56,8 +62,9 @@ public struct RESTResponder: HTTPResponder {
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
         origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logRequests: Bool = false,
-        writeRedirect: String? = nil, logger: Logger
+        writeRedirect: String? = nil, onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger
     ) {
+        self.onDisconnectRuns = onDisconnectRuns
         self.writeRedirect = writeRedirect
         self.logRequests = logRequests
         self.metrics = metrics
@@ -87,7 +94,7 @@ public struct RESTResponder: HTTPResponder {
             return Response(status: .noContent, headers: headers)
         }
         let started = self.logRequests ? ContinuousClock.now : nil
-        var response = await self.answer(request)
+        var response = await self.answer(request, channel: context.channel)
         if request.headers[.origin] != nil {
             for field in self.origins.corsHeaders(request.headers, host: request.head.authority) { response.headers.append(field) }
         }
@@ -106,9 +113,9 @@ public struct RESTResponder: HTTPResponder {
         return response
     }
 
-    private func answer(_ request: Request) async -> Response {
+    private func answer(_ request: Request, channel: any Channel) async -> Response {
         do {
-            return try await self.handle(request)
+            return try await self.handle(request, channel: channel)
         } catch let error as RESTError {
             if error.isInternal {
                 self.logger.error(
@@ -137,7 +144,7 @@ public struct RESTResponder: HTTPResponder {
     /// soon as it does (413). The body's bytes are held in `bodyBudget` until `body` returns
     /// (parsed and applied); one the budget cannot take is refused with 503 (the connection
     /// closes, as the rest of the body is not read).
-    private func withBody<T>(_ request: Request, _ body: (ByteBuffer) async throws -> T) async throws -> T {
+    func withBody<T>(_ request: Request, _ body: (ByteBuffer) async throws -> T) async throws -> T {
         var reserved = 0
         defer { if reserved > 0 { self.bodyBudget.release(reserved) } }
         func reserve(_ bytes: Int) throws(RESTError) {
@@ -171,7 +178,7 @@ public struct RESTResponder: HTTPResponder {
         return try await body(collected)
     }
 
-    private func handle(_ incoming: Request) async throws -> Response {
+    private func handle(_ incoming: Request, channel: any Channel) async throws -> Response {
         var request = incoming
         let method = try Self.method(of: request)
         try self.origins.check(request.headers, host: request.head.authority, method: method)
@@ -196,8 +203,8 @@ public struct RESTResponder: HTTPResponder {
         let rest = try RESTRequest(method: method, rawPath: request.uri.path, rawQuery: request.uri.query)
         if rest.isInfo { return try Self.info(rest) }
         // A cluster's follower sends writes to its leader; Firebase's REST clients follow a 307
-        // with the same method and body.
-        if let leader = self.writeRedirect, method != .get {
+        // with the same method and body. onDisconnect connections live on the leader too.
+        if let leader = self.writeRedirect, method != .get || rest.isOnDisconnect {
             return Response(status: .temporaryRedirect, headers: [.location: leader + request.uri.description])
         }
         let identity: Authenticator.Identity
@@ -222,6 +229,9 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(error)
         }
         if rest.isStatus { return try self.status(rest, engine: engine) }
+        if rest.isOnDisconnect {
+            return try await self.onDisconnect(rest, request: request, identity: identity, channel: channel)
+        }
         if rest.isRules || rest.isFollowers || rest.isIndexes, !access.isAdmin, self.authenticator.isConfigured {
             // Firebase: the rules (and Eddy's other settings) are the admin's. Without any
             // credential configured (the loopback emulator mode) they stay open, as everything is.
