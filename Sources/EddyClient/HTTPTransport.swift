@@ -7,7 +7,12 @@
 //   and `query` are GET (with `X-Firebase-ETag: true` when the ETag is asked for);
 // - a write that cannot reach the server waits at the head of the queue and is tried again with
 //   backoff (100 ms doubling to 5 s); reads fail with `disconnected`;
-// - each subscription is one SSE stream (`SSEStream`), resumed with `Last-Event-ID`.
+// - each subscription is one SSE stream (`SSEStream`), resumed with `Last-Event-ID`;
+// - onDisconnect writes are registered on eddyd's onDisconnect connection (`GET
+//   /.ondisconnect.json`, an SSE stream that names itself), opened by the first of them and
+//   kept while online: when it ends (goOffline, the process ends, the network drops) eddyd makes
+//   them. A connection that drops is reopened with backoff and `.info/connected` turns false
+//   and true again, so presence code registers its writes again, as with Firebase.
 // A write's answer and its events come on different connections, so an acknowledged write
 // stays shown until the view's stream passes its log id (eddyd's `X-Eddy-Log-ID` header), at
 // most `PendingWrite.streamedGraceSeconds`.
@@ -29,6 +34,12 @@ final class HTTPTransport: Transport {
         let kind: Frame.Kind
         let payload: Value
         let answer: ClientConnection.Answer
+        /// Times eddyd did not know the onDisconnect connection the job was sent on.
+        var staleConnections = 0
+
+        var isOnDisconnect: Bool { self.kind == .onDisconnect || self.kind == .cancelDisconnect }
+        /// Writes and onDisconnect requests wait for the connection; reads fail without it.
+        var waitsOffline: Bool { self.kind == .write || self.isOnDisconnect }
     }
 
     private struct State {
@@ -42,7 +53,19 @@ final class HTTPTransport: Transport {
         var connected = false
         var retryMilliseconds = 100
         var onState: (@Sendable (Bool) -> Void)?
+        /// The onDisconnect connection: its stream, and its id once eddyd named it.
+        var presence: SSEStream?
+        var presenceID: String?
+        /// Tells the current presence stream's callbacks from those of one replaced.
+        var presenceGeneration: UInt64 = 0
+        /// An onDisconnect request was made: a dropped connection and goOnline reopen it.
+        var presenceWanted = false
+        var presenceRetryMilliseconds = 100
     }
+
+    /// Times a job is sent again on a new onDisconnect connection after eddyd did not know the
+    /// one it was sent on, before it fails.
+    static let staleConnectionsMax = 3
 
     /// scheme://host:port of eddyd's HTTP listener.
     let base: String
@@ -70,30 +93,62 @@ final class HTTPTransport: Transport {
     // MARK: Requests
 
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping ClientConnection.Answer) {
+        let job = Job(kind: kind, payload: payload, answer: answer)
         let refusal = self.state.withLock { state -> DatabaseError? in
-            if kind != .write && state.offline {
+            if !job.waitsOffline && state.offline {
                 return DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")
             }
             if state.jobs.count >= ClientConnection.writesWaitingMax {
                 return DatabaseError(.writeCanceled, "\(ClientConnection.writesWaitingMax) requests already wait for eddyd at \(self.base)")
             }
-            state.jobs.append(Job(kind: kind, payload: payload, answer: answer))
+            state.jobs.append(job)
             return nil
         }
         if let refusal { answer(.failure(refusal)) } else { self.pump() }
     }
 
+    private enum Next {
+        case wait
+        case send(Job, presenceID: String?)
+        /// A cancel with no onDisconnect connection: nothing is registered, nothing to send.
+        case cancelledNone(Job)
+        case openPresence
+    }
+
     /// Starts the job at the head of the queue unless one runs.
     private func pump() {
-        let job = self.state.withLock { state -> Job? in
-            guard !state.running, !state.offline, let job = state.jobs.first else { return nil }
+        let next = self.state.withLock { state -> Next in
+            guard !state.running, !state.offline, let job = state.jobs.first else { return .wait }
+            if job.isOnDisconnect && state.presenceID == nil {
+                if job.kind == .cancelDisconnect && state.presence == nil {
+                    state.jobs.removeFirst()
+                    return .cancelledNone(job)
+                }
+                state.presenceWanted = true
+                return state.presence == nil ? .openPresence : .wait  // the job waits for the id
+            }
             state.running = true
-            return job
+            return .send(job, presenceID: state.presenceID)
         }
-        guard let job else { return }
+        let job: Job
+        let presenceID: String?
+        switch next {
+        case .wait:
+            return
+        case .openPresence:
+            self.openPresence()
+            return
+        case .cancelledNone(let cancel):
+            cancel.answer(.success((.value, .object(["value": .object(["cancelled": .number(0)])]))))
+            self.pump()
+            return
+        case .send(let head, let id):
+            job = head
+            presenceID = id
+        }
         var request: URLRequest
         do {
-            request = try self.urlRequest(job.kind, job.payload)
+            request = try self.urlRequest(job.kind, job.payload, presenceID: presenceID)
             if let token = self.state.withLock({ $0.authToken }) { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         } catch {
             self.finish(job, .failure(error))
@@ -109,6 +164,10 @@ final class HTTPTransport: Transport {
                 return
             }
             self.setConnected(true)
+            if job.isOnDisconnect, http.statusCode == 404, job.staleConnections < Self.staleConnectionsMax, let presenceID {
+                self.presenceUnknown(presenceID)
+                return
+            }
             self.finish(job, Self.answer(job, http, data ?? Data()))
         }.resume()
     }
@@ -127,7 +186,7 @@ final class HTTPTransport: Transport {
     /// the backoff; anything else fails.
     private func unreachable(_ job: Job, _ error: DatabaseError) {
         self.setConnected(false)
-        guard job.kind == .write else {
+        guard job.waitsOffline else {
             self.finish(job, .failure(error))
             return
         }
@@ -173,7 +232,7 @@ final class HTTPTransport: Transport {
         return url
     }
 
-    private func urlRequest(_ kind: Frame.Kind, _ payload: Value) throws(DatabaseError) -> URLRequest {
+    private func urlRequest(_ kind: Frame.Kind, _ payload: Value, presenceID: String?) throws(DatabaseError) -> URLRequest {
         var path = "/"
         if case .string(let text) = payload["path"] { path = text }
         switch kind {
@@ -198,9 +257,20 @@ final class HTTPTransport: Transport {
             guard let url = URL(string: self.base + "/.status.json") else { throw DatabaseError(.invalidQuery, "bad base URL \(self.base)") }
             return URLRequest(url: url)
         case .onDisconnect, .cancelDisconnect:
-            throw DatabaseError(
-                .unknownError,
-                "onDisconnect writes need the native protocol (an eddy:// or eddy+unix:// URL): over HTTP the server has no connection whose end would run them")
+            guard let presenceID, var components = URLComponents(string: self.base + "/.ondisconnect/" + presenceID + ".json") else {
+                throw DatabaseError(.disconnected, "no onDisconnect connection to eddyd at \(self.base)")
+            }
+            if let namespace { components.queryItems = [URLQueryItem(name: "ns", value: namespace)] }
+            guard let url = components.url else { throw DatabaseError(.invalidQuery, "bad base URL \(self.base)") }
+            var body = payload
+            if kind == .cancelDisconnect, case .object(var members) = body {
+                members["op"] = .string("cancel")
+                body = .object(members)
+            }
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.httpBody = Data(JSONWriter.bytes(body))
+            return request
         default:
             throw DatabaseError(.invalidQuery, "the HTTP transport does not send \(kind) requests")
         }
@@ -279,21 +349,139 @@ final class HTTPTransport: Transport {
     }
 
     func goOffline() {
-        let streams = self.state.withLock { state -> [SSEStream] in
+        let (streams, presence) = self.state.withLock { state -> ([SSEStream], SSEStream?) in
             state.offline = true
-            defer { state.streams.removeAll() }
-            return Array(state.streams.values)
+            defer {
+                state.streams.removeAll()
+                state.presence = nil
+                state.presenceID = nil
+                state.presenceGeneration += 1
+            }
+            return (Array(state.streams.values), state.presence)
         }
+        // Closing the onDisconnect connection is what makes eddyd run its writes, as Firebase's
+        // goOffline does.
+        presence?.cancel(notify: false)
         for stream in streams { stream.cancel(notify: true) }
         self.setConnected(false)
     }
 
     func goOnline() {
-        let streams = self.state.withLock { state -> [SSEStream] in
+        let (streams, reopen) = self.state.withLock { state -> ([SSEStream], Bool) in
             state.offline = false
-            return Array(state.streams.values)
+            return (Array(state.streams.values), state.presenceWanted && state.presence == nil)
         }
         for stream in streams { stream.start() }
+        if reopen { self.openPresence() }
+        // `.info/connected` turns true once eddyd answers, even with nothing else to send.
+        if streams.isEmpty && !reopen { self.request(.status, .object([:])) { _ in } }
+        self.pump()
+    }
+
+    // MARK: The onDisconnect connection
+
+    /// Opens eddyd's onDisconnect connection (`GET /.ondisconnect.json`) unless one is open or
+    /// opening; the jobs that need its id wait for it.
+    private func openPresence() {
+        guard var components = URLComponents(string: self.base + "/.ondisconnect.json") else { return }
+        if let namespace { components.queryItems = [URLQueryItem(name: "ns", value: namespace)] }
+        guard let url = components.url else { return }
+        let stream = self.state.withLock { state -> SSEStream? in
+            guard !state.offline, state.presence == nil else { return nil }
+            state.presenceGeneration += 1
+            let generation = state.presenceGeneration
+            let subscription = ClientConnection.Subscription(
+                onFrame: { [weak self] kind, payload in self?.presenceFrame(generation, kind, payload) },
+                onEnd: { [weak self] _ in self?.presenceEnded(generation) })
+            let stream = SSEStream(url: url, since: nil, authToken: state.authToken, subscription: subscription) { [weak self] connected in
+                self?.setConnected(connected)
+            }
+            state.presence = stream
+            return stream
+        }
+        stream?.start()
+    }
+
+    private func presenceFrame(_ generation: UInt64, _ kind: Frame.Kind, _ payload: Value) {
+        switch kind {
+        case .subscribed:
+            guard case .string(let id) = payload["connection"] else {
+                self.presenceRefused(generation, DatabaseError(.unknownError, "eddyd at \(self.base) did not name its onDisconnect connection (an eddyd without onDisconnect over HTTP)"))
+                return
+            }
+            let current = self.state.withLock { state -> Bool in
+                guard state.presenceGeneration == generation else { return false }
+                state.presenceID = id
+                state.presenceRetryMilliseconds = 100
+                return true
+            }
+            if current { self.pump() }
+        case .error:
+            var message = "eddyd at \(self.base) refused the onDisconnect connection"
+            if case .string(let text) = payload["message"] { message = text }
+            var code = "unknownError"
+            if case .string(let text) = payload["code"] { code = text }
+            self.presenceRefused(generation, DatabaseError(serverCode: code, message: message))
+        default:
+            break
+        }
+    }
+
+    /// eddyd refused the connection (an older eddyd, a bad credential): the onDisconnect
+    /// requests that wait for it fail with the reason.
+    private func presenceRefused(_ generation: UInt64, _ error: DatabaseError) {
+        let (failed, stream) = self.state.withLock { state -> ([Job], SSEStream?) in
+            guard state.presenceGeneration == generation else { return ([], nil) }
+            defer {
+                state.presence = nil
+                state.presenceID = nil
+                state.presenceWanted = false
+                state.presenceGeneration += 1
+            }
+            let skip = state.running ? 1 : 0
+            let failed = state.jobs.dropFirst(skip).filter(\.isOnDisconnect)
+            state.jobs = Array(state.jobs.prefix(skip)) + state.jobs.dropFirst(skip).filter { !$0.isOnDisconnect }
+            return (Array(failed), state.presence)
+        }
+        stream?.cancel(notify: false)
+        for job in failed { job.answer(.failure(error)) }
+        self.pump()
+    }
+
+    /// The connection ended without goOffline (eddyd stopped, the network dropped): eddyd has
+    /// run its writes. `.info/connected` turns false, and the connection is opened again after a
+    /// backoff (100 ms doubling to 5 s); presence code registers again when it turns true.
+    private func presenceEnded(_ generation: UInt64) {
+        let delay = self.state.withLock { state -> Int? in
+            guard state.presenceGeneration == generation else { return nil }
+            state.presence = nil
+            state.presenceID = nil
+            state.presenceGeneration += 1
+            guard state.presenceWanted, !state.offline else { return nil }
+            let delay = state.presenceRetryMilliseconds
+            state.presenceRetryMilliseconds = min(5000, delay * 2)
+            return delay
+        }
+        guard let delay else { return }
+        self.setConnected(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.openPresence() }
+    }
+
+    /// eddyd answered 404 for the connection `id` (it ended before the client noticed): the
+    /// job at the head goes again on a new connection.
+    private func presenceUnknown(_ id: String) {
+        let stale = self.state.withLock { state -> SSEStream? in
+            state.running = false
+            if !state.jobs.isEmpty { state.jobs[0].staleConnections += 1 }
+            guard state.presenceID == id else { return nil }
+            defer {
+                state.presence = nil
+                state.presenceID = nil
+                state.presenceGeneration += 1
+            }
+            return state.presence
+        }
+        stale?.cancel(notify: false)
         self.pump()
     }
 

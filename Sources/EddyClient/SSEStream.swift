@@ -80,7 +80,12 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         self.state.withLock { $0.status = status }
         self.connected(true)
-        if status == 200 { self.subscription.onFrame(.subscribed, .object([:])) }
+        if status == 200 {
+            // eddyd's onDisconnect connection (`GET /.ondisconnect.json`) names itself in a header.
+            var payload: [String: Value] = [:]
+            if let id = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Eddy-Connection") { payload["connection"] = .string(id) }
+            self.subscription.onFrame(.subscribed, .object(payload))
+        }
         completionHandler(.allow)
     }
 

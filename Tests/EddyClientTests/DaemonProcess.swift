@@ -35,9 +35,10 @@ final class DaemonProcess: Sendable {
 
     /// Starts it and waits until it listens (its READY line).
     /// `extra`: more `eddyd serve` arguments (credentials, ...).
-    func start(_ extra: [String] = [], command: String = "serve") throws {
+    /// `http` and `nativeTCP`: the addresses to listen on (a free port by default).
+    func start(_ extra: [String] = [], command: String = "serve", http httpAddress: String = "127.0.0.1:0", nativeTCP tcpAddress: String = "127.0.0.1:0") throws {
         let process = try SpawnedProcess(
-            Self.binary, [command, "--data", self.dataDirectory, "--http", "127.0.0.1:0", "--native-listen", "127.0.0.1:0"] + extra)
+            Self.binary, [command, "--data", self.dataDirectory, "--http", httpAddress, "--native-listen", tcpAddress] + extra)
         var text = ""
         let deadline = Date().addingTimeInterval(30)
         while !text.contains("eddyd: listening on") {
@@ -70,6 +71,14 @@ final class DaemonProcess: Sendable {
         request.httpBody = Data(json.utf8)
         let (_, response) = try await URLSession.shared.data(for: request)
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw DaemonError("rules refused: \(response)") }
+    }
+
+    /// Stops it (SIGTERM) and starts it again on the same addresses, so clients find it again.
+    func restart() throws {
+        let (http, tcp) = self.state.withLock { ($0.http, $0.nativeTCP) }
+        guard let http, let tcp else { throw DaemonError("not started") }
+        self.stop()
+        try self.start(http: String(http.dropFirst("http://".count)), nativeTCP: tcp)
     }
 
     /// SIGKILL (a crash), or SIGTERM when `graceful`.

@@ -1,6 +1,8 @@
-// Firebase's onDisconnect against a real eddyd: writes a client registers run when its
-// connection ends (here `goOffline()`), in order, seen by another client; cancelled ones do not
-// run; a bad value is refused at registration; the HTTP fallback refuses them clearly.
+// Firebase's onDisconnect against a real eddyd, over the native protocol and over HTTP (the
+// emulator set-up, where they go on eddyd's onDisconnect connection): writes a client registers
+// run when its connection ends (here `goOffline()`), in order, seen by another client; cancelled
+// ones do not run; a bad value is refused at registration; `.info/connected` turns true again
+// after `goOnline()`, so presence code registers again.
 
 import Dispatch
 import EddyClient
@@ -18,10 +20,14 @@ import Testing
 
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
-    @Test func writesRegisteredForDisconnectRunWhenTheConnectionEnds() async throws {
+    /// The user's URL: the native socket, or eddyd's HTTP listener.
+    private func userURL(_ transport: String) -> String { transport == "http" ? self.daemon.httpURL : self.daemon.socketURL }
+
+    @Test(arguments: ["native", "http"])
+    func writesRegisteredForDisconnectRunWhenTheConnectionEnds(transport: String) async throws {
         let watcher = self.database(self.daemon.tcpURL)
-        let user = self.database(self.daemon.socketURL)
-        let me = user.reference().child("presence/ada")
+        let user = self.database(self.userURL(transport))
+        let me = user.reference().child("presence/ada-\(transport)")
         try await me.setValue(["status": "online", "session": "s1", "info": ["n": 1, "device": "phone"], "kept": "yes"])
 
         #expect(try await me.child("status").onDisconnectSetValue("offline").key == "status")
@@ -33,10 +39,10 @@ import Testing
         me.child("bad").onDisconnectSetValue(["a.b": 1]) { error, _ in refused.add(error.map { "\($0)" } ?? "nil") }
         #expect(try await refused.wait(for: 1).first?.contains("a.b") == true)
         // Registered, not run: nothing changed yet.
-        #expect(try await watcher.reference().child("presence/ada/status").getData().value as? String == "online")
+        #expect(try await watcher.reference().child("presence/ada-\(transport)/status").getData().value as? String == "online")
 
         let seen = Recorder<String>()
-        watcher.reference().child("presence/ada/status").observe(.value) { seen.add($0.value as? String ?? "none") }
+        watcher.reference().child("presence/ada-\(transport)/status").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
         #expect(try await seen.wait(for: 2) == ["online", "offline"])
@@ -44,7 +50,7 @@ import Testing
         // "status", may land a moment after "status" is seen. Wait for it (at most 10 s).
         var after: [String: Any] = [:]
         for _ in 0..<1000 {
-            after = try #require(try await watcher.reference().child("presence/ada").getData().value as? [String: Any])
+            after = try #require(try await watcher.reference().child("presence/ada-\(transport)").getData().value as? [String: Any])
             if (after["info"] as? [String: Any])?["lastSeen"] != nil { break }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -61,10 +67,11 @@ import Testing
     /// Firebase's presence code (offline-capabilities guide) registers its onDisconnect writes
     /// each time `.info/connected` turns true: after `goOffline()` and `goOnline()` it must turn
     /// true again, with nothing else waiting to be sent.
-    @Test func connectedTurnsTrueAgainAfterGoOnlineAndPresenceReRegisters() async throws {
+    @Test(arguments: ["native", "http"])
+    func connectedTurnsTrueAgainAfterGoOnlineAndPresenceReRegisters(transport: String) async throws {
         let watcher = self.database(self.daemon.tcpURL)
-        let user = self.database(self.daemon.socketURL)
-        let me = user.reference().child("presence/grace")
+        let user = self.database(self.userURL(transport))
+        let me = user.reference().child("presence/grace-\(transport)")
         let connected = Recorder<Bool>()
         let wrote = Recorder<Bool>()
         user.reference(withPath: ".info/connected").observe(.value) { snapshot in
@@ -77,7 +84,7 @@ import Testing
         #expect(try await connected.wait(for: 2) == [false, true])
         #expect(try await wrote.wait(for: 1) == [true])
         let seen = Recorder<String>()
-        watcher.reference().child("presence/grace").observe(.value) { seen.add($0.value as? String ?? "none") }
+        watcher.reference().child("presence/grace-\(transport)").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
         #expect(try await seen.wait(for: 2) == ["online", "offline"])
@@ -105,11 +112,36 @@ import Testing
         #expect(try await ref.getData().value as? Int == 1)
     }
 
-    @Test func theHTTPFallbackRefusesThemClearly() async throws {
-        let database = self.database(self.daemon.httpURL)
-        await #expect(throws: DatabaseError.self) { try await database.reference().child("p").onDisconnectRemoveValue() }
-        let message = Recorder<String>()
-        database.reference().child("p").onDisconnectSetValue(1) { error, _ in message.add(error.map { "\($0)" } ?? "nil") }
-        #expect(try await message.wait(for: 1).first?.contains("native protocol") == true)
+    /// Over HTTP the connection lives as long as eddyd's onDisconnect stream; when eddyd ends it
+    /// (here by stopping), the client sees `.info/connected` turn false, opens a new one when eddyd
+    /// is back, sees it turn true, and the presence code registers again on the new one.
+    @Test func overHTTPALostConnectionIsReopenedAndPresenceRegistersAgain() async throws {
+        let user = self.database(self.daemon.httpURL)
+        let me = user.reference().child("presence/hopper")
+        let connected = Recorder<Bool>()
+        user.reference(withPath: ".info/connected").observe(.value) { snapshot in
+            let on = snapshot.value as? Bool ?? false
+            connected.add(on)
+            guard on else { return }
+            me.onDisconnectSetValue("offline")
+            me.setValue("online")
+        }
+        #expect(try await connected.wait(for: 2) == [false, true])
+        // Registered: a cancel on the same connection finds it.
+        try await me.cancelDisconnectOperations()
+        try await me.onDisconnectSetValue("offline")
+        try self.daemon.restart()
+        #expect(try await connected.wait(for: 4) == [false, true, false, true])
+        // Back: "offline" ran at the stop, "online" was written again, and the write registered
+        // on the new connection runs when it ends.
+        for _ in 0..<500 where try await me.getData().value as? String != "online" { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await me.getData().value as? String == "online")
+        user.goOffline()
+        let watcher = self.database(self.daemon.tcpURL)
+        for _ in 0..<500 where try await watcher.reference().child("presence/hopper").getData().value as? String != "offline" {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await watcher.reference().child("presence/hopper").getData().value as? String == "offline")
+        user.goOnline()
     }
 }
