@@ -162,6 +162,8 @@ public final class Database: NSObject, Sendable {
 
     /// Writes made and not yet answered: every view shows them on top of the server's data.
     let pendingWrites = PendingWrites()
+    /// The onDisconnect writes the server holds for this connection, shown here when it ends.
+    let disconnectWrites = DisconnectWrites()
     private let nextWriteID = Atomic<UInt64>(1)
     /// `.info/connected` and its siblings.
     let info = InfoView()
@@ -175,7 +177,9 @@ public final class Database: NSObject, Sendable {
 
     private func watch(_ connection: any Transport) {
         connection.onStateChange { [weak self] connected in guard let self else { return }
-            self.info.connectionChanged(connected, in: self) }
+            if !connected { self.showDisconnectWrites() }
+            self.info.connectionChanged(connected, in: self)
+        }
     }
 
     var connection: any Transport {
@@ -329,6 +333,16 @@ public final class Database: NSObject, Sendable {
         }
         if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
         if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
+    }
+
+    /// The connection ended: the views that hold the locations of this connection's onDisconnect
+    /// writes show them now, as Firebase's clients do (see `DisconnectWrites`).
+    private func showDisconnectWrites() {
+        let writes = self.disconnectWrites.takeAll()
+        guard !writes.isEmpty else { return }
+        let now = (Date().timeIntervalSince1970 * 1000).rounded()
+        let views = self.state.withLock { Array($0.views.values) }
+        for view in views { view.showServerWrites(writes.flatMap(\.puts), now: now) }
     }
 
     /// Drops the acknowledged writes that no view catching up needs.

@@ -299,7 +299,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             }
         }
         let box = UncheckedSendable(completion)
+        let value = payload["value"] ?? .null
         self.database.connection.request(.onDisconnect, .object(payload)) { result in
+            if case .success = result { self.database.disconnectWrites.registered(op, at: self.path, value: value) }
             self.complete(box.value, result.map { _ in () })
         }
     }
@@ -307,6 +309,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     private func cancelOnDisconnect(completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
         self.database.connection.request(.cancelDisconnect, .object(["path": .string(self.path.description)])) { result in
+            if case .success = result { self.database.disconnectWrites.cancelled(at: self.path) }
             self.complete(box.value, result.map { _ in () })
         }
     }

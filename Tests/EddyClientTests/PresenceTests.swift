@@ -97,6 +97,46 @@ import Testing
         user.goOnline()
     }
 
+    /// As Firebase's clients do, the client shows its own onDisconnect writes when its
+    /// connection ends, at once and while offline; once connected again the server's data
+    /// replaces them (a write the rules refused when it ran disappears).
+    @Test(arguments: ["native", "http"])
+    func theClientShowsItsOwnOnDisconnectWritesWhenItsConnectionEnds(transport: String) async throws {
+        // Writes granted above cannot be taken back below: "locked" is outside what is writable.
+        try await self.daemon.putRules(#"{"rules": {".read": true, "own": {".write": true}, "locked": {".write": false}}}"#)
+        let user = self.database(self.userURL(transport))
+        let me = user.reference().child("own/\(transport)")
+        let locked = user.reference().child("locked/\(transport)")
+        try await me.setValue(["status": "online", "n": 1, "kept": "yes"])
+        let seen = Recorder<String>()
+        me.observe(.value) { snapshot in
+            let value = snapshot.value as? [String: Any] ?? [:]
+            let fields = value.keys.sorted().map { key in key == "seen" ? "seen=\(value[key] is NSNumber)" : "\(key)=\(value[key]!)" }
+            seen.add(fields.joined(separator: ","))
+        }
+        let lockedSeen = Recorder<String>()
+        locked.observe(.value) { lockedSeen.add($0.value as? String ?? "none") }
+        #expect(try await seen.wait(for: 1) == ["kept=yes,n=1,status=online"])
+        #expect(try await lockedSeen.wait(for: 1) == ["none"])
+
+        try await me.child("status").onDisconnectSetValue("offline")
+        try await me.onDisconnectUpdateChildValues(["seen": ServerValue.timestamp()])
+        try await me.child("n").onDisconnectRemoveValue()
+        try await me.child("kept").onDisconnectSetValue("changed")
+        try await me.child("kept").cancelDisconnectOperations()
+        try await locked.onDisconnectSetValue("denied when it runs")
+        #expect(seen.all.count == 1 && lockedSeen.all.count == 1, "registered, not shown yet")
+
+        user.goOffline()
+        #expect(try await seen.wait(for: 2)[1] == "kept=yes,seen=true,status=offline")
+        #expect(try await lockedSeen.wait(for: 2) == ["none", "denied when it runs"])
+        user.goOnline()
+        // The server refused the locked write when it ran: the server's data takes it back.
+        #expect(try await lockedSeen.wait(for: 3) == ["none", "denied when it runs", "none"])
+        let server = try #require(try await self.database(self.daemon.tcpURL).reference().child("own/\(transport)").getData().value as? [String: Any])
+        #expect(server["status"] as? String == "offline" && server["n"] == nil && server["kept"] as? String == "yes")
+    }
+
     /// `goOffline()` takes effect at once: a write made right after it waits, and
     /// `purgeOutstandingWrites()` cancels it before it reaches eddyd.
     @Test func aWriteRightAfterGoOfflineWaitsAndCanBePurged() async throws {
