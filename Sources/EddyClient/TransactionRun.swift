@@ -2,7 +2,10 @@
 // callback queue, write the result only while the ETag is unchanged (`ifMatch`), and start
 // over on a conflict, at most `retriesMax` times, as Firebase retries. Made offline (or while
 // the connection is down), it waits for the connection and then runs, as Firebase queues
-// transactions; its block runs only then (Firebase's runs first on the cached value).
+// transactions. Meanwhile, as Firebase's clients do, when a live view holds the location the
+// block runs at once on that data: an abort completes the transaction (not committed), and a
+// value is shown as a local write (with local events) until the server's run replaces it.
+// Once connected, the block runs again only if the server's data differs from what it saw.
 
 import EddyModel
 import EddyProtocol
@@ -20,6 +23,17 @@ final class TransactionRun: Sendable {
     private let attempts = Mutex(0)
     /// Whether the written value raises local events before the server answers.
     private let localEvents: Bool
+
+    /// The block's run on the client's data while not connected: what it saw, what it
+    /// returned, and the local write that shows it; taken by the server's first run.
+    private struct Provisional {
+        let input: Value
+        let output: Value
+        let write: PendingWrite
+    }
+    private let provisional = Mutex<Provisional?>(nil)
+    /// The block ran on the client's data already (once per transaction).
+    private let ranOnCachedData = Mutex(false)
 
     init(
         ref: DatabaseReference, localEvents: Bool = true, update: @escaping (MutableData) -> TransactionResult,
@@ -43,7 +57,15 @@ final class TransactionRun: Sendable {
         self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in
             switch result {
             case .failure(let error) where error.code == .disconnected:
-                self.waitForConnection(error)
+                let first = attempt == 1 && self.ranOnCachedData.withLock { ran in
+                    defer { ran = true }
+                    return !ran
+                }
+                if first, self.localEvents, let cached = self.ref.database.cachedValue(of: self.ref) {
+                    self.ref.database.deliver { self.runOnCachedData(cached, then: error) }
+                } else {
+                    self.waitForConnection(error)
+                }
             case .failure(let error):
                 self.completion(.failure(error))
             case .success(let answer):
@@ -74,19 +96,50 @@ final class TransactionRun: Sendable {
         database.connection.request(.status, .object([:])) { _ in }
     }
 
-    /// On the callback queue: runs the block, then writes or stops.
-    private func decide(current: Value, etag: String) {
-        let data = MutableData(value: current)
+    /// On the callback queue, not connected: runs the block on the data the client holds. An
+    /// abort or an error ends the transaction now; a value is shown until the server's run.
+    private func runOnCachedData(_ cached: Value, then error: DatabaseError) {
+        let data = MutableData(value: cached)
         let result = self.update.value(data)
         if let error = data.root.error {
             self.completion(.failure(error))
             return
         }
         guard let written = result.data else {
-            self.completion(.success((false, DataSnapshot(ref: self.ref, value: current))))
+            self.completion(.success((false, DataSnapshot(ref: self.ref, value: cached))))
             return
         }
-        let newValue = written.root.value
+        let output = written.root.value
+        let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
+        self.provisional.withLock { $0 = Provisional(input: cached, output: output, write: write) }
+        self.waitForConnection(error)
+    }
+
+    /// On the callback queue: runs the block (unless its run offline saw this same data), then
+    /// writes or stops.
+    private func decide(current: Value, etag: String) {
+        let provisional = self.provisional.withLock { provisional in
+            defer { provisional = nil }
+            return provisional
+        }
+        // Taken back after the server's run wrote its own (so the views do not flash back).
+        defer { if let provisional { self.ref.database.endLocalWrite(provisional.write, logID: nil) } }
+        let newValue: Value
+        if let provisional, provisional.input == current {
+            newValue = provisional.output
+        } else {
+            let data = MutableData(value: current)
+            let result = self.update.value(data)
+            if let error = data.root.error {
+                self.completion(.failure(error))
+                return
+            }
+            guard let written = result.data else {
+                self.completion(.success((false, DataSnapshot(ref: self.ref, value: current))))
+                return
+            }
+            newValue = written.root.value
+        }
         let foundation = FoundationValue.foundation(newValue)
         self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
             switch outcome {

@@ -175,6 +175,48 @@ import Testing
         #expect(try await counter.getData().value as? Int == 6)
     }
 
+    /// As Firebase's clients do, a transaction made offline on data an observer holds runs its
+    /// block at once on that data and shows the result; once online it runs again only because
+    /// the server's data changed meanwhile, and the observers go from the local result to the
+    /// committed one without flashing back.
+    @Test func aTransactionMadeOfflineRunsFirstOnTheDataTheClientHolds() async throws {
+        let database = self.database()
+        let other = Database.database(url: self.daemon.tcpURL)
+        let counter = database.reference().child("local/offline-first")
+        try await counter.setValue(5)
+        let shown = Recorder<Int>()
+        counter.observe(.value) { shown.add(($0.value as? Int) ?? -1) }
+        #expect(try await shown.wait(for: 1) == [5])
+        database.goOffline()
+        let inputs = Recorder<Int>()
+        let outcome = Recorder<String>()
+        counter.runTransactionBlock({ data in
+            inputs.add((data.value as? Int) ?? -1)
+            data.value = ((data.value as? Int) ?? 0) + 1
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, snapshot in
+            outcome.add("\(error.map { "\($0)" } ?? "nil") \(committed) \(snapshot?.value.map { "\($0)" } ?? "nil")")
+        }
+        #expect(try await shown.wait(for: 2) == [5, 6], "the block's result shows at once, offline")
+        #expect(inputs.all == [5])
+        try await other.reference().child("local/offline-first").setValue(10)
+        database.goOnline()
+        #expect(try await outcome.wait(for: 1) == ["nil true 11"])
+        #expect(inputs.all == [5, 10], "it runs again because the server's data differs")
+        #expect(try await shown.wait(for: 3) == [5, 6, 11])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(shown.all == [5, 6, 11], "no flash back: \(shown.all)")
+
+        // An abort on the data the client holds ends it at once, not committed.
+        database.goOffline()
+        let aborted = Recorder<String>()
+        counter.runTransactionBlock({ _ in TransactionResult.abort() }) { error, committed, snapshot in
+            aborted.add("\(error == nil) \(committed) \(snapshot?.value.map { "\($0)" } ?? "nil")")
+        }
+        #expect(try await aborted.wait(for: 1) == ["true false 11"])
+        database.goOnline()
+    }
+
     @Test func writesWaitAcrossADaemonRestartAndArriveInOrder() async throws {
         let database = self.database()
         let ref = database.reference().child("local/restart")
