@@ -22,12 +22,14 @@ from conftest import run_eddy
 
 METHODS = [b"GET", b"PUT", b"POST", b"PATCH", b"DELETE", b"HEAD", b"OPTIONS", b"BREW", b"G\x00T", b""]
 PATHS = [b"/a.json", b"/a/b.json", b"/.json", b"/.settings/rules.json", b"/.info/connected.json", b"/a", b"/%zz.json",
-         b"/a%2Fb.json", b"/" + b"k" * 800 + b".json", b"/a/../b.json", b"/\xff\xfe.json", b"/a.json?" + b"x" * 5000]
+         b"/a%2Fb.json", b"/" + b"k" * 800 + b".json", b"/a/../b.json", b"/\xff\xfe.json", b"/a.json?" + b"x" * 5000,
+         b"/.ondisconnect.json", b"/.ondisconnect/" + b"0" * 32 + b".json", b"/.ondisconnect/a/b.json"]
 QUERIES = [b"", b"print=pretty", b"print=silent", b"shallow=true", b'orderBy="$key"&limitToFirst=2', b'orderBy="x"',
            b"limitToFirst=-1", b"limitToFirst=99999999999999999999", b'orderBy="$value"&equalTo=1e400', b"ns=../x",
            b"ns=" + b"n" * 100, b"startAt=&endAt=", b"format=export", b'orderBy="$key"&startAt="\xff"']
 BODIES = [b'{"a":1}', b"1", b'"s"', b"null", b"{}", b"[1,2,{}]", b'{"a":{".sv":"timestamp"}}', b'{".priority":1}',
-          b'{"a/b":1,"a":2}', b"{" * 200, b'{"\\ud800":1}', b"1e999", b'{"k":' + b'"x"' * 3 + b"}", b"\x00\x01", b""]
+          b'{"a/b":1,"a":2}', b"{" * 200, b'{"\\ud800":1}', b"1e999", b'{"k":' + b'"x"' * 3 + b"}", b"\x00\x01", b"",
+          b'{"op":"set","path":"/a","value":1}', b'{"op":"cancel","path":"/"}', b'{"op":"update","path":"/a","value":{"b/c":1}}']
 
 
 def mutate(g, data):
@@ -80,7 +82,7 @@ def native_frame(g):
         {"path": "/a", "events": "value"}, {"subscription": 1}, {"since": None, "path": "/a"},
         {"op": "push", "path": "/l", "value": {"x": [1, {}]}, "silence": [1]}, {"path": "/a", "query": {"orderBy": '"$key"'}},
     ])).encode()
-    frame = struct.pack(">IBBQ", 10 + len(payload), 2, g.choice([1, 2, 3, 4, 5, 6, 7, 20, 40, 45, 99]), g.randrange(1 << 64)) + payload
+    frame = struct.pack(">IBBQ", 10 + len(payload), 2, g.choice([1, 2, 3, 4, 5, 6, 7, 13, 14, 20, 40, 45, 99]), g.randrange(1 << 64)) + payload
     return mutate(g, frame) if g.random() < 0.7 else frame
 
 
