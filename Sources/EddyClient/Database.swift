@@ -20,7 +20,13 @@ import Foundation
 import Synchronization
 
 public final class Database: NSObject, Sendable {
-    private static let instances = Mutex<[String: Database]>([:])
+    /// One instance per app and URL, as Firebase keeps them: two apps with the same URL (two
+    /// signed-in users, say) have their own connections, observers and `goOffline()`.
+    private struct InstanceKey: Hashable {
+        let app: String
+        let url: String
+    }
+    private static let instances = Mutex<[InstanceKey: Database]>([:])
 
     /// The default instance: `EDDY_DATABASE_URL`, else the `databaseURL` of the default
     /// `FirebaseApp` when one is configured with it, else `./data/eddyd.sock`.
@@ -31,9 +37,7 @@ public final class Database: NSObject, Sendable {
         if let app = FirebaseApp.app(), let url = app.databaseURL, !url.isEmpty {
             return self.database(app: app, url: url)
         }
-        let database = self.database(url: self.defaultSocketURL)
-        if let app = FirebaseApp.app() { self.appNames.withLock { $0[database.url] = app.name } }
-        return database
+        return self.database(url: self.defaultSocketURL)
     }
 
     private static var defaultSocketURL: String { "eddy+unix://" + FileManager.default.currentDirectoryPath + "/data/eddyd.sock" }
@@ -50,38 +54,47 @@ public final class Database: NSObject, Sendable {
         return self.database(app: app, url: url)
     }
 
-    /// The instance for `url`, belonging to `app`.
+    /// The instance for `url`, belonging to `app` (its own, not shared with another app's).
     public static func database(app: FirebaseApp, url: String) -> Database {
-        let database = self.database(url: url)
-        self.appNames.withLock { $0[url] = app.name }
-        return database
+        self.instance(app: app.name, url: url)
     }
 
-    /// The app an instance was asked for with (`database(app:)`), by URL.
-    private static let appNames = Mutex<[String: String]>([:])
+    /// The `FirebaseApp` this instance belongs to: the one it was asked for with, or the default
+    /// app for `database(url:)` and `database()` (as in Firebase); nil while that app is not
+    /// configured.
+    public var app: FirebaseApp? { FirebaseApp.app(name: self.appName) }
 
-    /// The `FirebaseApp` this instance was opened for, nil when it was opened by URL alone.
-    public var app: FirebaseApp? {
-        guard let name = Self.appNames.withLock({ $0[self.url] }) else { return nil }
-        return FirebaseApp.app(name: name)
-    }
-
-    /// The instance for `url` (the same one for every call with the same URL). A URL that is
-    /// not one of Eddy's schemes traps, as Firebase raises for a malformed database URL. A native
-    /// URL may list a cluster's nodes, separated by commas (`eddy://a:9001,b:9001`): the client
-    /// connects to one and moves on to the next when it cannot connect or a write is refused as
-    /// `notLeader`.
+    /// The default app's instance for `url` (the same one for every call with the same URL, and
+    /// the one `database(app: FirebaseApp.app()!, url:)` gives). A URL that is not one of Eddy's
+    /// schemes traps, as Firebase raises for a malformed database URL. A native URL may list a
+    /// cluster's nodes, separated by commas (`eddy://a:9001,b:9001`): the client connects to one
+    /// and moves on to the next when it cannot connect or a write is refused as `notLeader`.
     public static func database(url: String) -> Database {
+        self.instance(app: FirebaseApp.defaultName, url: url)
+    }
+
+    private static func instance(app: String, url: String) -> Database {
         self.instances.withLock { instances in
-            if let existing = instances[url] { return existing }
+            let key = InstanceKey(app: app, url: url)
+            if let existing = instances[key] { return existing }
             guard let transport = Self.transport(url) else {
                 preconditionFailure(
                     "Database.database(url:) needs eddy+unix:///path/to/eddyd.sock, eddy://host:port or http://host:port, not \(url)")
             }
-            let database = Database(url: url, transport: transport)
-            instances[url] = database
+            let database = Database(url: url, appName: app, transport: transport)
+            instances[key] = database
             return database
         }
+    }
+
+    /// The app `name` was deleted: its instances go offline and are forgotten, as Firebase
+    /// disposes of them (a new app of the same name gets new ones).
+    static func appDeleted(_ name: String) {
+        let gone = self.instances.withLock { instances -> [Database] in
+            let keys = instances.keys.filter { $0.app == name }
+            return keys.compactMap { instances.removeValue(forKey: $0) }
+        }
+        for database in gone { database.goOffline() }
     }
 
     static func transport(_ url: String) -> (any Transport)? {
@@ -158,6 +171,8 @@ public final class Database: NSObject, Sendable {
 
     /// The URL this instance was made for.
     let url: String
+    /// The name of the app it belongs to (`FirebaseApp.defaultName` for `database(url:)`).
+    let appName: String
     private let state: Mutex<State>
 
     /// Writes made and not yet answered: every view shows them on top of the server's data.
@@ -168,8 +183,9 @@ public final class Database: NSObject, Sendable {
     /// `.info/connected` and its siblings.
     let info = InfoView()
 
-    private init(url: String, transport: any Transport) {
+    private init(url: String, appName: String, transport: any Transport) {
         self.url = url
+        self.appName = appName
         self.state = Mutex(State(connection: transport))
         super.init()
         self.watch(self.state.withLock { $0.connection })

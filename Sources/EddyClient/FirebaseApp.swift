@@ -61,7 +61,8 @@ public final class FirebaseApp: NSObject, Sendable {
         return apps.isEmpty ? nil : apps
     }
 
-    /// Forgets the app (its `Database` instances stay usable, as the URL's instance is shared).
+    /// Forgets the app; its `Database` instances go offline and are forgotten, as Firebase
+    /// disposes of them.
     public func delete(_ completion: @escaping (Bool) -> Void) {
         completion(self.remove())
     }
@@ -73,10 +74,12 @@ public final class FirebaseApp: NSObject, Sendable {
 
     /// True when this app was registered and is not any more.
     private func remove() -> Bool {
-        Self.apps.withLock { apps -> Bool in
+        let removed = Self.apps.withLock { apps -> Bool in
             guard apps[self.name] === self else { return false }
             apps[self.name] = nil
             return true
         }
+        if removed { Database.appDeleted(self.name) }
+        return removed
     }
 }

@@ -137,6 +137,44 @@ import Testing
         #expect(server["status"] as? String == "offline" && server["n"] == nil && server["kept"] as? String == "yes")
     }
 
+    /// Two apps with the same database URL are two clients, as in Firebase (a test of two
+    /// users, or two devices, in one process): each has its own instance and connection, so one
+    /// going offline runs its onDisconnect writes while the other, still online, sees them.
+    @Test(arguments: ["native", "http"])
+    func twoAppsOfOneURLAreTwoClients(transport: String) async throws {
+        let url = self.userURL(transport)
+        let apps = try ["phone", "laptop"].map { device in
+            let options = FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1")
+            options.databaseURL = url
+            let name = "\(device)-\(transport)-\(UUID().uuidString)"
+            FirebaseApp.configure(name: name, options: options)
+            return try #require(FirebaseApp.app(name: name))
+        }
+        let phone = Database.database(app: apps[0])
+        let laptop = Database.database(app: apps[1])
+        #expect(phone !== laptop && phone.app === apps[0] && laptop.app === apps[1])
+        #expect(Database.database(app: apps[0]) === phone, "one instance per app and URL")
+        phone.callbackQueue = self.queue
+        laptop.callbackQueue = self.queue
+        let status = phone.reference().child("devices/\(transport)/phone")
+        try await status.setValue("online")
+        try await status.onDisconnectSetValue("offline")
+        let seen = Recorder<String>()
+        laptop.reference().child("devices/\(transport)/phone").observe(.value) { seen.add($0.value as? String ?? "none") }
+        #expect(try await seen.wait(for: 1) == ["online"])
+        phone.goOffline()
+        #expect(try await seen.wait(for: 2) == ["online", "offline"], "the laptop stays online and hears the phone's onDisconnect write")
+        let laptopConnected = Recorder<Bool>()
+        laptop.reference(withPath: ".info/connected").observeSingleEvent(of: .value) { laptopConnected.add($0.value as? Bool ?? false) }
+        #expect(try await laptopConnected.wait(for: 1) == [true])
+        let wrote = Recorder<Bool>()
+        laptop.reference().child("devices/\(transport)/laptop").setValue("online") { error, _ in wrote.add(error == nil) }
+        #expect(try await wrote.wait(for: 1, seconds: 10) == [true], "the laptop's writes still reach eddyd")
+        // Deleting an app takes its instance offline and forgets it.
+        #expect(await apps[1].delete())
+        #expect(await apps[0].delete())
+    }
+
     /// `goOffline()` takes effect at once: a write made right after it waits, and
     /// `purgeOutstandingWrites()` cancels it before it reaches eddyd.
     @Test func aWriteRightAfterGoOfflineWaitsAndCanBePurged() async throws {
