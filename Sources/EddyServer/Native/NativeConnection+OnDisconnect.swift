@@ -26,14 +26,14 @@ extension NativeConnection {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let operation = try Self.operation(body, request: "onDisconnect", allowsPush: false)
         let write = try OnDisconnectList.write(operation, namespace: namespace, access: access)
-        try self.state.withLock { (state: inout State) throws(EddyError) in try state.onDisconnect.append(write) }
+        try self.state.withLock { (state: inout State) throws(EddyError) in try state.onDisconnect.append(write, budget: self.onDisconnectRuns.budget) }
         self.answer(.value, requestID, .object(["value": .null]))
     }
 
     func cancelOnDisconnect(_ requestID: UInt64, _ body: Value) throws(EddyError) {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let path = try Self.path(body)
-        let cancelled = self.state.withLock { $0.onDisconnect.cancel(namespace: namespace, at: path) }
+        let cancelled = self.state.withLock { $0.onDisconnect.cancel(namespace: namespace, at: path, budget: self.onDisconnectRuns.budget) }
         self.answer(.value, requestID, .object(["value": .object(["cancelled": .number(Double(cancelled))])]))
     }
 }

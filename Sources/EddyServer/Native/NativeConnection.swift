@@ -653,7 +653,7 @@ final class NativeConnection: Sendable {
                 state.tails.removeAll()
             }
             // Taken once: a second call (a cut-off connection closing later) finds none.
-            return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect.takeAll())
+            return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect.takeAll(budget: self.onDisconnectRuns.budget))
         }
         self.onDisconnectRuns.run(onDisconnect, data: self.data, logger: self.logger)
         for tail in tails {

@@ -8,7 +8,10 @@
 // - Order is registration order; `cancel` removes the writes at or below a location (an update
 //   counts by its location) and keeps the order of the rest.
 // - Bounded: at most `countMax` writes and `bytesMax` bytes (their JSON size, approximately);
-//   `append` beyond either is refused with `limitExceeded` and the list is unchanged.
+//   `append` beyond either is refused with `limitExceeded` and the list is unchanged. Every
+//   list's bytes are also held in one daemon-wide budget (`OnDisconnectRuns.budget`): a write it
+//   cannot take is refused with `busy`, so many connections cannot together exhaust memory.
+//   `cancel` and `takeAll` give the bytes back.
 
 import EddyEngine
 import EddyModel
@@ -37,7 +40,7 @@ struct OnDisconnectList: Sendable {
         return OnDisconnectWrite(namespace: namespace, operation: validated, access: access, approximateBytes: bytes)
     }
 
-    mutating func append(_ write: OnDisconnectWrite) throws(EddyError) {
+    mutating func append(_ write: OnDisconnectWrite, budget: MemoryBudget) throws(EddyError) {
         guard self.writes.count < Self.countMax else {
             throw EddyError(
                 .limitExceeded, "this connection has \(Self.countMax) onDisconnect writes already (onDisconnectCountMax); cancel some first")
@@ -47,12 +50,17 @@ struct OnDisconnectList: Sendable {
                 .limitExceeded,
                 "this connection's onDisconnect writes would hold more than \(Self.bytesMax) bytes (onDisconnectBytesMax)")
         }
+        guard budget.reserve(write.approximateBytes) else {
+            throw EddyError(
+                .busy,
+                "the onDisconnect writes of all connections hold \(budget.usedBytes) of \(budget.bytesMax) bytes (onDisconnectBytesTotal); retry later")
+        }
         self.writes.append(write)
         self.bytes += write.approximateBytes
     }
 
     /// Drops the writes of `namespace` at or below `location`; returns how many.
-    mutating func cancel(namespace: String, at location: Path) -> Int {
+    mutating func cancel(namespace: String, at location: Path, budget: MemoryBudget) -> Int {
         let before = self.writes.count
         var dropped = 0
         self.writes.removeAll { write in
@@ -61,12 +69,14 @@ struct OnDisconnectList: Sendable {
             return true
         }
         self.bytes -= dropped
+        budget.release(dropped)
         return before - self.writes.count
     }
 
     /// Empties the list and returns what it held, in order.
-    mutating func takeAll() -> [OnDisconnectWrite] {
+    mutating func takeAll(budget: MemoryBudget) -> [OnDisconnectWrite] {
         defer {
+            budget.release(self.bytes)
             self.writes = []
             self.bytes = 0
         }

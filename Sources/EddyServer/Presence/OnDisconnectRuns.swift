@@ -1,6 +1,7 @@
 // Runs the onDisconnect writes of connections that ended (native or HTTP presence connections)
 // and counts the runs still going, so a stopping eddyd waits for them before its databases
 // close (the native listener, stopped after HTTP and before the databases, waits until idle).
+// Holds the daemon-wide budget of registered onDisconnect bytes (`budget`, `bytesTotalMax`).
 //
 // Invariants:
 // - One connection's writes run in the order registered, one at a time, each as an ordinary
@@ -15,7 +16,16 @@ import Logging
 import Synchronization
 
 final class OnDisconnectRuns: Sendable {
+    /// The bytes every connection's registered onDisconnect writes may hold together.
+    static let bytesTotalMax = 256 << 20
+
     private let running = Mutex(0)
+    /// Registered onDisconnect bytes of every connection (`OnDisconnectList`).
+    let budget: MemoryBudget
+
+    init(bytesTotalMax: Int = OnDisconnectRuns.bytesTotalMax) {
+        self.budget = MemoryBudget(bytesMax: bytesTotalMax)
+    }
 
     var isIdle: Bool { self.running.withLock { $0 == 0 } }
 

@@ -12,7 +12,8 @@
 // - A session exists exactly while its stream is open: `close` takes its writes once; a later
 //   registration on the id is refused (`notFound`), so nothing is registered on an ended one.
 // - Bounded: at most `sessionsMax` open sessions (each also holds an HTTP connection, itself
-//   capped by --http-connections-max), each bounded by `OnDisconnectList`.
+//   capped by --http-connections-max), each bounded by `OnDisconnectList`, all of them together
+//   by the daemon-wide budget (`OnDisconnectRuns.budget`).
 
 import EddyModel
 import Synchronization
@@ -37,26 +38,26 @@ final class OnDisconnectSessions: Sendable {
         return id
     }
 
-    func register(_ write: OnDisconnectWrite, session id: String) throws(EddyError) {
+    func register(_ write: OnDisconnectWrite, session id: String, budget: MemoryBudget) throws(EddyError) {
         try self.sessions.withLock { (sessions: inout [String: OnDisconnectList]) throws(EddyError) in
             guard sessions[id] != nil else { throw Self.unknown(id) }
-            try sessions[id]!.append(write)
+            try sessions[id]!.append(write, budget: budget)
         }
     }
 
     /// Drops the session's writes of `namespace` at or below `location`; returns how many.
-    func cancel(session id: String, namespace: String, at location: Path) throws(EddyError) -> Int {
+    func cancel(session id: String, namespace: String, at location: Path, budget: MemoryBudget) throws(EddyError) -> Int {
         try self.sessions.withLock { (sessions: inout [String: OnDisconnectList]) throws(EddyError) in
             guard sessions[id] != nil else { throw Self.unknown(id) }
-            return sessions[id]!.cancel(namespace: namespace, at: location)
+            return sessions[id]!.cancel(namespace: namespace, at: location, budget: budget)
         }
     }
 
     /// Ends the session; returns its writes, in order (none on a second call).
-    func close(_ id: String) -> [OnDisconnectWrite] {
+    func close(_ id: String, budget: MemoryBudget) -> [OnDisconnectWrite] {
         self.sessions.withLock { sessions in
             var list = sessions.removeValue(forKey: id)
-            return list?.takeAll() ?? []
+            return list?.takeAll(budget: budget) ?? []
         }
     }
 

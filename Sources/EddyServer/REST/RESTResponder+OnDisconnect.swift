@@ -14,7 +14,8 @@
 //   POST /.ondisconnect/<id>.json?ns=NAME  with `{"op": "cancel", "path"}`
 //        drops the connection's writes at or below the path; answers `{"cancelled": n}`.
 //
-// An id that is not open (its connection ended) is 404. On a cluster's follower every
+// Bounds: 1,000 writes or 16 MiB per connection (400), 256 MiB across all connections, HTTP and
+// native (503). An id that is not open (its connection ended) is 404. On a cluster's follower every
 // `/.ondisconnect` request is redirected (307) to the leader, as writes are.
 
 import EddyEngine
@@ -51,12 +52,13 @@ extension RESTResponder {
                     throw EddyError(.invalidArgument, "an onDisconnect registration is an object {\"op\", \"path\", \"value\"}, not \(JSONWriter.string(payload))")
                 }
                 if payload["op"] == .string("cancel") {
-                    let cancelled = try self.onDisconnectSessions.cancel(session: id, namespace: rest.namespace, at: try NativeConnection.path(payload))
+                    let cancelled = try self.onDisconnectSessions.cancel(
+                        session: id, namespace: rest.namespace, at: try NativeConnection.path(payload), budget: self.onDisconnectRuns.budget)
                     return .object(["cancelled": .number(Double(cancelled))])
                 }
                 let operation = try NativeConnection.operation(payload, request: "onDisconnect", allowsPush: false)
                 let write = try OnDisconnectList.write(operation, namespace: rest.namespace, access: identity.access)
-                try self.onDisconnectSessions.register(write, session: id)
+                try self.onDisconnectSessions.register(write, session: id, budget: self.onDisconnectRuns.budget)
                 return .null
             } catch {
                 throw RESTError(error)
@@ -80,7 +82,7 @@ extension RESTResponder {
         let keepAlive = self.keepAliveSeconds
         // Runs the writes once, whichever comes first: the client's side ending, or the answer
         // ending (eddyd stopping ends it before its connection closes).
-        let end: @Sendable () -> Void = { runs.run(sessions.close(id), data: data, logger: logger) }
+        let end: @Sendable () -> Void = { runs.run(sessions.close(id, budget: runs.budget), data: data, logger: logger) }
         connectionEnded.whenComplete { _ in end() }
         let headers: HTTPFields = [
             .contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache", Self.connectionHeader: id,
