@@ -360,9 +360,10 @@ final class HTTPTransport: Transport {
             return (Array(state.streams.values), state.presence)
         }
         // Closing the onDisconnect connection is what makes eddyd run its writes, as Firebase's
-        // goOffline does.
-        presence?.cancel(notify: false)
+        // goOffline does; the observers' streams end first, so none hears their events before the
+        // client shows them itself (`Database.showDisconnectWrites`, on the state change).
         for stream in streams { stream.cancel(notify: true) }
+        presence?.cancel(notify: false)
         self.setConnected(false)
     }
 
