@@ -29,9 +29,10 @@ package final class EventRouter {
     private var windows: [ListenerWindow.ID: ListenerWindow] = [:]
     /// Each listener's window.
     private var listeners: [ListenerID: ListenerWindow.ID] = [:]
-    /// Listeners that are not the admin's, with whom they act for: a rules change checks them
-    /// again (`cancelListenersNoLongerReadable`).
-    private var clientAccess: [ListenerID: Access] = [:]
+    /// Listeners that are not the admin's, with whom they act for and the query they named (nil
+    /// for a plain listen; the rules' `query` variable tells them apart even when they share a
+    /// window): a rules change checks them again (`cancelListenersNoLongerReadable`).
+    private var clientAccess: [ListenerID: (access: Access, query: Query?)] = [:]
     /// Windows by location, to find one to share.
     private var windowsAt: [Path: [ListenerWindow.ID]] = [:]
     private let trie = ListenerTrie()
@@ -86,7 +87,7 @@ package final class EventRouter {
             self.nextListenerID += 1
             shared.addMember(id, spec.output)
             self.listeners[id] = shared.id
-            if !spec.access.isAdmin { self.clientAccess[id] = spec.access }
+            if !spec.access.isAdmin { self.clientAccess[id] = (spec.access, spec.query) }
             return (id, [shared.initialDelivery(to: spec.output, current: current)])
         }
         let window = try self.load(spec)
@@ -105,7 +106,7 @@ package final class EventRouter {
         self.nextWindowID += 1
         window.addMember(id, spec.output)
         self.listeners[id] = window.id
-        if !spec.access.isAdmin { self.clientAccess[id] = spec.access }
+        if !spec.access.isAdmin { self.clientAccess[id] = (spec.access, spec.query) }
         self.windows[window.id] = window
         self.windowsAt[spec.location, default: []].append(window.id)
         self.trie.add(window.id, at: spec.location)
@@ -239,11 +240,11 @@ package final class EventRouter {
     /// After a rules change: the listeners of clients that may no longer read what they listen to
     /// are removed and told "Permission denied" (Firebase cancels such a listen). Returns their
     /// cancel deliveries.
-    package func cancelListenersNoLongerReadable(_ canRead: (Path, Query, Access) -> Bool) -> [Delivery] {
+    package func cancelListenersNoLongerReadable(_ canRead: (Path, Query?, Access) -> Bool) -> [Delivery] {
         var deliveries: [Delivery] = []
-        for (id, access) in self.clientAccess {
+        for (id, client) in self.clientAccess {
             guard let windowID = self.listeners[id], let window = self.windows[windowID] else { continue }
-            guard !canRead(window.location, window.query, access) else { continue }
+            guard !canRead(window.location, client.query, client.access) else { continue }
             if let member = window.members.first(where: { $0.id == id }) {
                 deliveries.append(ListenerWindow.cancelDelivery("Permission denied", to: [member.output]))
             }

@@ -131,3 +131,29 @@ def test_firebase_admin_private_rules_client(daemon):
         got = client.body("get", "/.settings/rules.json", params="format=strict")
         assert got == DOC
     assert requests.get(rules_url(daemon, ns="fake-project-id")).json() == DOC
+
+
+def test_query_order_by_key_alone_reaches_the_rules_on_streams_too(daemon):
+    """`orderBy="$key"` with nothing else is still a query: the rules see `query.orderByKey`
+    true on a GET and on an event stream alike, and a plain read sees it false. After a rules
+    change each stream is checked again with the query it named, not with its shared window's."""
+    from test_sse import SSEClient
+
+    owner = {"Authorization": "Bearer owner"}
+    rules = {"rules": {"p": {".read": "query.orderByKey == true"}, "other": {".read": True}}}
+    assert requests.put(daemon.base_url + "/.settings/rules.json", headers=owner, data=json.dumps(rules)).status_code == 200
+    assert requests.put(daemon.url("/p"), headers=owner, data=json.dumps({"a": 1, "b": 2})).status_code == 200
+    assert requests.get(daemon.url("/p") + '?orderBy="$key"').json() == {"a": 1, "b": 2}
+    assert requests.get(daemon.url("/p")).status_code == 401
+    keyed = SSEClient(daemon, "/p", query='orderBy="$key"')
+    assert keyed.response.status == 200
+    event, _, data, _ = keyed.next()
+    assert (event, data) == ("put", {"path": "/", "data": {"a": 1, "b": 2}}), (event, data)
+    plain = SSEClient(daemon, "/p")
+    assert plain.response.status == 401
+    # A rules change that keeps the keyed read allowed keeps the keyed stream.
+    rules["rules"]["other"] = {".read": False}
+    assert requests.put(daemon.base_url + "/.settings/rules.json", headers=owner, data=json.dumps(rules)).status_code == 200
+    assert requests.put(daemon.url("/p/c"), headers=owner, data="3").status_code == 200
+    event, _, data, _ = keyed.next()
+    assert (event, data) == ("put", {"path": "/c", "data": 3}), (event, data)

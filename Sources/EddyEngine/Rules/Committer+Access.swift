@@ -48,9 +48,9 @@ extension Committer {
         let tree = RuleTree(reading: { path in
             try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value
         })
-        // A plain listen's window orders by key with no bounds: the rules see no query.
-        let plain = query.map { $0.order == .key && $0.start == nil && $0.end == nil && $0.limit == nil } ?? true
+        // A plain listen (no query) has every `query` member null or false; one that named
+        // `orderBy="$key"` alone has `query.orderByKey` true, as on a GET.
         let context = RuleContext(auth: access.auth, now: Double(self.clock.nowMilliseconds()), tree: tree, newTree: tree)
-        return self.security.canRead(location, context, query: { Engine.ruleQuery(plain ? nil : query) })
+        return self.security.canRead(location, context, query: { Engine.ruleQuery(query) })
     }
 }
