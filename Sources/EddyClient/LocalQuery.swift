@@ -92,7 +92,11 @@ enum LocalQuery {
         window.isEmpty ? .null : .object(Dictionary(uniqueKeysWithValues: window.map { ($0.key, $0.value) }))
     }
 
+    /// The server cannot evaluate the query: no `.indexOn` declares its index ("Index not
+    /// defined"), or the index is declared and still building. Either way the client evaluates
+    /// it itself, as Firebase's SDK does without an index (Firebase's own indexes are never
+    /// unavailable, so its clients never see the second).
     static func isMissingIndex(_ error: DatabaseError) -> Bool {
-        error.message.hasPrefix("Index not defined")
+        error.message.hasPrefix("Index not defined") || (error.message.contains("the index ") && error.message.contains("is still building"))
     }
 }
