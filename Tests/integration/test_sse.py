@@ -14,7 +14,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import firebase_app
+from conftest import firebase_app, wait_for_indexes
 
 
 class SSEClient:
@@ -120,6 +120,7 @@ def test_keep_alive_on_an_idle_stream(daemon_factory):
 def test_query_streams_follow_the_window(daemon):
     put(daemon, "/q", {"a": {"s": 3}, "b": {"s": 1}, "c": {"s": 2}})
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {".read": True, ".write": True, "q": {".indexOn": "s"}}}))
+    wait_for_indexes(daemon)  # a query stream is refused while its index builds
     client = SSEClient(daemon, "/q", 'orderBy="s"&limitToFirst=2')
     assert client.next_data()[2] == {"path": "/", "data": {"b": {"s": 1}, "c": {"s": 2}}}
     put(daemon, "/q/d", {"s": 0})  # enters first; c leaves
@@ -133,6 +134,7 @@ def test_query_streams_follow_the_window(daemon):
 def test_dropping_the_index_cancels_the_stream(daemon):
     put(daemon, "/c", {"a": {"s": 1}})
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {".read": True, ".write": True, "c": {".indexOn": "s"}}}))
+    wait_for_indexes(daemon)  # a query stream is refused while its index builds
     client = SSEClient(daemon, "/c", 'orderBy="s"')
     assert client.next_data()[2] == {"path": "/", "data": {"a": {"s": 1}}}
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {".read": True, ".write": True}}))
@@ -267,6 +269,7 @@ def test_a_slow_consumer_is_cut_off_with_its_resume_id_and_resumes_without_a_gap
 def test_query_streams_resume_after_an_id_too(daemon):
     put(daemon, "/qr", {"a": {"s": 3}, "b": {"s": 1}, "c": {"s": 2}})
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {".read": True, ".write": True, "qr": {".indexOn": "s"}}}))
+    wait_for_indexes(daemon)  # a query stream is refused while its index builds
     query = 'orderBy="s"&limitToFirst=2'
     client = SSEClient(daemon, "/qr", query)
     _, seen, data, _ = client.next_data()
