@@ -175,22 +175,25 @@ import Testing
         #expect(try await windows.wait(for: 3).last == ["b", "c"])
     }
 
-    /// Right after rules declare an index, eddyd builds it and refuses the query meanwhile
-    /// ("still building"); Firebase's indexes are never unavailable, so the client evaluates the
-    /// query itself instead of failing, as for an undeclared index. (If the build wins the race
-    /// the server answers; the result is the same.)
+    /// Right after rules declare an index, eddyd builds it; a query that needs it waits for the
+    /// build (at most 5 s) and is then refused ("still building"). Firebase's indexes are never
+    /// unavailable, so the client evaluates the query itself instead of failing, as for an
+    /// undeclared index. The build is slowed here (100 children per step, 1 s apart) so that it
+    /// outlasts the wait.
     @Test func aQueryWhileItsIndexBuildsIsAnsweredAnyway() async throws {
+        self.daemon.stop()
+        try self.daemon.start(["--index-build-chunk", "100", "--index-build-pause-ms", "1000"])
         var children: [String: Any] = [:]
-        for i in 0..<100_000 { children[String(format: "k%06d", i)] = ["n": (i * 7919) % 100_000] }
+        for i in 0..<1000 { children[String(format: "k%04d", i)] = ["n": (i * 7919) % 1000] }
         let location = self.database().reference().child("building")
         try await location.setValue(children)
         try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "building": {".indexOn": "n"}}}"#)
-        let top = try await location.queryOrdered(byChild: "n").queryLimited(toLast: 3).getData()
-        #expect((top.children.allObjects as! [DataSnapshot]).compactMap { ($0.value as? [String: Any])?["n"] as? Int } == [99_997, 99_998, 99_999])
         let window = Recorder<[Int]>()
         location.queryOrdered(byChild: "n").queryStarting(atValue: 10).queryLimited(toFirst: 2).observe(.value) { snapshot in
             window.add((snapshot.children.allObjects as! [DataSnapshot]).compactMap { ($0.value as? [String: Any])?["n"] as? Int })
-        } withCancel: { error in window.add([-1]) }
+        } withCancel: { _ in window.add([-1]) }
+        let top = try await location.queryOrdered(byChild: "n").queryLimited(toLast: 3).getData()
+        #expect((top.children.allObjects as! [DataSnapshot]).compactMap { ($0.value as? [String: Any])?["n"] as? Int } == [997, 998, 999])
         #expect(try await window.wait(for: 1, seconds: 30).first == [10, 11])
     }
 
