@@ -108,8 +108,10 @@ final class Recorder<T: Sendable>: Sendable {
 
     var all: [T] { self.items.withLock { $0 } }
 
-    /// Waits until at least `count` items arrived (at most `seconds`); returns them.
-    func wait(for count: Int, seconds: Double = 15) async throws -> [T] {
+    /// Waits until at least `count` items arrived (at most `seconds`); returns them. The bound
+    /// is for liveness, not speed: `make test` runs every suite at once on 2 cores, where a
+    /// server's reaction has been seen to take more than 15 s.
+    func wait(for count: Int, seconds: Double = 60) async throws -> [T] {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let now = self.all
