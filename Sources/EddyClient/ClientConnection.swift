@@ -8,9 +8,11 @@
 // (the connection retries with backoff, 100 ms doubling to 5 s, while writes wait). A write
 // the server had applied before the connection went is applied again: sets, updates and
 // removes are idempotent, a `ServerValue.increment` is not (Firebase's clients do the same).
-// Every other request waiting for an answer fails with `disconnected`, and every subscription
-// is told it ended (`onEnd`), so the layer above subscribes again from its last log id.
-// Offline (`goOffline`), nothing connects: writes and subscriptions wait, reads fail at once.
+// onDisconnect registrations and cancels are kept the same way (one the old connection took
+// has run when it ended; sent again, it registers on the new one). Every other request
+// waiting for an answer fails with `disconnected`, and every subscription is told it ended
+// (`onEnd`), so the layer above subscribes again from its last log id. Offline (`goOffline`),
+// nothing connects: writes, onDisconnect requests and subscriptions wait, reads fail at once.
 //
 // Several endpoints (a cluster's nodes: `eddy://a:1,b:2`): it connects to one at a time. A
 // connection that cannot be made moves on to the next endpoint; so does a write the node refuses
@@ -137,7 +139,10 @@ final class ClientConnection: Transport {
     /// Sends a request; `answer` gets its answer frame (an `error` frame as a failure).
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
         let bytes = JSONWriter.bytes(self.inNamespace(payload, kind))
-        if kind == .write {
+        // Writes and onDisconnect requests wait for the connection and are sent again on a new
+        // one until answered, as Firebase queues both; other requests fail while offline.
+        let kept = kind == .write || kind == .onDisconnect || kind == .cancelDisconnect
+        if kept {
             let refused = self.state.withLock { state -> Bool in
                 !state.writes.isEmpty
                     && (state.writes.count >= Self.writesWaitingMax || state.writesBytes + bytes.count > Self.writesWaitingBytesMax)
@@ -156,7 +161,7 @@ final class ClientConnection: Transport {
         }
         self.send(kind, bytes) { state, id, frame in
             state.answers[id] = answer
-            if kind == .write {
+            if kept {
                 state.writes[id] = frame
                 state.writesBytes += frame.payload.count
             }

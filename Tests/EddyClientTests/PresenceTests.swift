@@ -183,6 +183,29 @@ import Testing
         #expect(await apps[0].delete())
     }
 
+    /// As Firebase queues them, onDisconnect calls made offline wait for the connection and
+    /// register once it is back (they do not fail).
+    @Test(arguments: ["native", "http"])
+    func onDisconnectCallsMadeOfflineRegisterOnceOnline(transport: String) async throws {
+        let user = self.database(self.userURL(transport))
+        let watcher = self.database(self.daemon.tcpURL)
+        let me = user.reference().child("queued/\(transport)")
+        try await me.setValue("online")
+        user.goOffline()
+        let done = Recorder<String>()
+        me.onDisconnectSetValue("offline") { error, _ in done.add(error.map { "\($0)" } ?? "registered") }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(done.all.isEmpty, "it waits for the connection: \(done.all)")
+        user.goOnline()
+        #expect(try await done.wait(for: 1) == ["registered"])
+        let seen = Recorder<String>()
+        watcher.reference().child("queued/\(transport)").observe(.value) { seen.add($0.value as? String ?? "none") }
+        #expect(try await seen.wait(for: 1) == ["online"])
+        user.goOffline()
+        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        user.goOnline()
+    }
+
     /// `goOffline()` takes effect at once: a write made right after it waits, and
     /// `purgeOutstandingWrites()` cancels it before it reaches eddyd.
     @Test func aWriteRightAfterGoOfflineWaitsAndCanBePurged() async throws {
