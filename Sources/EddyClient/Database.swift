@@ -179,6 +179,8 @@ public final class Database: NSObject, Sendable {
     let pendingWrites = PendingWrites()
     /// The onDisconnect writes the server holds for this connection, shown here when it ends.
     let disconnectWrites = DisconnectWrites()
+    /// The order of this instance's transactions on overlapping locations.
+    let transactions = TransactionQueue()
     private let nextWriteID = Atomic<UInt64>(1)
     /// `.info/connected` and its siblings.
     let info = InfoView()

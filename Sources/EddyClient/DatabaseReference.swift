@@ -374,7 +374,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                 case .failure(let error): box.value.1?(error, false, nil)
                 }
             }
-        }.start()
+        }.begin()
     }
 
     @discardableResult
@@ -382,7 +382,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         let box = UncheckedSendable(block)
         let outcome = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<(Bool, DataSnapshot), DatabaseError>, Never>) in
-            TransactionRun(ref: self, update: { data in box.value(data) }) { continuation.resume(returning: $0) }.start()
+            TransactionRun(ref: self, update: { data in box.value(data) }) { continuation.resume(returning: $0) }.begin()
         }
         return try outcome.get()
     }

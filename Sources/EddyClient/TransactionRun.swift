@@ -34,6 +34,8 @@ final class TransactionRun: Sendable {
     private let provisional = Mutex<Provisional?>(nil)
     /// The block ran on the client's data already (once per transaction).
     private let ranOnCachedData = Mutex(false)
+    /// Its place in the database's `TransactionQueue`, once queued.
+    private let queueID = Mutex<UInt64?>(nil)
 
     init(
         ref: DatabaseReference, localEvents: Bool = true, update: @escaping (MutableData) -> TransactionResult,
@@ -45,13 +47,27 @@ final class TransactionRun: Sendable {
         self.completion = completion
     }
 
-    func start() {
+    /// Queues the transaction behind this client's earlier ones on overlapping locations
+    /// (`TransactionQueue`) and runs it when its turn comes.
+    func begin() {
+        let queue = self.ref.database.transactions
+        let id = queue.enqueue(at: self.ref.path) { self.start() }
+        self.queueID.withLock { $0 = id }
+    }
+
+    /// Ends the transaction: its outcome, then the next one on its location may start.
+    private func complete(_ outcome: Outcome) {
+        self.completion(outcome)
+        if let id = self.queueID.withLock({ $0 }) { self.ref.database.transactions.finished(id) }
+    }
+
+    private func start() {
         let attempt = self.attempts.withLock { attempts -> Int in
             attempts += 1
             return attempts
         }
         guard attempt <= Self.retriesMax + 1 else {
-            self.completion(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.retriesMax) times")))
+            self.complete(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.retriesMax) times")))
             return
         }
         self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in
@@ -67,10 +83,10 @@ final class TransactionRun: Sendable {
                     self.waitForConnection(error)
                 }
             case .failure(let error):
-                self.completion(.failure(error))
+                self.complete(.failure(error))
             case .success(let answer):
                 guard case .string(let etag) = answer.payload["etag"] else {
-                    self.completion(.failure(DatabaseError(.unknownError, "the server did not send the ETag a transaction needs")))
+                    self.complete(.failure(DatabaseError(.unknownError, "the server did not send the ETag a transaction needs")))
                     return
                 }
                 let current = answer.payload["value"].normalized()
@@ -89,7 +105,7 @@ final class TransactionRun: Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { self.start() }
         }
         guard waiting else {
-            self.completion(.failure(error))
+            self.complete(.failure(error))
             return
         }
         // Not offline: a request makes the connection come back even when nothing else waits.
@@ -102,11 +118,11 @@ final class TransactionRun: Sendable {
         let data = MutableData(value: cached)
         let result = self.update.value(data)
         if let error = data.root.error {
-            self.completion(.failure(error))
+            self.complete(.failure(error))
             return
         }
         guard let written = result.data else {
-            self.completion(.success((false, DataSnapshot(ref: self.ref, value: cached))))
+            self.complete(.success((false, DataSnapshot(ref: self.ref, value: cached))))
             return
         }
         let output = written.root.value
@@ -131,11 +147,11 @@ final class TransactionRun: Sendable {
             let data = MutableData(value: current)
             let result = self.update.value(data)
             if let error = data.root.error {
-                self.completion(.failure(error))
+                self.complete(.failure(error))
                 return
             }
             guard let written = result.data else {
-                self.completion(.success((false, DataSnapshot(ref: self.ref, value: current))))
+                self.complete(.success((false, DataSnapshot(ref: self.ref, value: current))))
                 return
             }
             newValue = written.root.value
@@ -144,11 +160,11 @@ final class TransactionRun: Sendable {
         self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
             switch outcome {
             case .success:
-                self.completion(.success((true, DataSnapshot(ref: self.ref, value: newValue))))
+                self.complete(.success((true, DataSnapshot(ref: self.ref, value: newValue))))
             case .failure(let error) where error.code == .dataStale:
                 self.start()
             case .failure(let error):
-                self.completion(.failure(error))
+                self.complete(.failure(error))
             }
         }
     }

@@ -197,6 +197,28 @@ import Testing
         #expect(try await window.wait(for: 1, seconds: 30).first == [10, 11])
     }
 
+    /// Many transactions from one client on one location (a button tapped fast) all commit:
+    /// they run one after another, as Firebase's clients send them, instead of making each other
+    /// retry until some give up. Transactions elsewhere run beside them.
+    @Test func manyTransactionsOfOneClientOnOneLocationAllCommit() async throws {
+        let database = self.database()
+        let counter = database.reference().child("tapped/count")
+        let elsewhere = database.reference().child("tapped-elsewhere/count")
+        let outcomes = Recorder<Bool>()
+        for ref in [counter, elsewhere] {
+            for _ in 0..<40 {
+                ref.runTransactionBlock({ data in
+                    data.value = ((data.value as? Int) ?? 0) + 1
+                    return TransactionResult.success(withValue: data)
+                }) { error, committed, _ in outcomes.add(error == nil && committed) }
+            }
+        }
+        let all = try await outcomes.wait(for: 80)
+        #expect(all.allSatisfy { $0 }, "\(all.filter { !$0 }.count) of 80 did not commit")
+        #expect(try await counter.getData().value as? Int == 40)
+        #expect(try await elsewhere.getData().value as? Int == 40)
+    }
+
     @Test func aLaterObserverHearsTheInitialEventsAndValueComesAfterTheChildEvents() async throws {
         let list = self.database().reference().child("later")
         try await list.setValue(["x": 1, "y": 2])

@@ -1,0 +1,65 @@
+// The order in which one `Database`'s transactions run: one whose location is at, above or
+// below the location of an earlier one (running or waiting) waits until that one completes.
+// Firebase's clients send a client's transactions on a location one after another for the
+// same reason: run side by side, each would make the others lose their compare-and-set and
+// retry, and with enough of them some would give up after 25 retries. Transactions on
+// locations apart from each other run at once.
+//
+// Invariants: transactions on overlapping locations start in the order they were made; each
+// entry leaves when its transaction completes (`finished`), whatever the outcome.
+
+import EddyModel
+import Synchronization
+
+final class TransactionQueue: Sendable {
+    private struct Entry {
+        let id: UInt64
+        let location: Path
+        let start: @Sendable () -> Void
+        var started = false
+    }
+
+    private struct State {
+        var nextID: UInt64 = 1
+        var entries: [Entry] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Adds a transaction; `start` runs now, or once every earlier overlapping one completed.
+    /// Returns its id for `finished`.
+    func enqueue(at location: Path, start: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, ready) = self.state.withLock { state -> (UInt64, [@Sendable () -> Void]) in
+            let id = state.nextID
+            state.nextID += 1
+            state.entries.append(Entry(id: id, location: location, start: start))
+            return (id, Self.takeReady(&state))
+        }
+        for start in ready { start() }
+        return id
+    }
+
+    /// The transaction `id` completed: the ones that waited only for it start.
+    func finished(_ id: UInt64) {
+        let ready = self.state.withLock { state -> [@Sendable () -> Void] in
+            state.entries.removeAll { $0.id == id }
+            return Self.takeReady(&state)
+        }
+        for start in ready { start() }
+    }
+
+    /// Marks started, and returns, the entries no earlier entry overlaps.
+    private static func takeReady(_ state: inout State) -> [@Sendable () -> Void] {
+        var ready: [@Sendable () -> Void] = []
+        for i in state.entries.indices where !state.entries[i].started {
+            let location = state.entries[i].location
+            let blocked = state.entries[..<i].contains { earlier in
+                earlier.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: earlier.location)
+            }
+            guard !blocked else { continue }
+            state.entries[i].started = true
+            ready.append(state.entries[i].start)
+        }
+        return ready
+    }
+}
