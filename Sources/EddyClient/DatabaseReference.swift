@@ -193,7 +193,21 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
         let database = self.database
-        let local = localEvents ? database.beginLocalWrite(at: self.path, puts: self.puts(op, converted)) : nil
+        let puts = self.puts(op, converted)
+        // Checked as eddyd will check it, before any local event: a write it would refuse (a bad
+        // key, a string too long, a path too deep) fails at once and is never shown, where
+        // Firebase's SDK raises at the call.
+        do throws(EddyError) {
+            if op == "remove" {
+                try WriteValidator.validateLocation(self.path)
+            } else {
+                for put in puts { _ = try WriteValidator.validate(put.value, at: put.path) }
+            }
+        } catch {
+            completion(.failure(DatabaseError(error)))
+            return
+        }
+        let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts) : nil
         database.connection.request(.write, .object(payload)) { result in
             if let local {
                 var logID: String?
@@ -224,9 +238,10 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     // client's identity when it registered them), run when the connection ends however it ends
     // (goOffline, the process killed, the network gone), in the order registered. They are
     // registered for one connection: register them again once `.info/connected` is true again,
-    // as Firebase's presence code does. Only the native protocol carries them (`eddy://`,
-    // `eddy+unix://`); over the HTTP fallback they fail. A value that is not a database value
-    // fails at once. The completion runs when the server has registered (not run) the write.
+    // as Firebase's presence code does. Over the native protocol they go on the connection; over
+    // HTTP on eddyd's onDisconnect connection, which the transport opens. A value that is not a
+    // database value fails at once. The completion runs when the server has registered (not
+    // run) the write; made offline, they wait for the connection.
 
     public func onDisconnectSetValue(_ value: Any?) {
         self.registerOnDisconnect("set", value, completion: nil)

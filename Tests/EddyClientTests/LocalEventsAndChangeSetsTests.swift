@@ -51,6 +51,25 @@ import Testing
         #expect(try await list.getData().childrenCount == 1)
     }
 
+    /// A value eddyd would refuse (a key with ".", a string too long) fails at once, before any
+    /// local event: observers never see it (Firebase's SDK raises at the call).
+    @Test func anInvalidValueFailsBeforeAnyLocalEvent() async throws {
+        let location = self.database().reference().child("local/invalid")
+        try await location.setValue(["ok": 1])
+        let log = Recorder<String>()
+        location.observe(.value) { log.add("value \($0.childrenCount)") }
+        _ = try await log.wait(for: 1)
+        location.setValue(["a.b": 1]) { error, _ in log.add("done \((error as? DatabaseError)?.message.contains("a.b") == true)") }
+        location.child("long").setValue(String(repeating: "x", count: 10 << 20 + 1)) { error, _ in
+            log.add("done \((error as? DatabaseError)?.message.contains("stringBytesMax") == true)")
+        }
+        location.updateChildValues(["c/d.e": 1]) { error, _ in log.add("done \(error != nil)") }
+        #expect(try await log.wait(for: 4) == ["value 1", "done true", "done true", "done true"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all.count == 4, "no local event came and went: \(log.all)")
+        #expect(try await location.getData().value as? [String: Int] == ["ok": 1])
+    }
+
     @Test func serverValuesAreEstimatedLocallyWithoutAFlicker() async throws {
         let posts = self.database().reference().child("local/estimated")
         try await posts.setValue(["p1": ["views": 10], "p2": ["views": 20]])
