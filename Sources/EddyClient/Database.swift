@@ -363,6 +363,25 @@ public final class Database: NSObject, Sendable {
         for view in views { view.showServerWrites(writes.flatMap(\.puts), now: now) }
     }
 
+    /// Runs `block` once every view of `location` (at, above or below it) has the events of the
+    /// log entry `logID`, or after `PendingWrite.streamedGraceSeconds`: over HTTP a write's
+    /// answer can come before its events, and a completion should not run before the observers
+    /// have heard the write (Firebase raises the events first).
+    func afterViewsPass(_ logID: String, touching location: Path, _ block: @escaping @Sendable () -> Void) {
+        let views = self.state.withLock { state in
+            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
+        }
+        let deadline = Date().addingTimeInterval(PendingWrite.streamedGraceSeconds)
+        @Sendable func check() {
+            if views.allSatisfy({ $0.hasPassed(logID) }) || Date() >= deadline {
+                block()
+            } else {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(5), execute: check)
+            }
+        }
+        check()
+    }
+
     /// Drops the acknowledged writes that no view catching up needs.
     func pruneAcknowledgedWrites() {
         guard !self.pendingWrites.isEmpty else { return }

@@ -218,6 +218,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                     streamed = answer.payload["streamed"] == .bool(true)
                 }
                 database.endLocalWrite(local, logID: logID, streamed: streamed)
+            } else if case .success(let answer) = result, answer.payload["streamed"] == .bool(true),
+                case .string(let logID) = answer.payload["logID"]
+            {
+                // Without local events nothing shows the write before its events: over HTTP
+                // they come on the views' streams, after this answer; wait for them.
+                database.afterViewsPass(logID, touching: self.path) { completion(result.map(\.payload)) }
+                return
             }
             completion(result.map(\.payload))
         }

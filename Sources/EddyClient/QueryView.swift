@@ -281,6 +281,11 @@ final class QueryView: Sendable {
         }
     }
 
+    /// Whether the view's events have reached the log entry `logID` (or it has ended).
+    func hasPassed(_ logID: String) -> Bool {
+        self.state.withLock { state in state.ended || (state.lastLogID.map { $0 >= logID } ?? false) }
+    }
+
     /// What this view's value observers were last shown, once it has the server's data.
     var shownValueOnceStarted: Value? {
         self.state.withLock { state in state.started ? state.shownValue : nil }

@@ -139,6 +139,25 @@ import Testing
         #expect(!(try await self.database().reference(withPath: "greeting").getData().exists()))
     }
 
+    /// A transaction without local events completes only after the observers heard its
+    /// committed value, as in Firebase, although over HTTP the write's answer comes before its
+    /// event.
+    @Test func aTransactionWithoutLocalEventsCompletesAfterObserversHearIt() async throws {
+        let counter = self.database().reference().child("http/tx-order")
+        try await counter.setValue(0)
+        let log = Recorder<String>()
+        counter.observe(.value) { log.add("value \(($0.value as? Int) ?? -1)") }
+        #expect(try await log.wait(for: 1) == ["value 0"])
+        for round in 1...10 {
+            counter.runTransactionBlock({ data in
+                data.value = ((data.value as? Int) ?? 0) + 1
+                return TransactionResult.success(withValue: data)
+            }, andCompletionBlock: { error, committed, _ in log.add("done \(round) \(error == nil && committed)") }, withLocalEvents: false)
+            let got = try await log.wait(for: 1 + 2 * round)
+            #expect(Array(got.suffix(2)) == ["value \(round)", "done \(round) true"], "round \(round): \(got.suffix(2))")
+        }
+    }
+
     @Test func localEventsComeFirstOverHTTPToo() async throws {
         let ref = self.database().reference().child("http/local")
         let log = Recorder<String>()
