@@ -115,20 +115,26 @@ final class TransactionRun: Sendable {
     /// On the callback queue, not connected: runs the block on the data the client holds. An
     /// abort or an error ends the transaction now; a value is shown until the server's run.
     private func runOnCachedData(_ cached: Value, then error: DatabaseError) {
-        let data = MutableData(value: cached)
-        let result = self.update.value(data)
-        if let error = data.root.error {
-            self.complete(.failure(error))
-            return
-        }
-        guard let written = result.data else {
-            self.complete(.success((false, DataSnapshot(ref: self.ref, value: cached))))
-            return
-        }
-        let output = written.root.value
+        guard let output = self.runBlock(on: cached) else { return }
         let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
         self.provisional.withLock { $0 = Provisional(input: cached, output: output, write: write) }
         self.waitForConnection(error)
+    }
+
+    /// Runs the update block on `value`: the value it returns, or nil when it aborted or failed
+    /// (the transaction is then completed: not committed, or with the error).
+    private func runBlock(on value: Value) -> Value? {
+        let data = MutableData(value: value)
+        let result = self.update.value(data)
+        if let error = data.root.error {
+            self.complete(.failure(error))
+            return nil
+        }
+        guard let written = result.data else {
+            self.complete(.success((false, DataSnapshot(ref: self.ref, value: value))))
+            return nil
+        }
+        return written.root.value
     }
 
     /// On the callback queue: runs the block (unless its run offline saw this same data), then
@@ -144,17 +150,8 @@ final class TransactionRun: Sendable {
         if let provisional, provisional.input == current {
             newValue = provisional.output
         } else {
-            let data = MutableData(value: current)
-            let result = self.update.value(data)
-            if let error = data.root.error {
-                self.complete(.failure(error))
-                return
-            }
-            guard let written = result.data else {
-                self.complete(.success((false, DataSnapshot(ref: self.ref, value: current))))
-                return
-            }
-            newValue = written.root.value
+            guard let output = self.runBlock(on: current) else { return }
+            newValue = output
         }
         let foundation = FoundationValue.foundation(newValue)
         self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
