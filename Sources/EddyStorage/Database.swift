@@ -52,7 +52,7 @@ public final class Database: @unchecked Sendable {
     /// ("default" is implicit and always opened).
     public init(path: String, columnFamilies names: [String], options storage: StorageOptions) throws(RocksDBError) {
         self.path = path
-        let options = rocksdb_options_create()!
+        let options = try Self.makeDBOptions(preallocateFiles: storage.preallocateFiles)
         rocksdb_options_set_create_if_missing(options, storage.createIfMissing ? 1 : 0)
         rocksdb_options_set_create_missing_column_families(options, storage.createIfMissing ? 1 : 0)
         rocksdb_options_increase_parallelism(options, storage.backgroundThreads)
@@ -134,6 +134,24 @@ public final class Database: @unchecked Sendable {
         self.noWALWrite = rocksdb_writeoptions_create()!
         rocksdb_writeoptions_disable_WAL(self.noWALWrite, 1)
         self.readOptions = rocksdb_readoptions_create()!
+    }
+
+    /// Database options with RocksDB's defaults but `allow_fallocate`, which the C API of
+    /// RocksDB 7.8 sets only through an options string.
+    private static func makeDBOptions(preallocateFiles: Bool) throws(RocksDBError) -> OpaquePointer {
+        let defaults = rocksdb_options_create()!
+        defer { rocksdb_options_destroy(defaults) }
+        let options = rocksdb_options_create()!
+        var errptr: UnsafeMutablePointer<CChar>? = nil
+        rocksdb_get_options_from_string(
+            defaults, preallocateFiles ? "allow_fallocate=true" : "allow_fallocate=false", options, &errptr)
+        if let errptr {
+            let message = String(cString: errptr)
+            rocksdb_free(errptr)
+            rocksdb_options_destroy(options)
+            throw RocksDBError(code: RocksDBError.code(of: message), message: message)
+        }
+        return options
     }
 
     deinit {

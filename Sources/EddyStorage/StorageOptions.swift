@@ -35,6 +35,12 @@ public struct StorageOptions: Sendable {
     /// A block cache shared with other databases (its capacity bounds all of them together);
     /// nil (default): the database makes its own of `blockCacheBytes`.
     public var blockCache: BlockCache? = nil
+    /// Let RocksDB reserve disk space ahead of writing (`allow_fallocate`): a new write-ahead log
+    /// reserves 1.1 memtables (about 70 MiB) and a manifest 4 MiB before holding anything, so an
+    /// idle namespace took 75 MiB of disk, and a test suite opening hundreds of databases filled
+    /// a small volume. Default false: files take the space they hold (a durable write costs the
+    /// same either way: `http-ab-bench.sh`, Benchmarks/README.md).
+    public var preallocateFiles = false
 
     public init() {}
 }
