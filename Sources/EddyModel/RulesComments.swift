@@ -4,12 +4,19 @@
 // is plain JSON whose every byte sits at the same line and column as in the text (errors keep
 // pointing at the right place). An unterminated block comment is left as it is, for the JSON
 // parser to refuse.
+//
+// Line breaks and tabs written raw inside a string become spaces too: Firebase's documentation
+// prints long rule expressions across lines inside their JSON string, and Firebase's console and
+// REST endpoint accept such documents (strict JSON refuses a raw control character). In a rule
+// expression they are whitespace either way. Errors are located in the text before blanking
+// (same bytes, same offsets), so a line break inside a string still counts as a line there.
 
 public enum RulesComments {
     public static func blanked(_ text: [UInt8]) -> [UInt8] {
         let slash = UInt8(ascii: "/"), star = UInt8(ascii: "*"), quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
         let newline = UInt8(ascii: "\n"), space = UInt8(ascii: " ")
-        guard text.contains(slash) else { return text }
+        let carriageReturn = UInt8(ascii: "\r"), tab = UInt8(ascii: "\t")
+        guard text.contains(where: { $0 == slash || $0 == newline || $0 == carriageReturn || $0 == tab }) else { return text }
         var out = text
         var i = 0
         var inString = false
@@ -21,6 +28,7 @@ public enum RulesComments {
                     continue
                 }
                 if byte == quote { inString = false }
+                if byte == newline || byte == carriageReturn || byte == tab { out[i] = space }
                 i += 1
                 continue
             }

@@ -22,6 +22,16 @@ struct RulesCommentsTests {
         #expect(try JSONParser.parse(self.blanked(text)) == .object(["a": .string("http://x/*y*/"), "b\"//": .string("c")]))
     }
 
+    // Firebase's docs print long expressions across lines inside the JSON string (the widget
+    // example of "Core syntax"), and Firebase accepts such documents.
+    @Test func lineBreaksAndTabsInsideStringsBecomeSpaces() throws {
+        let text = "{\"a\": \"newData.isNumber() &&\n\t newData.val() >= 0\", \"b\": 1}\n"
+        let out = self.blanked(text)
+        #expect(out == "{\"a\": \"newData.isNumber() &&   newData.val() >= 0\", \"b\": 1}\n")
+        #expect(try JSONParser.parse(out) == .object(["a": .string("newData.isNumber() &&   newData.val() >= 0"), "b": .number(1)]))
+        #expect(self.blanked("{\"a\":\n1}") == "{\"a\":\n1}", "outside strings they stay")
+    }
+
     @Test func unterminatedBlockCommentIsLeftForTheParser() {
         let text = "{} /* open"
         #expect(self.blanked(text) == text)

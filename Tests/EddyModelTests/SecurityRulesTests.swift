@@ -32,7 +32,7 @@ import Testing
         let write = try self.context(auth: self.user("alice"), newTree: #"{"users": {"alice": {"name": "A"}}}"#)
         #expect(rules.canWrite(try self.path("/users/alice"), write))
         #expect(!rules.canWrite(try self.path("/users/bob"), write))
-        #expect(!rules.canWrite(try self.path("/users/alice"), try self.context(newTree: #"{"users": {"alice": 1}}"#)), "unauthenticated: auth.uid errs, the rule fails")
+        #expect(!rules.canWrite(try self.path("/users/alice"), try self.context(newTree: #"{"users": {"alice": 1}}"#)), "unauthenticated: auth.uid is null, not alice")
         #expect(!rules.canRead(try self.path("/users/alice"), write), "no .read anywhere denies")
     }
 
@@ -112,9 +112,51 @@ import Testing
         let other: RuleValue = .map(["orderByChild": .string("owner"), "equalTo": .string("u2")])
         #expect(rules.canRead(try self.path("/baskets"), try self.context(auth: verified, query: own)))
         #expect(!rules.canRead(try self.path("/baskets"), try self.context(auth: verified, query: other)))
-        #expect(!rules.canRead(try self.path("/baskets"), try self.context(auth: verified)), "no query: query.orderByChild errs")
+        #expect(!rules.canRead(try self.path("/baskets"), try self.context(auth: verified)), "no query: query.orderByChild is null")
         #expect(!rules.canRead(try self.path("/flags"), try self.context(auth: verified)), "a missing claim is null, not true")
         #expect(rules.canRead(try self.path("/flags"), try self.context(auth: self.user("x", token: ["admin": .bool(true)]))))
+    }
+
+    // "Rules conditions": `auth` is null for a signed-out client, and a member of null is null
+    // (recorded from a live database: `auth.uid !== 'eviluser'` holds signed out), so the right
+    // side of `||` is still reached; a method or `length` of null fails the rule.
+    @Test func aMemberOfNullIsNull() throws {
+        let rules = try self.rules(
+            #"""
+            {"rules": {
+              "posts": {"$id": {".read": "auth.uid === data.child('owner').val() || data.child('public').val() === true"}},
+              "open": {".read": "auth.token.banned !== true"},
+              "tenant": {".read": "auth.token.firebase.tenant == null && auth['token'] != null"},
+              "named": {".read": "auth.uid.length > 0"},
+              "method": {".read": "auth.uid.contains('a') || true"}}}
+            """#)
+        let tree = #"{"posts": {"p": {"owner": "alice", "public": true}, "q": {"owner": "alice"}}}"#
+        let signedOut = try self.context(tree: tree)
+        #expect(rules.canRead(try self.path("/posts/p"), signedOut))
+        #expect(!rules.canRead(try self.path("/posts/q"), signedOut))
+        #expect(rules.canRead(try self.path("/posts/q"), try self.context(auth: self.user("alice"), tree: tree)))
+        #expect(rules.canRead(try self.path("/open"), signedOut))
+        #expect(!rules.canRead(try self.path("/open"), try self.context(auth: self.user("b", token: ["banned": .bool(true)]))))
+        #expect(rules.canRead(try self.path("/tenant"), try self.context(auth: self.user("t"))))
+        #expect(!rules.canRead(try self.path("/tenant"), signedOut), "auth['token'] of null is null")
+        #expect(!rules.canRead(try self.path("/named"), signedOut), "length of null fails the rule")
+        #expect(rules.canRead(try self.path("/named"), try self.context(auth: self.user("u"))))
+        #expect(!rules.canRead(try self.path("/method"), signedOut), "a method of null fails the whole rule")
+    }
+
+    // Division by zero is NaN on Firebase (recorded: `(1/0 + '') == 'NaN'`, and both `(1/0) > 2`
+    // and `(1/0) < 2` are false), not JavaScript's Infinity.
+    @Test func divisionByZeroIsNaN() throws {
+        func holds(_ expression: String) throws -> Bool {
+            let rules = try self.rules("{\"rules\": {\"e\": {\".read\": \"\(expression)\"}}}")
+            return rules.canRead(try self.path("/e"), try self.context())
+        }
+        #expect(try holds("(1/0 + '') == 'NaN'"))
+        #expect(!(try holds("(1/0) > 2")))
+        #expect(!(try holds("(1/0) <= 2")))
+        #expect(!(try holds("(0/0) >= 0")))
+        #expect(!(try holds("1/0 == 1/0")), "NaN equals nothing")
+        #expect(try holds("(1e308 * 10 + '') == 'Infinity' && 7 / 2 == 3.5"))
     }
 
     @Test func stringMethodsAndOperators() throws {
@@ -345,5 +387,84 @@ private final class ReadCounter: @unchecked Sendable {
               ".validate": "newData.isString() && newData.val().replace('a', 'b').beginsWith('c') && newData.val().matches(/^c/) && newData.val().toUpperCase().length < 9 || newData.isBoolean()"
             }}}}
             """#)
+    }
+
+    /// The message of the refusal of `rule` as a `.read` at /e, or nil when it deploys.
+    private func refusal(_ rule: String) -> String? {
+        var literal: [UInt8] = []
+        JSONWriter.writeString(rule, into: &literal)
+        do {
+            try self.check(#"{"rules": {"e": {".read": "# + String(decoding: literal, as: UTF8.self) + "}}}")
+            return nil
+        } catch {
+            return String(describing: error)
+        }
+    }
+
+    // Firebase type-checks rules when they are deployed (recorded from a live database, and its
+    // texts "! only operates on booleans." and "No such method/property"): each of these is
+    // refused there, and would deny every request without a word here.
+    @Test func typeErrorsAreRefused() throws {
+        let refused: [(rule: String, says: String)] = [
+            ("7", "must evaluate to a boolean, not a number"),
+            ("'foo'", "must evaluate to a boolean, not a string"),
+            ("auth.uid", "must evaluate to a boolean, not a string"),
+            ("auth.someString === 'one' ? 7 : true", "must evaluate to a boolean"),
+            ("!data.child('flag').val()", "! only operates on booleans, not a primitive value"),
+            ("root.child('foo') != null", "compares values (use val() or exists() on a snapshot), not a snapshot"),
+            ("root.hasChildren('foo', 'bar')", "hasChildren() takes 0 or 1 argument(s), not 2"),
+            ("root.hasChildren(['foo', 7])", "hasChildren() names children with strings, not a number"),
+            ("auth.foo.contains(7)", "contains() takes strings, not a number"),
+            ("root.child('str').val().matches('/foo/')", "matches() takes a regular expression literal"),
+            ("query.foo == 1", "no such property query.foo"),
+            ("root.val() > true", "compares two numbers or two strings, not a boolean"),
+            ("data.val().public === true", "use child('public').val()"),
+            ("data.exists", "no such property exists of a snapshot"),
+            ("data.child(1).exists()", "child() takes strings, not a number"),
+            ("now.contains('1')", "no such method contains() of a number"),
+            ("data.exists() && 1", "&& only operates on booleans, not a number"),
+        ]
+        for (rule, says) in refused {
+            let message = self.refusal(rule)
+            #expect(message?.contains(says) == true, "\(rule): \(message ?? "deployed")")
+            #expect(message?.contains("rules at /e: .read") == true, "\(rule): \(message ?? "deployed")")
+        }
+    }
+
+    // The rules of Firebase's guides deploy (Understand rules, Rules conditions, Securely query
+    // data, Core syntax's widget, the regex page, user and group patterns).
+    @Test func theDocumentationsRulesDeploy() throws {
+        let rules = [
+            "auth != null && auth.uid == $uid",
+            "auth.uid !== null && query.orderByChild === 'owner' && query.equalTo === auth.uid",
+            "query.orderByKey && query.limitToFirst <= 1000",
+            "newData.hasChildren(['color', 'size']) && newData.child('size').isNumber()",
+            "newData.isNumber() && newData.val() >= 0 && newData.val() <= 99",
+            "newData.isString() && newData.val().matches(/^(19|20)[0-9][0-9][-\\/. ](0[1-9]|1[012])[-\\/. ](0[1-9]|[12][0-9]|3[01])$/)",
+            "auth.token.email_verified == true && auth.token.email.matches(/.*@google.com$/)",
+            "auth.token.firebase.identities['google.com'][0] != null && auth.provider == 'google'",
+            "root.child('users').child(auth.uid).child('admin').val() == true",
+            "data.child('timestamp').val() > (now - 600000)",
+            "!data.exists() || !newData.exists()",
+            "root.child('allow_writes').val() === true && !data.parent().child('readOnly').exists() && newData.child('foo').exists()",
+            "newData.val().length < 100 && newData.val().toLowerCase().beginsWith('a') ? true : false",
+            "$room_id.contains('public') || root.child('members/' + $room_id + '/' + auth.uid).exists()",
+            "data.child('owner').val() === auth.uid || data.child('public').val() === true",
+            "!(auth.token.banned === true) && newData.getPriority() == null",
+            "newData.val() === now || newData.val() + 1 > 0 && -newData.val() < 0",
+            "auth.token.admin",
+            "data.child('flag').val()",
+        ]
+        for rule in rules {
+            var literal: [UInt8] = []
+            JSONWriter.writeString(rule, into: &literal)
+            let location = rule.contains("$room_id") ? "$room_id" : "$uid"
+            let json = #"{"rules": {"e": {""# + location + #"": {".write": "# + String(decoding: literal, as: UTF8.self) + "}}}}"
+            do {
+                try self.check(json)
+            } catch {
+                Issue.record("\(rule) was refused: \(error)")
+            }
+        }
     }
 }

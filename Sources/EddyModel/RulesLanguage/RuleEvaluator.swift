@@ -1,6 +1,8 @@
 // Evaluates a rule expression as Firebase does. A rule holds only when its expression yields
-// `true`; any error while evaluating (a member of null, an operator on the wrong types, a
-// non-boolean result) makes the rule fail, never the request crash. Types are strict: `==` and
+// `true`; any error while evaluating (a method or `length` of null, an operator on the wrong
+// types, a non-boolean result) makes the rule fail, never the request crash. A member of null is
+// null, as on Firebase (recorded from a live database): `auth.uid` of a signed-out client is null,
+// so `auth.uid === x || data.child('public').val() === true` still reaches its right side. Types are strict: `==` and
 // `===` compare type and value, `&&`/`||`/`!`/`?:` need booleans, `+` adds numbers or joins
 // strings, comparisons take two numbers or two strings.
 
@@ -64,11 +66,13 @@ public enum RuleEvaluator {
             let value = try self.evaluate(base, context)
             switch value {
             case .map(let members): return members[name] ?? .null
+            case .null where name != "length": return .null
             case .string(let s) where name == "length": return .number(Double(RuleStrings.length(s)))
             default: throw RuleEvaluationError(message: "\(value.typeName) has no member \(name)")
             }
         case .index(let base, let index):
             let value = try self.evaluate(base, context)
+            if case .null = value { return .null }  // a member of null, as for `.name`
             guard case .map(let members) = value else { throw RuleEvaluationError(message: "only a map takes [\"name\"]") }
             switch try self.evaluate(index, context) {
             case .string(let key): return members[key] ?? .null
@@ -114,7 +118,14 @@ public enum RuleEvaluator {
         case "<", "<=", ">", ">=":
             let c: Int
             switch (a, b) {
-            case (.number(let x), .number(let y)): c = x < y ? -1 : (x > y ? 1 : 0)
+            case (.number(let x), .number(let y)):
+                // NaN (0/0, 1/0 on Firebase) is neither less, equal nor greater.
+                switch op {
+                case "<": return .bool(x < y)
+                case "<=": return .bool(x <= y)
+                case ">": return .bool(x > y)
+                default: return .bool(x >= y)
+                }
             case (.string(let x), .string(let y)): c = RuleStrings.compare(x, y)
             default: throw RuleEvaluationError(message: "\(op) compares two numbers or two strings, not \(a.typeName) and \(b.typeName)")
             }
@@ -139,7 +150,9 @@ public enum RuleEvaluator {
             switch op {
             case "-": return .number(x - y)
             case "*": return .number(x * y)
-            case "/": return .number(x / y)
+            // Firebase's division by zero gives NaN (recorded from a live database: `(1/0 +
+            // '') == 'NaN'`), not JavaScript's Infinity.
+            case "/": return .number(y == 0 ? .nan : x / y)
             default: return .number(x.truncatingRemainder(dividingBy: y))
             }
         default:
@@ -162,6 +175,8 @@ public enum RuleEvaluator {
     private static func text(_ value: RuleValue) -> String {
         switch value {
         case .string(let s): return s
+        case .number(let n) where n.isNaN: return "NaN"
+        case .number(let n) where n.isInfinite: return n > 0 ? "Infinity" : "-Infinity"
         case .number(let n):
             var out: [UInt8] = []
             JSONWriter.writeNumber(n, into: &out)

@@ -1,6 +1,7 @@
 // What Firebase refuses when a rules document is deployed, beyond syntax: a method no type has
-// (`auth.uid.startsWith('a')`, `newData.isStrng()`) and `newData` in a `.read` rule ("`.read`
-// rules can access all ... variables except `newData`"). Such rules parse, but evaluate to an
+// (`auth.uid.startsWith('a')`, `newData.isStrng()`), `newData` in a `.read` rule ("`.read`
+// rules can access all ... variables except `newData`") and type errors (RuleTypeCheck: a rule
+// that is not a boolean, `!` of a number, a snapshot compared with null, `val().name`). Such rules parse, but evaluate to an
 // error every time, so they would deny silently. Checked when a document is set
 // (`Engine.setRules`), not when one is loaded: a document stored by an older version still
 // compiles, and its faulty rules deny as they did.
@@ -48,6 +49,11 @@ public enum RulesDeployCheck {
             }
             if name == ".read", expression.mentions("newData") {
                 throw fault("newData is not available in .read rules (only in .write and .validate)", at: "newData")
+            }
+            do throws(RuleTypeCheck.Fault) {
+                try RuleTypeCheck.checkRule(expression)
+            } catch {
+                throw fault(error.message, at: error.near)
             }
         }
         for (key, child) in members where !key.hasPrefix(".") {

@@ -510,11 +510,12 @@ public struct RESTResponder: HTTPResponder {
         case .put:
             try await self.withBody(request) { body in
                 // Comments, as Firebase's rules documents have them, are blanked in place.
-                let text = RulesComments.blanked(Array(body.readableBytesView))
+                let original = Array(body.readableBytesView)
+                let text = RulesComments.blanked(original)
                 do throws(EddyError) {
                     _ = try await engine.setRules(try JSONParser.parse(text))
                 } catch {
-                    throw RESTError(RulesDocumentPosition.locate(error, in: text))
+                    throw RESTError(RulesDocumentPosition.locate(error, in: text, original: original))
                 }
             }
             return Self.json(.object(["status": .string("ok")]), rest)

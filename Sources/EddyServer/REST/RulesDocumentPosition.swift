@@ -9,7 +9,9 @@ import EddyModel
 
 enum RulesDocumentPosition {
     /// `error` with "line L, column C" added where the position can be found in `text`.
-    static func locate(_ error: EddyError, in text: [UInt8]) -> EddyError {
+    /// `text` is the document as parsed (`RulesComments.blanked`), `original` as sent: the same
+    /// bytes at the same offsets, but line breaks inside strings are still line breaks there.
+    static func locate(_ error: EddyError, in text: [UInt8], original: [UInt8]) -> EddyError {
         if let compile = error.underlying as? SecurityRules.CompileError {
             var literal: [UInt8] = []
             JSONWriter.writeString(compile.expression, into: &literal)
@@ -20,13 +22,13 @@ enum RulesDocumentPosition {
             var escaped: [UInt8] = []
             JSONWriter.writeString(String(decoding: prefix, as: UTF8.self), into: &escaped)
             let offset = start + 1 + max(0, escaped.count - 2)
-            let (line, column) = self.lineAndColumn(of: offset, in: text)
+            let (line, column) = self.lineAndColumn(of: offset, in: original)
             return EddyError(error.code, "line \(line), column \(column): \(error.message)", underlying: compile)
         }
         if error.code == .invalidJSON, let range = error.message.range(of: "at byte "),
             let byte = Int(error.message[range.upperBound...].prefix(while: { $0.isNumber }))
         {
-            let (line, column) = self.lineAndColumn(of: min(byte, text.count), in: text)
+            let (line, column) = self.lineAndColumn(of: min(byte, original.count), in: original)
             return EddyError(error.code, "line \(line), column \(column): \(error.message)")
         }
         return error
