@@ -23,6 +23,9 @@ public enum Key {
         var ascii = true
         for byte in key.utf8 {
             if let name = forbiddenCharacterName(byte) {
+                if key == ".priority" {
+                    throw EddyError(.invalidKey, "key \".priority\"\(place()): priorities are not supported yet")
+                }
                 throw EddyError(
                     .invalidKey,
                     "key \"\(printable(key))\"\(place()) contains \(name); keys may not contain . $ # [ ] / or ASCII control characters"

@@ -317,6 +317,25 @@ def test_method_override(http, d, base):
     assert r.status_code == 200 and r.json() == {"b": 2, "c": 3}
 
 
+def test_method_override_query_parameter(http, d, base):
+    """Firebase's REST reference: "You can also use the x-http-method-override query parameter"
+    (its example: POST ...?x-http-method-override=DELETE). Before, the parameter was ignored and
+    the POST pushed its body."""
+    put(http, d, base, {"a": 1})
+    r = http.post(d.url(base + "/a", **{"X-HTTP-Method-Override": "PUT"}), data="5")
+    assert r.status_code == 200 and r.json() == 5
+    assert get(http, d, base) == {"a": 5}, "a PUT, not a push"
+    r = http.post(d.url(base, **{"x-http-method-override": "patch"}), data='{"b": 2}')
+    assert r.status_code == 200
+    assert get(http, d, base) == {"a": 5, "b": 2}
+    r = http.post(d.url(base + "/a", **{"x-http-method-override": "DELETE"}))
+    assert r.status_code == 200 and r.text == "null"
+    assert get(http, d, base) == {"b": 2}
+    # the header wins over the parameter
+    r = http.post(d.url(base + "/b", **{"x-http-method-override": "DELETE"}), data="3", headers={"X-HTTP-Method-Override": "PUT"})
+    assert r.status_code == 200 and get(http, d, base) == {"b": 3}
+
+
 # -- paths: percent-encoding and non-ASCII -------------------------------------------------
 
 
@@ -576,6 +595,48 @@ def test_if_match_on_patch_or_post_is_refused_not_ignored(http, d, base):
             assert r.status_code == 400, (method, r.text)
             assert "if-match is supported on PUT and DELETE only" in r.json()["error"], r.text
     assert get(http, d, base) == {"v": 1}, "nothing of the refused writes applied"
+
+
+def test_writes_answer_an_etag_when_asked(http, d, base):
+    """Firebase's REST reference: an ETag can be requested "with any method other than PATCH";
+    PUT answers the ETag of the put data, POST of the posted data, DELETE of null."""
+    r = http.put(d.url(base + "/p"), data='{"a": 1}', headers={"X-Firebase-ETag": "true"})
+    assert r.status_code == 200
+    assert r.headers["ETag"] == http.get(d.url(base + "/p"), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    r = http.post(d.url(base + "/list"), data='{"b": 2}', headers={"X-Firebase-ETag": "true"})
+    assert r.status_code == 200
+    pushed = r.json()["name"]
+    assert r.headers["ETag"] == http.get(d.url(base + "/list/" + pushed), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    r = http.delete(d.url(base + "/p"), headers={"X-Firebase-ETag": "true"})
+    assert r.status_code == 200 and r.headers["ETag"] == "null_etag"
+    assert "ETag" not in http.put(d.url(base + "/q"), data="1").headers, "only when asked"
+    # PATCH: refused, nothing applied
+    r = http.patch(d.url(base + "/q"), data='{"x": 1}', headers={"X-Firebase-ETag": "true"})
+    assert r.status_code == 400 and "X-Firebase-ETag is not supported on PATCH" in r.json()["error"], r.text
+    assert get(http, d, base + "/q") == 1
+
+
+def test_if_match_on_get_is_refused(http, d, base):
+    """Firebase's REST reference answers a GET with if-match 400 "not supported"."""
+    put(http, d, base, {"v": 1})
+    etag = http.get(d.url(base), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    for tag in (etag, "stale"):
+        r = http.get(d.url(base), headers={"if-match": tag})
+        assert r.status_code == 400 and "if-match is not supported on GET" in r.json()["error"], r.text
+
+
+def test_the_priority_virtual_child_reads_null(http, d, base):
+    """Firebase reads a location's priority at <path>/.priority.json; Eddy stores none, so it is
+    null (it was refused as a key with "."). Writing one is refused naming priorities."""
+    put(http, d, base, {"a": 1})
+    for path in (base + "/.priority", base + "/a/.priority", base + "/absent/.priority"):
+        r = http.get(d.url(path))
+        assert r.status_code == 200 and r.text == "null", (path, r.text)
+    r = http.put(d.url(base + "/.priority"), data="1")
+    assert r.status_code == 400 and "priorities are not supported yet" in r.json()["error"], r.text
+    r = http.patch(d.url(base), data='{"a/.priority": 1}')
+    assert r.status_code == 400 and "priorities are not supported yet" in r.json()["error"], r.text
+    assert get(http, d, base) == {"a": 1}
 
 
 def test_an_unquoted_orderBy_gets_firebases_message(http, d, base):

@@ -16,6 +16,9 @@
 //   before the answer is complete). Event streams are not limited by it.
 // - `writeSizeLimit=tiny|small|medium|large|unlimited` is checked and otherwise has no effect:
 //   Eddy applies every valid write (bounded by --request-bytes-max) whatever its budget.
+// - `x-http-method-override=<METHOD>` on a POST selects the method, as the header of that name
+//   does (RESTResponder); the header wins when both are sent.
+// - `<path>/.priority.json` reads null (no priorities are stored); writes to it are refused.
 
 import EddyEngine
 import EddyModel
@@ -60,6 +63,9 @@ struct RESTRequest {
     var export = false
     /// `download=<filename>`: a GET answer carries `Content-Disposition: attachment` with this name.
     var download: String?
+    /// `<path>/.priority.json`: the location's priority, Firebase's "virtual child". Eddy stores
+    /// no priorities, so it reads as null; writing one is refused.
+    var isPriority = false
 
     static let callbackBytesMax = 256
     static let downloadNameBytesMax = 255
@@ -112,6 +118,9 @@ struct RESTRequest {
         } else if decoded.first == ".info" {
             self.isInfo = true
             decoded.removeFirst()
+        } else if decoded.last == ".priority" {
+            self.isPriority = true
+            decoded.removeLast()
         }
         do {
             for key in decoded { try Key.validate(key, inPath: "/" + decoded.joined(separator: "/")) }

@@ -257,6 +257,13 @@ public struct RESTResponder: HTTPResponder {
             let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
         }
+        if rest.isPriority { return try Self.priority(rest, engine: engine, headers: request.headers, access: access) }
+        if method == .get, request.headers[.ifMatch] != nil {
+            // Firebase's REST reference: a GET with if-match is 400 "not supported".
+            throw RESTError(
+                status: 400, message: "if-match is not supported on GET (conditional requests are PUT and DELETE); use if-none-match for a conditional read")
+        }
+        let wantsETag = request.headers[Self.etagRequest]?.lowercased() == "true"
         switch method {
         case .get:
             if Self.wantsEventStream(request.headers) {
@@ -264,7 +271,8 @@ public struct RESTResponder: HTTPResponder {
             }
             return try await self.get(rest, engine: engine, headers: request.headers, access: access)
         case .delete:
-            return try await self.write(.remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch], access: access)
+            return try await self.write(
+                .remove(rest.path), rest, engine: engine, ifMatch: request.headers[.ifMatch], wantsETag: wantsETag, access: access)
         case .put, .post, .patch:
             return try await self.withBody(request) { body in
                 try await self.write(method, body: body, rest, engine: engine, request: request, access: access)
@@ -285,6 +293,12 @@ public struct RESTResponder: HTTPResponder {
                     .invalidArgument,
                     "if-match is supported on PUT and DELETE only (conditional requests); this \(method.rawValue) was not applied. Read with X-Firebase-ETag: true and PUT the location instead")
             }
+            // "You can request an ETag with any method other than PATCH" (an update's ETag
+            // would be of the changes, not of a location).
+            if method == .patch, request.headers[Self.etagRequest]?.lowercased() == "true" {
+                throw EddyError(
+                    .invalidArgument, "X-Firebase-ETag is not supported on PATCH; this PATCH was not applied. Send it without the header, or PUT the location")
+            }
             guard body.readableBytes > 0 else {
                 throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
             }
@@ -293,11 +307,13 @@ public struct RESTResponder: HTTPResponder {
             engine.recordRefusedWrite(error)
             throw RESTError(error)
         }
+        let wantsETag = request.headers[Self.etagRequest]?.lowercased() == "true"
         switch method {
         case .put:
-            return try await self.write(.set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch], access: access)
+            return try await self.write(
+                .set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch], wantsETag: wantsETag, access: access)
         case .post:
-            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil, access: access)
+            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil, wantsETag: wantsETag, access: access)
         default:
             let update: WriteOperation
             do {
@@ -306,17 +322,31 @@ public struct RESTResponder: HTTPResponder {
                 engine.recordRefusedWrite(error)
                 throw RESTError(error)
             }
-            return try await self.write(update, rest, engine: engine, ifMatch: nil, access: access)
+            return try await self.write(update, rest, engine: engine, ifMatch: nil, wantsETag: false, access: access)
         }
     }
 
     private static func method(of request: Request) throws(RESTError) -> RESTRequest.Method {
         var name = request.method.rawValue
-        if name == "POST", let override = request.headers[methodOverride] { name = override.uppercased() }
+        if name == "POST", let override = request.headers[methodOverride] ?? Self.methodOverrideParameter(request.uri.query) {
+            name = override.uppercased()
+        }
         guard let method = RESTRequest.Method(rawValue: name) else {
             throw RESTError(status: 405, message: "method \(name) is not allowed; use GET, PUT, POST, PATCH or DELETE")
         }
         return method
+    }
+
+    /// The `x-http-method-override` query parameter (Firebase's REST reference: "You can also use
+    /// the x-http-method-override query parameter"), its name in any case; nil without one.
+    static func methodOverrideParameter(_ query: String?) -> String? {
+        guard let query, query.utf8.count >= 22 else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0].lowercased() == "x-http-method-override" else { continue }
+            return try? PercentDecoding.decode(parts[1], what: "x-http-method-override")
+        }
+        return nil
     }
 
     /// The credential of `Authorization: Bearer <token>` (Firebase's REST clients also send
@@ -465,9 +495,11 @@ public struct RESTResponder: HTTPResponder {
     /// The pieces of a larger answer.
     static let streamChunkBytes = 256 << 10
 
-    private func write(_ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?, access: Access) async throws
-        -> Response
-    {
+    /// `wantsETag` (X-Firebase-ETag: true) or `ifMatch` add the written data's `ETag`, as
+    /// Firebase's REST reference lists: of the put data, of the posted data, of null.
+    private func write(
+        _ operation: WriteOperation, _ rest: RESTRequest, engine: Engine, ifMatch: String?, wantsETag: Bool, access: Access
+    ) async throws -> Response {
         let outcome: WriteOutcome
         do {
             outcome = try await engine.write(operation, ifMatch: ifMatch, access: access)
@@ -483,10 +515,10 @@ public struct RESTResponder: HTTPResponder {
             } catch {
                 throw RESTError(error)
             }
-            let newETag = ifMatch == nil ? nil : ETag.of(committed.value)
+            let newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.value)
             var response: Response
             switch operation {
-            case .push: response = Self.json(.object(["name": .string(committed.pushedKey!)]), rest)
+            case .push: response = Self.json(.object(["name": .string(committed.pushedKey!)]), rest, etag: newETag)
             case .remove: response = Self.json(.null, rest, etag: newETag)
             case .set, .update: response = Self.json(committed.value, rest, etag: newETag)
             }
@@ -494,6 +526,25 @@ public struct RESTResponder: HTTPResponder {
             response.headers[Self.logIDHeader] = committed.logID.rawValue
             return response
         }
+    }
+
+    /// `<path>/.priority.json`: Firebase's "virtual child" holding a location's priority. Eddy
+    /// stores none, so a GET (with read access to the location) answers null; a write or an
+    /// event stream is refused, naming the path, and nothing is applied.
+    private static func priority(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, access: Access) throws(RESTError) -> Response {
+        guard rest.method == .get, !Self.wantsEventStream(headers) else {
+            let what = rest.method == .get ? "listened to" : "written"
+            throw RESTError(
+                status: 400,
+                message: "\(rest.path)/.priority cannot be \(what): priorities are not supported yet (a location's priority always reads null)")
+        }
+        do {
+            try engine.checkRead(rest.path, query: nil, access)
+        } catch {
+            throw RESTError(error)
+        }
+        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
+        return Self.json(.null, rest, etag: wantsETag ? ETag.of(.null) : nil)
     }
 
     /// `GET` answers the rules document; `PUT` replaces it (validated first) and answers
