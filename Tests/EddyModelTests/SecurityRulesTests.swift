@@ -159,6 +159,14 @@ import Testing
         #expect(try holds("(1e308 * 10 + '') == 'Infinity' && 7 / 2 == 3.5"))
     }
 
+    // Recorded from a live database: a method may be named by a string literal in brackets.
+    @Test func aMethodNamedInBrackets() throws {
+        let rules = try self.rules(#"{"rules": {"e": {".read": "root['exists']() == false && 'abc'[\"contains\"]('b')"}}}"#)
+        #expect(rules.canRead(try self.path("/e"), try self.context()))
+        #expect(!rules.canRead(try self.path("/e"), try self.context(tree: #"{"e": 1}"#)))
+        #expect(throws: SecurityRules.CompileError.self) { try self.rules(#"{"rules": {"e": {".read": "root['exi' + 'sts']() == false"}}}"#) }
+    }
+
     @Test func stringMethodsAndOperators() throws {
         func holds(_ expression: String, _ value: String = #""Hello World""#) throws -> Bool {
             let rules = try self.rules("{\"rules\": {\".write\": true, \"v\": {\".validate\": \"\(expression)\"}}}")

@@ -8,7 +8,8 @@
 //   rel     = add (("<" | "<=" | ">" | ">=") add)*
 //   add     = mul (("+" | "-") mul)*    mul = unary (("*" | "/" | "%") unary)*
 //   unary   = ("!" | "-") unary | postfix
-//   postfix = primary ("." name | "[" expr "]" | "(" args ")")*
+//   postfix = primary ("." name ("(" args ")")? | "[" expr "]" ("(" args ")")?)*
+//             (a call after [...] needs a string literal there: `root["exists"]()`)
 //   primary = number | 'string' | "string" | /regex/flags | true | false | null | name
 //           | "(" expr ")" | "[" (expr ("," expr)*)? "]"
 //
@@ -120,17 +121,7 @@ struct RuleParser {
                 guard case .name(let name) = self.token else { throw self.error("expected a name after \".\"") }
                 try self.advance()
                 if self.token == .symbol("(") {
-                    try self.advance()
-                    var arguments: [RuleExpression] = []
-                    if self.token != .symbol(")") {
-                        arguments.append(try self.conditional())
-                        while self.token == .symbol(",") {
-                            try self.advance()
-                            arguments.append(try self.conditional())
-                        }
-                    }
-                    try self.expect(")")
-                    expression = .call(expression, name, arguments)
+                    expression = .call(expression, name, try self.arguments())
                 } else {
                     expression = .member(expression, name)
                 }
@@ -138,11 +129,35 @@ struct RuleParser {
                 try self.advance()
                 let index = try self.conditional()
                 try self.expect("]")
-                expression = .index(expression, index)
+                if self.token == .symbol("(") {
+                    // `root["exists"]()`: a method named by a string literal, as JavaScript
+                    // allows and Firebase accepts; a computed name is refused, as there.
+                    guard case .literal(.string(let name)) = index else {
+                        throw self.error("a method is named by a string literal, as in [\"exists\"](), not computed")
+                    }
+                    expression = .call(expression, name, try self.arguments())
+                } else {
+                    expression = .index(expression, index)
+                }
             default:
                 return expression
             }
         }
+    }
+
+    /// `(` args `)`, at the `(`.
+    private mutating func arguments() throws(RuleSyntaxError) -> [RuleExpression] {
+        try self.advance()
+        var arguments: [RuleExpression] = []
+        if self.token != .symbol(")") {
+            arguments.append(try self.conditional())
+            while self.token == .symbol(",") {
+                try self.advance()
+                arguments.append(try self.conditional())
+            }
+        }
+        try self.expect(")")
+        return arguments
     }
 
     private mutating func primary() throws(RuleSyntaxError) -> RuleExpression {
