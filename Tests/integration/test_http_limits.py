@@ -54,6 +54,14 @@ def test_an_idle_keep_alive_connection_is_closed(d):
     assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"null"), answer[:200]
 
 
+def test_a_connection_that_never_sends_a_byte_is_closed_when_idle(d):
+    """A client that connects and sends nothing held a connection slot for good: the idle timer
+    started only when the channel was already active as its handlers were added."""
+    started = time.monotonic()
+    assert conversation(d, b"", timeout=20) == b"", "closed without an answer"
+    assert time.monotonic() - started < 15, "closed by the 2 s idle timeout, not the test's own"
+
+
 def test_a_keep_alive_connection_times_each_request_and_then_idles_out(d):
     """The deadline moves with every request (head, body, answer, idle) while one timer check
     per connection follows it: requests spaced under the idle timeout are all served, a body

@@ -186,6 +186,13 @@ final class RawBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.state.rawContext = nil
     }
 
+    /// A connection whose handlers were added before it became active (the usual case): its
+    /// idle timer starts here, so a client that connects and never sends a byte is closed too.
+    func channelActive(context: ChannelHandlerContext) {
+        self.state.connectionStarted()
+        context.fireChannelActive()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.state.bytesArrived()
         context.fireChannelRead(data)
