@@ -186,6 +186,13 @@ public struct FrameDecoder: Sendable {
         var length = 0
         for i in 0..<4 { length = length << 8 | Int(self.buffer[self.start + i]) }
         guard length >= Frame.headerBytes, length <= Frame.bytesMax else {
+            // A TLS record (handshake 0x16 or alert 0x15, version 3.x): the peer speaks TLS and
+            // this side does not (a follower or client without --tls-ca-file), or the reverse.
+            let first = self.buffer[self.start], second = self.buffer[self.start + 1]
+            if (first == 0x15 || first == 0x16) && second == 0x03 {
+                throw ProtocolError(
+                    "the peer speaks TLS and this connection does not (a TLS listener: connect with TLS, e.g. --tls-ca-file for a follower)")
+            }
             throw ProtocolError("frame length \(length) is outside \(Frame.headerBytes)...\(Frame.bytesMax) bytes")
         }
         guard available >= 4 + length else { return nil }

@@ -237,6 +237,27 @@ struct RestoreCommand: AsyncParsableCommand {
                 .invalidArgument,
                 "\(self.data)/\(nsName) already exists; restore into an empty data directory (stop the daemon and move the old one aside)")
         }
+        // A point-in-time restore that cannot be done is refused before anything is copied.
+        if let until = self.until.flatMap(LogID.init), let logFrom = self.logFrom {
+            for nsName in manifest.namespaces.keys.sorted() {
+                try Self.openReplaySource(nsName, manifest.namespaces[nsName]!, until: until, from: logFrom)?.close()
+            }
+        }
+        // What this run put in place goes again if a later step fails: a refused restore leaves
+        // the data directory as it found it (a retry is not refused as "already exists").
+        var placed: [String] = []
+        do {
+            return try await self.restore(manifest, store: store, name: name, started: started, placed: &placed)
+        } catch {
+            for path in placed { try? FileManager.default.removeItem(atPath: path) }
+            for nsName in manifest.namespaces.keys { try? FileManager.default.removeItem(atPath: self.data + "/.restoring-" + nsName) }
+            throw error
+        }
+    }
+
+    private func restore(
+        _ manifest: BackupManifest, store: BackupStore, name: String, started: Date, placed: inout [String]
+    ) async throws(EddyError) -> Bool {
         var bytes = 0
         var healthy = true
         for nsName in manifest.namespaces.keys.sorted() {
@@ -258,6 +279,7 @@ struct RestoreCommand: AsyncParsableCommand {
             } catch {
                 throw EddyError(.io, "cannot move \(staging) into place: \(error.localizedDescription)")
             }
+            placed.append(self.data + "/" + nsName)
             if let until = self.until.flatMap(LogID.init), let logFrom = self.logFrom {
                 try await Self.replay(nsName, ns, into: self.data + "/" + nsName, until: until, from: logFrom)
             }
@@ -276,30 +298,16 @@ struct RestoreCommand: AsyncParsableCommand {
     /// and up to `until` to the restored namespace, as a follower applies its leader's (same ids
     /// and timestamps; before-images checked, so a log of another history is refused).
     static func replay(_ name: String, _ ns: BackupManifest.Namespace, into directory: String, until: LogID, from dataDirectory: String) async throws(EddyError) {
-        let source = dataDirectory + "/" + name
-        guard FileManager.default.fileExists(atPath: source + "/CURRENT") else {
+        guard let log = try Self.openReplaySource(name, ns, until: until, from: dataDirectory) else {
             printLine("namespace \(name): no log in \(dataDirectory); restored as of the backup")
             return
         }
-        let backupLast = ns.last.flatMap(LogID.init)
-        if let backupLast, until < backupLast {
-            throw EddyError(.invalidArgument, "namespace \(name): the backup already holds entries up to \(backupLast), after --until \(until); restore an older backup")
-        }
-        let log = try ReadOnlyLog(directory: source)
         defer { log.close() }
-        guard log.belongs(to: ns.databaseID) else {
-            throw EddyError(.invalidArgument, "namespace \(name): \(source) is the log of database \(log.databaseID), not of the backup's \(ns.databaseID)")
-        }
-        if let pruned = log.prunedThrough, backupLast.map({ $0 < pruned }) ?? true {
-            throw EddyError(
-                .invalidArgument,
-                "namespace \(name): the log in \(source) was pruned through \(pruned), past the backup's last entry \(backupLast?.rawValue ?? "none"): the entries in between are gone (take a newer backup, or keep more log with --log-retain-*)")
-        }
         var options = EngineOptions(durability: .sync)
         options.runIndexBuilds = false
         let engine = try Engine.open(directory: directory, options: options)
         defer { engine.close() }
-        var cursor = backupLast
+        var cursor = ns.last.flatMap(LogID.init)
         var count = 0
         while true {
             let entries = try log.entries(after: cursor, through: until, limit: 1024)
@@ -309,5 +317,32 @@ struct RestoreCommand: AsyncParsableCommand {
             cursor = last.id
         }
         printLine("namespace \(name): replayed \(count) log entries after the backup, up to \(cursor?.rawValue ?? "none") (--until \(until))")
+    }
+
+    /// The log a point-in-time restore of namespace `name` replays, checked: nil when
+    /// `dataDirectory` holds no such namespace (restored as of the backup); refused when the
+    /// backup is already past `until`, the log is another database's, or it was pruned past the
+    /// backup's last entry.
+    static func openReplaySource(_ name: String, _ ns: BackupManifest.Namespace, until: LogID, from dataDirectory: String) throws(EddyError)
+        -> ReadOnlyLog?
+    {
+        let source = dataDirectory + "/" + name
+        guard FileManager.default.fileExists(atPath: source + "/CURRENT") else { return nil }
+        let backupLast = ns.last.flatMap(LogID.init)
+        if let backupLast, until < backupLast {
+            throw EddyError(.invalidArgument, "namespace \(name): the backup already holds entries up to \(backupLast), after --until \(until); restore an older backup")
+        }
+        let log = try ReadOnlyLog(directory: source)
+        guard log.belongs(to: ns.databaseID) else {
+            log.close()
+            throw EddyError(.invalidArgument, "namespace \(name): \(source) is the log of database \(log.databaseID), not of the backup's \(ns.databaseID)")
+        }
+        if let pruned = log.prunedThrough, backupLast.map({ $0 < pruned }) ?? true {
+            log.close()
+            throw EddyError(
+                .invalidArgument,
+                "namespace \(name): the log in \(source) was pruned through \(pruned), past the backup's last entry \(backupLast?.rawValue ?? "none"): the entries in between are gone (take a newer backup, or keep more log with --log-retain-*)")
+        }
+        return log
     }
 }

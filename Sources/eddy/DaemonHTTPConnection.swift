@@ -64,6 +64,14 @@ final class DaemonHTTPConnection: DaemonLink {
         try self.json("GET", self.settingsURL("rules", ns: ns))
     }
 
+    /// `GET /.settings/indexes.json`: each index's status, in the daemon's order.
+    func indexes(ns: String) throws(EddyError) -> [Value] {
+        // JSON arrays parse as objects keyed "0", "1", ...
+        guard case .object(let top) = try self.json("GET", self.settingsURL("indexes", ns: ns)) else { return [] }
+        guard case .object(let items)? = top["indexes"] else { return [] }
+        return items.sorted { (Int($0.key) ?? 0) < (Int($1.key) ?? 0) }.map(\.value)
+    }
+
     func setRules(_ document: Value, ns: String) throws(EddyError) -> Int {
         _ = try self.json("PUT", self.settingsURL("rules", ns: ns), body: JSONWriter.bytes(document))
         // REST answers the document; count its declarations as the daemon did.

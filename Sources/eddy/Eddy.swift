@@ -67,10 +67,18 @@ struct DataOptions: ParsableArguments {
     /// Runs `body` with the namespace's engine; prints EddyErrors as `eddy: message`, exit 1.
     /// Online index builds do not advance unless `runIndexBuilds` (`eddy index build`), so
     /// inspecting a database leaves its build state alone.
+    /// `offlineCommand`: the name of a command that only works on the data directory; it refuses
+    /// `--url` and `--socket` (a running daemon's), which it would otherwise ignore and open
+    /// `--data` (default ./data) instead.
     func withEngine<T>(
-        mustExist: Bool, runIndexBuilds: Bool = false, _ body: (Engine) async throws(EddyError) -> T
+        mustExist: Bool, runIndexBuilds: Bool = false, offlineCommand: String? = nil, _ body: (Engine) async throws(EddyError) -> T
     ) async throws -> T {
         do {
+            if let offlineCommand, self.url != nil || self.socket != nil {
+                throw EddyError(
+                    .invalidArgument,
+                    "eddy \(offlineCommand) reads a stopped daemon's data directory (--data), not a running daemon's --url or --socket")
+            }
             var options = EngineOptions(durability: .sync)
             options.runIndexBuilds = runIndexBuilds
             let directory = try DataDirectory(
@@ -336,7 +344,7 @@ struct Log: AsyncParsableCommand {
     @Option(help: "At most this many entries. Default: all.") var limit: Int?
 
     func run() async throws {
-        try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+        try await self.options.withEngine(mustExist: true, offlineCommand: "log") { engine throws(EddyError) in
             var after: LogID? = nil
             if let since = self.since {
                 guard let id = LogID(since) else {
@@ -363,7 +371,7 @@ struct Verify: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
 
     func run() async throws {
-        let report = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in
+        let report = try await self.options.withEngine(mustExist: true, offlineCommand: "verify") { engine throws(EddyError) in
             try engine.verify()
         }
         printLine("namespace \(self.options.ns): \(report)")
@@ -380,11 +388,31 @@ struct IndexCommand: AsyncParsableCommand {
 struct IndexStatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Print each index as a JSON line: location, on, state (building|ready), children indexed, build position.")
+        abstract: "Print each index as a JSON line: location, on, state (building|ready), children indexed, build position.",
+        discussion: "Offline on --data, or from a running daemon with --url (GET /.settings/indexes.json).")
     @OptionGroup var options: DataOptions
 
     func run() async throws {
-        let statuses = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in engine.indexStatus() }
+        if let url = self.options.url {
+            // A running daemon (its builds in progress): GET /.settings/indexes.json.
+            let answer: [Value]
+            do {
+                answer = try DaemonHTTPConnection(url: url, adminTokenFile: self.options.adminTokenFile).indexes(ns: self.options.ns)
+            } catch {
+                FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
+                throw ExitCode(1)
+            }
+            for status in answer { printLine(JSONWriter.string(status)) }
+            return
+        }
+        if self.options.socket != nil {
+            FileHandle.standardError.write(
+                Data("eddy: eddy index status asks a running daemon with --url (its HTTP address), not --socket; or reads a stopped one's --data\n".utf8))
+            throw ExitCode(1)
+        }
+        let statuses = try await self.options.withEngine(mustExist: true, offlineCommand: "index status") {
+            engine throws(EddyError) in engine.indexStatus()
+        }
         for status in statuses { printLine(JSONWriter.string(status.json)) }
     }
 }
@@ -395,7 +423,8 @@ struct IndexBuildCommand: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
 
     func run() async throws {
-        let statuses = try await self.options.withEngine(mustExist: true, runIndexBuilds: true) { engine throws(EddyError) in
+        let statuses = try await self.options.withEngine(mustExist: true, runIndexBuilds: true, offlineCommand: "index build") {
+            engine throws(EddyError) in
             let started = ContinuousClock.now
             var lastReport = ContinuousClock.now
             while let building = engine.indexStatus().first(where: { $0.state == .building }) {
@@ -443,7 +472,7 @@ struct Watch: ParsableCommand {
     @Option(name: .long, help: "Native protocol socket. Default: <data>/eddyd.sock") var socket: String?
     @Option(name: .long, help: "Namespace. Default: default") var ns = "default"
     @OptionGroup var query: QueryOptions
-    @Option(name: .long, help: "Resume after this log id (not available yet; the daemon says so)") var since: String?
+    @Option(name: .long, help: "Resume after this log id: the events of every entry after it, then the live ones (resume from the last id received)") var since: String?
     @Option(name: .customLong("max-events"), help: "Exit after this many events (default: run until interrupted)") var maxEvents: Int?
     @Option(name: .long, help: "all: child and value events; value: value events (the changes) only. Default: all") var events = "all"
 

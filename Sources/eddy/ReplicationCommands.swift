@@ -15,7 +15,7 @@ struct Digest: AsyncParsableCommand {
     @OptionGroup var options: DataOptions
 
     func run() async throws {
-        let digest = try await self.options.withEngine(mustExist: true) { engine throws(EddyError) in try engine.digest() }
+        let digest = try await self.options.withEngine(mustExist: true, offlineCommand: "digest") { engine throws(EddyError) in try engine.digest() }
         printLine(JSONWriter.string(digest))
     }
 }

@@ -47,10 +47,10 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("replication-socket"), help: "Unix socket where followers connect (mode 0660; a leader only). Default: <data>/replication.sock")
     var replicationSocket: String?
 
-    @Option(name: .customLong("native-listen"), help: "Also serve the native protocol over TCP at HOST:PORT (no TLS or authentication yet: loopback or a private network only). Default: none")
+    @Option(name: .customLong("native-listen"), help: "Also serve the native protocol over TCP at HOST:PORT (clients authenticate with an auth request; TLS with --tls-cert-file). Default: none")
     var nativeListen: String?
 
-    @Option(name: .customLong("replication-listen"), help: "Also serve followers over TCP at HOST:PORT (no TLS: a private network only). Default: none")
+    @Option(name: .customLong("replication-listen"), help: "Also serve followers over TCP at HOST:PORT (TLS with --tls-cert-file, verified by followers with --tls-ca-file; --replication-secret-file beyond loopback). Default: none")
     var replicationListen: String?
 
     @Option(
@@ -160,7 +160,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("project-id"), help: "Project id ID tokens must carry (aud; iss https://securetoken.google.com/<id>). Default: eddy")
     var projectID: String?
 
-    @Option(name: .customLong("allowed-host"), help: "Comma-separated host names accepted in HTTP Host besides IP addresses and localhost. Default: none")
+    @Option(name: .customLong("allowed-host"), help: "Comma-separated host names accepted in HTTP Host besides IP addresses, localhost and single-label names. Default: none")
     var allowedHost: String?
 
     @Option(name: .customLong("cors-origin"), help: "Comma-separated browser origins answered with CORS headers (* for any). Default: none")
@@ -312,7 +312,7 @@ struct Serve: AsyncParsableCommand {
 
 struct Follow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve a read-only replica of a leader's default database, kept current from its log.",
+        abstract: "Serve a read-only replica of every namespace of a leader, kept current from its log.",
         discussion: """
             Connects to the leader's replication socket (or HOST:PORT of its --replication-listen), \
             applies every log entry after the last one applied here, then follows the live log; \

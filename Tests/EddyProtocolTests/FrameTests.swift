@@ -34,4 +34,16 @@ import Testing
         kind.append([0, 0, 0, 10, 1, 99, 0, 0, 0, 0, 0, 0, 0, 1])
         #expect(throws: ProtocolError.self) { try kind.next() }
     }
+
+    @Test func aTLSRecordIsNamedAsSuch() {
+        // A plain follower's first read from a TLS replication listener: an alert record.
+        var alert = FrameDecoder()
+        alert.append([0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46])
+        do {
+            _ = try alert.next()
+            Issue.record("a TLS record decoded as a frame")
+        } catch {
+            #expect(error.message.contains("the peer speaks TLS"), "\(error.message)")
+        }
+    }
 }

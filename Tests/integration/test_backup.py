@@ -164,3 +164,8 @@ def test_point_in_time_restore_replays_the_log_up_to_a_chosen_id(daemon_factory,
     assert result.returncode == 1 and b"is the log of database" in result.stderr
     result = run_eddy("restore", "--from", tmp_path / "backups", "--data", tmp_path / "pitr3", "--until", early, "--log-from", leader.data_dir, check=False)
     assert result.returncode == 1 and b"restore an older backup" in result.stderr
+    # A refused restore leaves nothing behind: the same directory takes a good one next.
+    for refused in ("pitr2", "pitr3"):
+        assert not (tmp_path / refused / "default").exists(), f"{refused} holds files of a refused restore"
+    out = run_eddy("restore", "--from", tmp_path / "backups", "--data", tmp_path / "pitr3", "--until", chosen, "--log-from", leader.data_dir).stdout
+    assert b"replayed 15 log entries" in out

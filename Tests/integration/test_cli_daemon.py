@@ -4,12 +4,13 @@ export go through it, the admin token once credentials are configured (rules app
 and offline work when no daemon answers."""
 
 import json
+import subprocess
 import time
 
 import pytest
 import requests
 
-from conftest import run_eddy
+from conftest import EDDY, run_eddy
 
 
 def eddy(daemon, *args, check=True):
@@ -127,6 +128,31 @@ def test_offline_when_no_daemon_answers(daemon_factory):
     eddy(daemon, "set", "/offline", "true")
     daemon.start()
     assert requests.get(daemon.url("/offline")).json() is True
+
+
+def test_offline_commands_refuse_a_daemons_address_and_index_status_asks_it(daemon, tmp_path):
+    """Offline commands took --url and --socket and silently opened ./data instead (failing
+    with "namespace default does not exist in ./data" and leaving a lock file there).
+    `eddy index status --url` asks the running daemon for its indexes' progress."""
+    requests.put(daemon.url("/users"), data=json.dumps({"a": {"born": 1}, "b": {"born": 2}}))
+    rules = {"rules": {".read": True, ".write": True, "users": {".indexOn": ["born"]}}}
+    assert requests.put(daemon.url("/.settings/rules"), data=json.dumps(rules)).status_code == 200
+    for _ in range(100):
+        lines = [json.loads(line) for line in run_eddy("index", "status", "--url", daemon.base_url).stdout.splitlines()]
+        if lines and lines[0]["state"] == "ready":
+            break
+        time.sleep(0.1)
+    assert [(s["location"], s["on"], s["state"], s["indexed"]) for s in lines] == [("/users", "born", "ready", 2)]
+    here = tmp_path / "cwd"
+    here.mkdir()
+    for args in (["log", "--url", daemon.base_url], ["verify", "--socket", daemon.data_dir + "/eddyd.sock"],
+                 ["digest", "--url", daemon.base_url], ["index", "build", "--url", daemon.base_url]):
+        result = subprocess.run([EDDY, *args], capture_output=True, timeout=60, cwd=here)
+        assert result.returncode == 1, (args, result.stderr)
+        assert "not a running daemon's --url or --socket" in result.stderr.decode(), (args, result.stderr)
+    result = subprocess.run([EDDY, "index", "status", "--socket", daemon.data_dir + "/eddyd.sock"], capture_output=True, timeout=60, cwd=here)
+    assert result.returncode == 1 and "--url" in result.stderr.decode()
+    assert list(here.iterdir()) == [], "no ./data made as a side effect"
 
 
 def test_stats_beside_a_running_daemon(daemon):

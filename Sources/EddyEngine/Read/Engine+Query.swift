@@ -127,7 +127,7 @@ extension Engine {
         if let building {
             throw EddyError(
                 .unavailable,
-                "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly (progress: GET /.settings/indexes.json, or eddy index status offline, where eddy index build finishes it)"
+                "the index \".indexOn\": \"\(query.indexOnName ?? "")\" for path \"\(path)\" is still building (\(building.indexedCount) children indexed so far); retry shortly (progress: GET /.settings/indexes.json or eddy index status --url; offline, eddy index build finishes it)"
             )
         }
         throw EddyError(
