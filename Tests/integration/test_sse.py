@@ -111,8 +111,8 @@ def test_keep_alive_on_an_idle_stream(daemon_factory):
     daemon = daemon_factory("--sse-keep-alive-seconds", "1")
     client = SSEClient(daemon, "/idle")
     assert client.next()[0:3:2] == ("put", {"path": "/", "data": None})
-    # With the 30 s default no keep-alive could arrive within this wait.
-    event, id, data, raw = client.next(timeout=10)
+    # With the 10 s default no keep-alive could arrive within this wait.
+    event, id, data, raw = client.next(timeout=5)
     assert (event, id, data, raw) == ("keep-alive", None, None, "event: keep-alive\ndata: null\n")
     client.close()
 

@@ -58,7 +58,7 @@ public struct RESTResponder: HTTPResponder {
     let logger: Logger
 
     init(
-        data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 30, streamBufferBatches: Int = 8192,
+        data: DataDirectory, requestBytesMax: Int, bodyBudget: MemoryBudget = MemoryBudget(bytesMax: 1 << 30), keepAliveSeconds: Int = 10, streamBufferBatches: Int = 8192,
         streamBufferBytes: Int = 16 << 20, streamBudget: MemoryBudget = MemoryBudget(bytesMax: 256 << 20),
         replication: ReplicationRole = .leader(FollowerRegistry()), authenticator: Authenticator = .emulator,
         origins: OriginPolicy = OriginPolicy(), metrics: MetricsEndpoint? = nil, readyLagMaxSeconds: Double = 10, logRequests: Bool = false,
