@@ -162,6 +162,10 @@ public final class Database: NSObject, Sendable {
         /// The observer `keepSynced(true)` attached, by view id.
         var keptSynced: [String: DatabaseHandle] = [:]
         var callbackQueue = DispatchQueue.main
+        /// Firebase's disk cache settings: kept and read back as set, with no effect (no disk
+        /// cache here; offline writes wait in memory).
+        var persistenceEnabled = false
+        var persistenceCacheSizeBytes: UInt = 10 * 1024 * 1024
         var pushIDs = PushIDGenerator()
         var nextHandle: DatabaseHandle = 1
         /// Views by id (path and query), and the view of each observer handle.
@@ -213,15 +217,22 @@ public final class Database: NSObject, Sendable {
         set { self.state.withLock { $0.callbackQueue = newValue } }
     }
 
-    /// The root of the tree.
+    /// The root of the tree. As in Firebase, a first reference initializes the instance: the
+    /// settings (`useEmulator`, persistence) are fixed from then on.
     public func reference() -> DatabaseReference {
-        DatabaseReference(database: self, path: Path(validatedKeys: []))
+        self.markUsed()
+        return DatabaseReference(database: self, path: Path(validatedKeys: []))
     }
 
     /// The location at `path` ("users/ada", leading and trailing slashes allowed). An invalid
     /// path traps with Firebase's message, as Firebase raises.
     public func reference(withPath path: String) -> DatabaseReference {
-        DatabaseReference(database: self, path: DatabaseReference.parsePath(path, method: "reference(withPath:)"))
+        self.markUsed()
+        return DatabaseReference(database: self, path: DatabaseReference.parsePath(path, method: "reference(withPath:)"))
+    }
+
+    private func markUsed() {
+        self.state.withLock { $0.used = true }
     }
 
     /// The location a full URL names: this database's URL followed by a path.
@@ -257,7 +268,9 @@ public final class Database: NSObject, Sendable {
     public func useEmulator(withHost host: String, port: Int) {
         let namespace = Self.namespace(self.url) ?? self.app?.options.projectID.flatMap { $0.isEmpty ? nil : "\($0)-default-rtdb" }
         self.state.withLock { state in
-            precondition(!state.used, "useEmulator(withHost:port:) must be called before the database is used")
+            precondition(
+                !state.used,
+                "Cannot connect to emulator after database initialization. Call useEmulator(host:port:) before creating a database reference or trying to load data.")
             let hostText = host.contains(":") ? "[\(host)]" : host
             state.connection = HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
             state.emulatorBase = "http://\(hostText):\(port)"
@@ -396,15 +409,23 @@ public final class Database: NSObject, Sendable {
         for view in views { view.refresh(cause: cause) }
     }
 
-    /// Firebase's on-disk cache. Eddy's client keeps no disk cache: setting it has no effect.
+    /// Firebase's on-disk cache. Eddy's client keeps no disk cache: the setting reads back as set
+    /// and has no effect. As in Firebase it is set before the instance is first used (a later
+    /// change is ignored here; Firebase raises).
     public var isPersistenceEnabled: Bool {
-        get { false }
-        set {}
+        get { self.state.withLock { $0.persistenceEnabled } }
+        set { self.state.withLock { state in if !state.used { state.persistenceEnabled = newValue } } }
     }
 
+    /// Firebase's disk cache size: 10 MB by default, 1 MB to 100 MB (outside that range traps
+    /// with Firebase's message, as Firebase raises). Read back as set; no effect here.
     public var persistenceCacheSizeBytes: UInt {
-        get { 0 }
-        set {}
+        get { self.state.withLock { $0.persistenceCacheSizeBytes } }
+        set {
+            precondition(newValue >= 1024 * 1024, "The minimum cache size must be at least 1MB")
+            precondition(newValue <= 100 * 1024 * 1024, "Firebase Database currently doesn't support a cache size larger than 100MB")
+            self.state.withLock { state in if !state.used { state.persistenceCacheSizeBytes = newValue } }
+        }
     }
 
     public static func setLoggingEnabled(_ enabled: Bool) {}

@@ -43,6 +43,23 @@ import Testing
         #expect(!missing.exists() && missing.value is NSNull)
     }
 
+    // FIRDatabaseTests testPersistenceEnabled / testPersistenceCacheSizeBytes: the settings read
+    // back as set (10 MB by default) and are fixed once a reference initialized the instance.
+    @Test func persistenceSettingsReadBackAndFreezeAtTheFirstReference() throws {
+        let database = Database.database(url: self.daemon.socketURL + "?ns=persistence-settings")
+        #expect(database.isPersistenceEnabled == false)
+        #expect(database.persistenceCacheSizeBytes == 10 * 1024 * 1024)
+        database.isPersistenceEnabled = true
+        database.persistenceCacheSizeBytes = 2 * 1024 * 1024
+        #expect(database.isPersistenceEnabled)
+        #expect(database.persistenceCacheSizeBytes == 2 * 1024 * 1024)
+        _ = database.reference()
+        database.persistenceCacheSizeBytes = 3 * 1024 * 1024
+        database.isPersistenceEnabled = false
+        #expect(database.persistenceCacheSizeBytes == 2 * 1024 * 1024, "fixed once initialized")
+        #expect(database.isPersistenceEnabled)
+    }
+
     @Test func completionBlocksReportSuccessAndRefusals() async throws {
         let ref = self.database().reference()
         let outcomes = Recorder<String>()
