@@ -26,8 +26,10 @@ struct QuerySpec: Sendable, Equatable {
 
     var isDefault: Bool { self.order == nil && self.start == nil && self.end == nil && self.limit == nil }
 
-    /// The order children are sorted in by snapshots.
-    var effectiveOrder: Query.Order { self.order ?? .key }
+    /// The order of the window: Firebase's default is priority order once a query has bounds
+    /// (`queryStarting(atValue: nil, childKey: "c")`), key order otherwise; with every priority
+    /// null both list children by key.
+    var effectiveOrder: Query.Order { self.order ?? (self.start == nil && self.end == nil ? .key : .priority) }
 
     // MARK: Building (each returns a copy; the first error sticks)
 
@@ -163,8 +165,8 @@ struct QuerySpec: Sendable, Equatable {
         case .key: out["orderBy"] = .string("\"$key\"")
         case .value: out["orderBy"] = .string("\"$value\"")
         case .priority, nil:
-            // Eddy stores no priorities: every child's is null, so priority order is key order.
-            // Bounds on priorities stay priority bounds (the server refuses them by name).
+            // Eddy stores no priorities: every child's is null, so priority order is key order;
+            // bounds stay priority bounds (eddyd selects by them as every priority null).
             out["orderBy"] = .string(self.start == nil && self.end == nil ? "\"$key\"" : "\"$priority\"")
         case .child(let path): out["orderBy"] = .string(JSONWriter.string(.string(path.keys.joined(separator: "/"))))
         }

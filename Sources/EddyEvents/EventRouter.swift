@@ -382,6 +382,11 @@ package final class EventRouter {
             result = try IndexQueryReader(definition: definition, index: index, makeTree: { tree }, location: location, query: query).read()
         } else if window.query.order == .key {
             result = try KeyQueryReader(iterator: tree, location: location, query: query).read()
+        } else if window.query.order == .priority {
+            // Every priority is null: the key query that selects the same (the edge bound, a
+            // null with the edge's key, becomes a key bound), or nothing.
+            guard let keyQuery = query.keyQueryForNullPriorities else { return [] }
+            result = try KeyQueryReader(iterator: tree, location: location, query: keyQuery).read()
         } else {
             // The index went away (dropped while listening): select from the whole location.
             let all = try TreeReader.readSubtree(tree, prefix: location).value

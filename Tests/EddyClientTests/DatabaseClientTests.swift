@@ -171,6 +171,32 @@ import Testing
         #expect((equal.children.allObjects as! [DataSnapshot]).map(\.key) == ["p1"])
     }
 
+    /// Firebase's default order once a query has bounds is priority order; Eddy stores no
+    /// priorities, so every child's is null: a null bound narrows by key, a non-null start
+    /// selects nothing (FIRDatabaseQueryTests testIntegerKeysBehaveNumerically1,
+    /// testSetLimitsWithStartAt). These were refused ("priorities are not supported yet").
+    @Test(arguments: [false, true]) func priorityBoundsSelectAsIfEveryPriorityWereNull(tcp: Bool) async throws {
+        let ref = self.database(tcp: tcp).reference().child("priority-bounds-\(tcp)")
+        try await ref.setValue(["1": true, "50": true, "550": true, "6": true, "600": true, "70": true, "8": true, "80": true])
+        func keys(_ query: DatabaseQuery) async throws -> [String] {
+            (try await query.getData().children.allObjects as! [DataSnapshot]).map(\.key)
+        }
+        #expect(try await keys(ref.queryOrderedByPriority().queryStarting(atValue: nil, childKey: "80")) == ["80", "550", "600"])
+        #expect(try await keys(ref.queryStarting(atValue: nil, childKey: "8").queryLimited(toFirst: 2)) == ["8", "50"])
+        #expect(try await keys(ref.queryEnding(atValue: nil, childKey: "8")) == ["1", "6", "8"])
+        #expect(try await keys(ref.queryStarting(afterValue: nil, childKey: "550")) == ["600"])
+        #expect(try await keys(ref.queryStarting(atValue: 1)) == [], "every null priority is before 1")
+        #expect(try await keys(ref.queryEnding(atValue: "z").queryLimited(toLast: 2)) == ["550", "600"])
+        // Live: the window follows writes in key order within the bounds.
+        let window = Recorder<[String]>()
+        ref.queryStarting(atValue: nil, childKey: "80").queryLimited(toFirst: 2).observe(.value) { snapshot in
+            window.add((snapshot.children.allObjects as! [DataSnapshot]).map(\.key))
+        } withCancel: { window.add(["cancelled: \($0)"]) }
+        #expect(try await window.wait(for: 1) == [["80", "550"]])
+        try await ref.child("100").setValue(true)
+        #expect(try await window.wait(for: 2).last == ["80", "100"])
+    }
+
     @Test func unindexedQueriesAreEvaluatedOnTheClientAsFirebaseDoes() async throws {
         let posts = self.database().reference().child("unindexed")
         for (key, stars) in [("a", 3), ("b", 1), ("c", 2)] { try await posts.child(key).setValue(["stars": stars]) }

@@ -22,7 +22,7 @@ from firebase_admin import db, exceptions
 # -- Firebase key order (§2.1): firebase_order.py, written independently of the server ---------
 
 from firebase_order import (  # noqa: E402
-    INT32_MIN, ambiguous, as_dict, firebase_key, firebase_key_cmp, integer_value, render)
+    INT32_MIN, ambiguous, as_dict, firebase_key, firebase_key_cmp, integer_value, key_sort_key, render)
 
 
 def test_firebase_key_cmp_itself():
@@ -459,9 +459,31 @@ def test_unindexed_orders_need_an_index(d, http, items, order, index_on):
     assert message == f'Index not defined, add ".indexOn": "{index_on}", for path "/{items}/nothing/here", to the rules'
 
 
-def test_priority_order_is_refused(d, http, items):
-    for extra in ("", "&limitToFirst=1"):
-        error_of(http.get(d.url(items) + '?orderBy="$priority"' + extra))
+def test_priority_order_selects_as_if_every_priority_were_null(d, http, items):
+    """Eddy stores no priorities, so every child's is null: priority order is key order, a null
+    bound narrows by its key, a non-null start selects nothing and a non-null end everything
+    (Firebase's order: null first). These were refused with "priorities are not supported"."""
+    def get(query):
+        r = http.get(d.url(items) + "?" + query)
+        assert r.status_code == 200, (query, r.text)
+        return r.json()
+    keys = sorted(get('orderBy="$key"'), key=key_sort_key)
+    k = keys[len(keys) // 2]
+    same = [
+        ('orderBy="$priority"', 'orderBy="$key"'),
+        ('orderBy="$priority"&limitToFirst=2', 'orderBy="$key"&limitToFirst=2'),
+        (f'orderBy="$priority"&startAt=null,"{k}"', f'orderBy="$key"&startAt="{k}"'),
+        (f'orderBy="$priority"&startAfter=null,"{k}"&limitToFirst=1', f'orderBy="$key"&startAfter="{k}"&limitToFirst=1'),
+        (f'orderBy="$priority"&endAt=null,"{k}"&limitToLast=2', f'orderBy="$key"&endAt="{k}"&limitToLast=2'),
+        ('orderBy="$priority"&endAt="z"&limitToLast=2', 'orderBy="$key"&limitToLast=2'),
+        ('orderBy="$priority"&equalTo=null', 'orderBy="$key"'),
+        (f'orderBy="$priority"&equalTo=null,"{k}"', f'orderBy="$key"&equalTo="{k}"'),
+    ]
+    for priority_query, key_query in same:
+        assert get(priority_query) == get(key_query), priority_query
+    for empty in ('orderBy="$priority"&startAt=1', 'orderBy="$priority"&startAt="a"&limitToFirst=3',
+                  'orderBy="$priority"&startAfter=null', 'orderBy="$priority"&endBefore=null', 'orderBy="$priority"&equalTo=5'):
+        assert get(empty) is None, empty
 
 
 def test_malformed_query_values_are_400(d, http, items):

@@ -72,12 +72,11 @@ extension Engine {
     }
 
     private func attach(_ spec: ListenerSpec) async throws(EddyError) -> ListenerAttachment {
-        if spec.query?.order == .priority {
-            throw EddyError(.unsupported, "orderBy \"$priority\": priorities are not supported yet")
-        }
         // A query whose index is still building waits for it, as a read does (at most
         // `Limits.indexWaitSecondsMax`), instead of being refused at once.
-        if let query = spec.query, query.order != .key { _ = try await self.indexWaitingForBuild(spec.location, query) }
+        if let query = spec.query, query.order != .key, query.order != .priority {
+            _ = try await self.indexWaitingForBuild(spec.location, query)
+        }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>) in
             let request = ControlRequest.listen(spec, continuation)
             if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }

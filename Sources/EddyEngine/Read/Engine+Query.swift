@@ -44,7 +44,7 @@ extension Engine {
     func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
-        guard let definition else { return try self.keyQueryReader(path, query).read() }
+        guard let definition else { return try self.keyQueryReader(path, query)?.read() ?? .null }
         let reader = self.indexQueryReader(definition, path, query)
         do {
             return try reader.read()
@@ -59,7 +59,7 @@ extension Engine {
     ) throws(EddyError) -> [UInt8] {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
-        guard let definition else { return try self.keyQueryReader(path, query).readJSON() }
+        guard let definition else { return try self.keyQueryReader(path, query)?.readJSON() ?? Array("null".utf8) }
         let reader = self.indexQueryReader(definition, path, query, beforeTree: beforeTree)
         do {
             return try reader.readJSON()
@@ -68,9 +68,12 @@ extension Engine {
         }
     }
 
-    private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader {
+    /// Key order, or priority order (`Query.keyQueryForNullPriorities`: nil when it selects
+    /// nothing).
+    private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader? {
+        guard let keyQuery = query.order == .priority ? query.keyQueryForNullPriorities : query else { return nil }
         let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
-        return KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: query)
+        return KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: keyQuery)
     }
 
     /// A reader over the newest state: the index iterator (pooled) and, when an entry is not
@@ -102,16 +105,14 @@ extension Engine {
             location: PathKeyEncoding.encode(path), query: query)
     }
 
-    /// The ready index serving `query` at `path` (nil for key order, which needs none).
+    /// The ready index serving `query` at `path` (nil for key and priority order, which need none).
     /// Throws Firebase's "Index not defined" when no `.indexOn` declares one, `unavailable`
     /// while it is still building.
     func index(for path: Path, _ query: Query) throws(EddyError) -> IndexDefinition? {
         let on: Rules.IndexDeclaration.On
         switch query.order {
-        case .key:
-            return nil
-        case .priority:
-            throw EddyError(.unsupported, "orderBy \"$priority\": priorities are not supported yet")
+        case .key, .priority:
+            return nil  // priority order is key order with every priority null (no index)
         case .value:
             on = .value
         case .child(let childPath):
