@@ -327,7 +327,8 @@ public final class Database: NSObject, Sendable {
         }
         var estimated = false
         let resolved = puts.map { put in
-            let existing = views.lazy.compactMap { $0.visibleValue(at: put.path) }.first ?? .null
+            let existing =
+                views.lazy.compactMap { $0.visibleValue(at: put.path) }.first ?? self.pendingWrites.completeValue(at: put.path) ?? .null
             let value = PendingWrites.resolve(put.value, existing: existing, now: now)
             if value != put.value { estimated = true }
             return PendingWrite.Put(path: put.path, value: value)

@@ -106,6 +106,18 @@ final class PendingWrites: Sendable {
         }
     }
 
+    /// The value at `path` that the waiting writes alone determine: from the newest one that
+    /// sets `path` or an ancestor whole, with the later ones on top; nil when none does (the
+    /// server's data is needed). Firebase resolves server values against this when no view
+    /// holds the server's data yet (`setValue(5)` then `increment(1)` right away shows 6).
+    func completeValue(at path: Path) -> Value? {
+        let writes = self.touching(path)
+        guard
+            let last = writes.lastIndex(where: { write in write.puts.contains { $0.path.isAncestorOrSelf(of: path) } })
+        else { return nil }
+        return PendingWrites.overlay(.null, at: path, writes: Array(writes[last...]))
+    }
+
     /// The waiting writes that touch `location` (at, above or below it), oldest first.
     func touching(_ location: Path) -> [PendingWrite] {
         self.state.withLock { state in

@@ -125,6 +125,28 @@ import Testing
         #expect(log.all == ["value [\"y\": 2]"], "the server's equal data raises no second value: \(log.all)")
     }
 
+    /// FData.m checkServerIncrementOverwritesExistingDataWhileOnline:NO: before any server data,
+    /// an increment adds to what the client's own earlier writes make the location (5 + 1),
+    /// and replaces a string or an object with its delta.
+    @Test func anIncrementAddsToTheClientsOwnEarlierWrites() async throws {
+        let database = Database.database(url: self.daemon.tcpURL + "?ns=increment-local")
+        database.callbackQueue = self.queue
+        database.goOffline()
+        let ref = database.reference().child("local/increment")
+        let log = Recorder<String>()
+        ref.observe(.value) { log.add("\($0.value.map { "\($0)" } ?? "nil")") }
+        ref.setValue(ServerValue.increment(1)) { _, _ in }
+        ref.setValue(5) { _, _ in }
+        ref.setValue(ServerValue.increment(1)) { _, _ in }
+        ref.setValue("hello") { _, _ in }
+        ref.setValue(ServerValue.increment(1)) { _, _ in }
+        ref.setValue(["hello": "world"]) { _, _ in }
+        ref.setValue(ServerValue.increment(1)) { _, _ in }
+        #expect(try await log.wait(for: 7) == ["1", "5", "6", "hello", "1", "[\"hello\": \"world\"]", "1"])
+        database.goOnline()
+        #expect(try await ref.getData().value as? Int == 1)
+    }
+
     /// Firebase's `getData`: "If not connected, it returns a locally-cached value": what a live
     /// observer holds, for its own query or a location inside an observed one.
     @Test func getDataOfflineAnswersFromWhatObserversHold() async throws {
