@@ -26,6 +26,9 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         /// conditional write that lost.
         case dataStale = "datastale"
         case maxRetries = "maxretry"
+        /// A transaction overridden by a `setValue`, `updateChildValues` or `removeValue` of the
+        /// same client at, above or below its location before it was written (Firebase's "set").
+        case overriddenBySet = "set"
         /// The data volume is full (HTTP 507): writes resume by themselves once space is freed.
         case insufficientStorage = "insufficient_storage"
         /// Anything else the server reported; the message says what.

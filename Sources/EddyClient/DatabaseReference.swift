@@ -207,6 +207,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             completion(.failure(DatabaseError(error)))
             return
         }
+        // Firebase: a set or an update aborts this client's transactions at, above or below
+        // what it writes (a transaction's own write carries its ETag).
+        if ifMatch == nil { database.transactions.abort(overlapping: puts.map(\.path)) }
         let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts) : nil
         database.connection.request(.write, .object(payload)) { result in
             if let local {

@@ -5,6 +5,11 @@
 // retry, and with enough of them some would give up after 25 retries. Transactions on
 // locations apart from each other run at once.
 //
+// A write of the same client at, above or below a transaction's location (`abort(overlapping:)`)
+// aborts it, as Firebase's `abortTransactionsAtPath` does for a set or an update: one not
+// written yet completes with the `set` error; one whose write is on its way keeps its outcome
+// unless it comes back stale.
+//
 // Invariants: transactions on overlapping locations start in the order they were made; each
 // entry leaves when its transaction completes (`finished`), whatever the outcome.
 
@@ -16,6 +21,7 @@ final class TransactionQueue: Sendable {
         let id: UInt64
         let location: Path
         let start: @Sendable () -> Void
+        let abort: @Sendable () -> Void
         var started = false
     }
 
@@ -28,11 +34,11 @@ final class TransactionQueue: Sendable {
 
     /// Adds a transaction; `start` runs now, or once every earlier overlapping one completed.
     /// Returns its id for `finished`.
-    func enqueue(at location: Path, start: @escaping @Sendable () -> Void) -> UInt64 {
+    func enqueue(at location: Path, start: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) -> UInt64 {
         let (id, ready) = self.state.withLock { state -> (UInt64, [@Sendable () -> Void]) in
             let id = state.nextID
             state.nextID += 1
-            state.entries.append(Entry(id: id, location: location, start: start))
+            state.entries.append(Entry(id: id, location: location, start: start, abort: abort))
             return (id, Self.takeReady(&state))
         }
         for start in ready { start() }
@@ -46,6 +52,17 @@ final class TransactionQueue: Sendable {
             return Self.takeReady(&state)
         }
         for start in ready { start() }
+    }
+
+    /// A write at `paths` is being made: every transaction at, above or below one of them is
+    /// told to abort (each decides how, by how far it got).
+    func abort(overlapping paths: [Path]) {
+        let aborts = self.state.withLock { state in
+            state.entries.filter { entry in
+                paths.contains { $0.isAncestorOrSelf(of: entry.location) || entry.location.isAncestorOrSelf(of: $0) }
+            }.map(\.abort)
+        }
+        for abort in aborts { abort() }
     }
 
     /// Marks started, and returns, the entries no earlier entry overlaps.

@@ -36,6 +36,13 @@ final class TransactionRun: Sendable {
     private let ranOnCachedData = Mutex(false)
     /// Its place in the database's `TransactionQueue`, once queued.
     private let queueID = Mutex<UInt64?>(nil)
+    /// Whether it left its queue's wait (`start` ran once).
+    private let started = Mutex(false)
+    /// Set by a write of this client around its location (`abortBySet`): ends it at its next
+    /// step instead of writing or retrying.
+    private let abortReason = Mutex<DatabaseError?>(nil)
+    /// The outcome was given (exactly once).
+    private let completed = Mutex(false)
 
     init(
         ref: DatabaseReference, localEvents: Bool = true, update: @escaping (MutableData) -> TransactionResult,
@@ -51,17 +58,52 @@ final class TransactionRun: Sendable {
     /// (`TransactionQueue`) and runs it when its turn comes.
     func begin() {
         let queue = self.ref.database.transactions
-        let id = queue.enqueue(at: self.ref.path) { self.start() }
+        let id = queue.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abortBySet() })
         self.queueID.withLock { $0 = id }
+    }
+
+    /// A setValue, updateChildValues or removeValue of this client at, above or below the
+    /// location: waiting, the transaction ends now with Firebase's `set` error; running, at its
+    /// next step (a write already on its way keeps its outcome unless it comes back stale).
+    private func abortBySet() {
+        let error = DatabaseError(
+            .overriddenBySet, "set: a write of this client at, above or below \(self.ref.path) replaced the transaction's data before it was written")
+        let first = self.abortReason.withLock { reason -> Bool in
+            guard reason == nil else { return false }
+            reason = error
+            return true
+        }
+        if first, !self.started.withLock({ $0 }) { self.complete(.failure(error)) }
+    }
+
+    /// The abort reason, when a write aborted it: the transaction ends with it (its offline
+    /// run's local write taken back).
+    private func endIfAborted() -> Bool {
+        guard let reason = self.abortReason.withLock({ $0 }) else { return false }
+        if let provisional = self.provisional.withLock({ provisional in
+            defer { provisional = nil }
+            return provisional
+        }) {
+            self.ref.database.endLocalWrite(provisional.write, logID: nil)
+        }
+        self.complete(.failure(reason))
+        return true
     }
 
     /// Ends the transaction: its outcome, then the next one on its location may start.
     private func complete(_ outcome: Outcome) {
+        let first = self.completed.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         self.completion(outcome)
         if let id = self.queueID.withLock({ $0 }) { self.ref.database.transactions.finished(id) }
     }
 
     private func start() {
+        self.started.withLock { $0 = true }
+        guard !self.completed.withLock({ $0 }), !self.endIfAborted() else { return }
         let attempt = self.attempts.withLock { attempts -> Int in
             attempts += 1
             return attempts
@@ -140,6 +182,7 @@ final class TransactionRun: Sendable {
     /// On the callback queue: runs the block (unless its run offline saw this same data), then
     /// writes or stops.
     private func decide(current: Value, etag: String) {
+        if self.endIfAborted() { return }
         let provisional = self.provisional.withLock { provisional in
             defer { provisional = nil }
             return provisional
@@ -159,7 +202,7 @@ final class TransactionRun: Sendable {
             case .success:
                 self.complete(.success((true, DataSnapshot(ref: self.ref, value: newValue))))
             case .failure(let error) where error.code == .dataStale:
-                self.start()
+                self.start()  // ends it instead when a write of this client aborted it
             case .failure(let error):
                 self.complete(.failure(error))
             }

@@ -240,6 +240,37 @@ import Testing
         #expect(try await window.wait(for: 1, seconds: 30).first == [10, 11])
     }
 
+    /// FTransactionTest testSetCancelsPendingTransaction: a set at /node/foo aborts this client's
+    /// transaction at /node that waits behind one at /node/foo (never committed, Firebase's
+    /// "set" error); the one already written keeps its outcome. An update elsewhere aborts
+    /// nothing (testUpdateShouldNotCancelUnrelatedTransactions).
+    @Test func aSetAbortsThisClientsTransactionsAroundIt() async throws {
+        let database = self.database()
+        let node = database.reference().child("tx-set-aborts")
+        let fooValues = Recorder<Int>()
+        node.child("foo").observe(.value) { if let n = $0.value as? Int { fooValues.add(n) } }
+        let outcomes = Recorder<String>()
+        node.child("foo").runTransactionBlock({ data in
+            data.value = 42
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcomes.add("foo \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
+        #expect(try await fooValues.wait(for: 1).first == 42, "the first transaction's value is shown (it is written)")
+        node.runTransactionBlock({ data in
+            data.value = ["foo": 84, "bar": 1]
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcomes.add("node \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
+        let other = database.reference().child("tx-set-aborts-elsewhere")
+        other.child("a").runTransactionBlock({ data in
+            data.value = 1
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcomes.add("elsewhere \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
+        other.updateChildValues(["b": 2]) { _, _ in }
+        node.child("foo").setValue(0) { _, _ in }
+        let all = Set(try await outcomes.wait(for: 3))
+        #expect(all == ["foo true -", "node false set", "elsewhere true -"], "\(all)")
+        #expect(try await node.getData().value as? [String: Int] == ["foo": 0])
+    }
+
     /// Many transactions from one client on one location (a button tapped fast) all commit:
     /// they run one after another, as Firebase's clients send them, instead of making each other
     /// retry until some give up. Transactions elsewhere run beside them.
