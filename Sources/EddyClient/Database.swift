@@ -337,8 +337,10 @@ public final class Database: NSObject, Sendable {
             id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: resolved,
             timeMilliseconds: now, silenced: Database.silencedTokens)
         write.estimated = estimated
-        // No view shows the location: nothing to raise (a view made later gets the server's data).
-        guard !views.isEmpty else { return write }
+        write.madeWithoutViews = views.isEmpty
+        // Kept even when no view shows the location yet: a view made before the write is
+        // answered shows it at once, as Firebase's write tree does (`setValue(42)` then
+        // `observeSingleEvent` gives 42; over HTTP the read could otherwise pass the write).
         self.pendingWrites.add(write)
         for view in views { view.refresh(cause: write) }
         return write
@@ -363,7 +365,7 @@ public final class Database: NSObject, Sendable {
             }
             return
         }
-        if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
+        if write.estimated || write.madeWithoutViews || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
         if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
     }
 
@@ -492,6 +494,9 @@ public final class Database: NSObject, Sendable {
         }
         view.add(registration)
         if let cached { view.seed(cached) }
+        // A new view shows the client's waiting writes at once (their value, when one replaced
+        // the location whole), as Firebase's new listeners read its write tree.
+        if !exists, !self.pendingWrites.touching(query.path).isEmpty { view.refresh(cause: nil) }
     }
 
     /// `keepSynced`: a value observer that does nothing keeps the query's view live.

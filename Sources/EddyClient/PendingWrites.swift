@@ -32,6 +32,9 @@ struct PendingWrite: Sendable {
     /// Whether a server value was estimated (the server's own value then differs from what was
     /// shown, so the views look again when the write is answered).
     var estimated = false
+    /// No view held its location when it was made: once answered, no later view needs it
+    /// (one made after the answer reads the server's data, which holds it).
+    var madeWithoutViews = false
     /// The log id the server committed it as; nil while unanswered.
     var acknowledged: String? = nil
     /// Acknowledged on another connection than the events (HTTP): shown until the view's

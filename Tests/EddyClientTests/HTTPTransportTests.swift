@@ -21,6 +21,26 @@ import Testing
         return database
     }
 
+    /// FData.m testWriteAndReadData and testSetAndThenListenForValueEventsAreCorrect: a value
+    /// set and then observed (no observer before) comes back as the first and only value event:
+    /// the new view shows the waiting write at once. Over HTTP the view's stream could start
+    /// before the write (another connection) was applied and show null first.
+    @Test func aValueSetThenObservedIsTheFirstEvent() async throws {
+        let base = self.database().reference().child("http/set-then-observe")
+        for i in 0..<20 {
+            let node = base.child("n\(i)")
+            node.setValue(42) { _, _ in }
+            let values = Recorder<String>()
+            let handle = node.observe(.value) { values.add("\($0.value ?? "nil")") }
+            let once = Recorder<String>()
+            node.observeSingleEvent(of: .value) { once.add("\($0.value ?? "nil")") }
+            #expect(try await once.wait(for: 1) == ["42"])
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(values.all == ["42"], "run \(i): \(values.all)")
+            node.removeObserver(withHandle: handle)
+        }
+    }
+
     @Test func writesReadsAndQueriesOverHTTP() async throws {
         let posts = self.database().reference().child("http/posts")
         let first = posts.childByAutoId()
