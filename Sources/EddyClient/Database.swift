@@ -467,7 +467,10 @@ public final class Database: NSObject, Sendable {
             guard let value = view.visibleValue(at: query.path) else { continue }
             return query.spec.isDefault ? value : LocalQuery.object(LocalQuery.window(value, query.spec))
         }
-        return nil
+        // The client's own waiting writes, when one replaced the location whole (Firebase's
+        // write tree answers then too).
+        guard let written = self.pendingWrites.completeValue(at: query.path) else { return nil }
+        return query.spec.isDefault ? written : LocalQuery.object(LocalQuery.window(written, query.spec))
     }
 
     /// The view a query's observers share: its path and its constraints.

@@ -288,7 +288,7 @@ final class QueryView: Sendable {
 
     /// What this view's value observers were last shown, once it has the server's data.
     var shownValueOnceStarted: Value? {
-        self.state.withLock { state in state.started ? state.shownValue : nil }
+        self.state.withLock { state in state.started || state.valueShownFromWrites ? state.shownValue : nil }
     }
 
     /// Whether this view still shows `write` on top of its server copy.

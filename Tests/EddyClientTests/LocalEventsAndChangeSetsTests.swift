@@ -147,6 +147,26 @@ import Testing
         #expect(try await ref.getData().value as? Int == 1)
     }
 
+    /// FIRDatabaseQueryTests testGetProbesInMemoryCacheForActiveListenerWhenOffline: a value an
+    /// observer shows from the client's own write (before any server data) answers getData
+    /// offline; so does a waiting write that replaced a location no observer holds.
+    @Test func getDataOfflineAnswersFromTheClientsOwnWrites() async throws {
+        let database = Database.database(url: self.daemon.tcpURL + "?ns=getdata-own-writes")
+        database.callbackQueue = self.queue
+        database.goOffline()
+        let observed = database.reference().child("local/observed")
+        let values = Recorder<String>()
+        observed.observe(.value) { values.add("\($0.value ?? "nil")") }
+        observed.setValue(42) { _, _ in }
+        #expect(try await values.wait(for: 1) == ["42"])
+        #expect(try await observed.getData().value as? Int == 42)
+        let unobserved = database.reference().child("local/unobserved")
+        unobserved.setValue(["a": 7]) { _, _ in }
+        #expect(try await unobserved.child("a").getData().value as? Int == 7)
+        database.goOnline()
+        #expect(try await unobserved.getData().value as? [String: Int] == ["a": 7])
+    }
+
     /// Firebase's `getData`: "If not connected, it returns a locally-cached value": what a live
     /// observer holds, for its own query or a location inside an observed one.
     @Test func getDataOfflineAnswersFromWhatObserversHold() async throws {
