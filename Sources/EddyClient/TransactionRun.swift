@@ -200,7 +200,11 @@ final class TransactionRun: Sendable {
         self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
             switch outcome {
             case .success:
-                self.complete(.success((true, DataSnapshot(ref: self.ref, value: newValue))))
+                // The committed data: server values as the client estimates them (the writes'
+                // answers do not carry the server's), not their placeholders.
+                let now = (Date().timeIntervalSince1970 * 1000).rounded()
+                let committed = PendingWrites.resolve(newValue, existing: current, now: now)
+                self.complete(.success((true, DataSnapshot(ref: self.ref, value: committed))))
             case .failure(let error) where error.code == .dataStale:
                 self.start()  // ends it instead when a write of this client aborted it
             case .failure(let error):

@@ -216,6 +216,22 @@ import Testing
         scores.removeObserver(withHandle: handle)
     }
 
+    /// FTransactionTest testResultSnapshotIsPassedToOnComplete: the completion's snapshot is the
+    /// committed data; a server timestamp in it is a time, not the `{".sv": "timestamp"}` sent.
+    @Test func aTransactionsSnapshotHoldsTheCommittedTime() async throws {
+        let ref = self.database().reference().child("local/tx-timestamp")
+        let before = Date().timeIntervalSince1970 * 1000 - 60_000
+        let (committed, snapshot) = try await ref.runTransactionBlock { data in
+            data.value = ["at": ServerValue.timestamp(), "n": 1]
+            return TransactionResult.success(withValue: data)
+        }
+        #expect(committed)
+        let at = snapshot.childSnapshot(forPath: "at").value as? Double
+        #expect(at.map { $0 > before } == true, "\(snapshot.value ?? "nil")")
+        let stored = try await ref.child("at").getData().value as? Double
+        #expect(stored.map { abs($0 - at!) < 60_000 } == true, "the server's time, near the estimate")
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
