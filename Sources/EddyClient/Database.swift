@@ -173,6 +173,15 @@ public final class Database: NSObject, Sendable {
         var viewOfHandle: [DatabaseHandle: QueryView] = [:]
     }
 
+    /// Views in the order Firebase raises one change's events across locations: the deepest
+    /// location first (`t/a`'s value before `t`'s child_added and value), then by path, so the
+    /// order never depends on a dictionary's.
+    static func deepestFirst(_ views: [QueryView]) -> [QueryView] {
+        views.sorted { a, b in
+            a.query.path.depth != b.query.path.depth ? a.query.path.depth > b.query.path.depth : a.id < b.id
+        }
+    }
+
     /// The URL this instance was made for.
     let url: String
     /// The name of the app it belongs to (`FirebaseApp.defaultName` for `database(url:)`).
@@ -342,7 +351,7 @@ public final class Database: NSObject, Sendable {
         // answered shows it at once, as Firebase's write tree does (`setValue(42)` then
         // `observeSingleEvent` gives 42; over HTTP the read could otherwise pass the write).
         self.pendingWrites.add(write)
-        for view in views { view.refresh(cause: write) }
+        for view in Self.deepestFirst(views) { view.refresh(cause: write) }
         return write
     }
 
@@ -409,7 +418,7 @@ public final class Database: NSObject, Sendable {
         let views = self.state.withLock { state in
             state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
         }
-        for view in views { view.refresh(cause: cause) }
+        for view in Self.deepestFirst(views) { view.refresh(cause: cause) }
     }
 
     /// Firebase's on-disk cache. Eddy's client keeps no disk cache: the setting reads back as set

@@ -37,6 +37,24 @@ import Testing
         #expect(log.all.count == 4, "no event repeats once the server's own arrives: \(log.all)")
     }
 
+    /// FData.m testEmptyChildGetValueEventBeforeParent, testUpdateRaisesCorrectLocalEvents: one
+    /// change's events come deepest location first, whatever order the observers were added in.
+    @Test func aChangesEventsComeDeepestLocationFirst() async throws {
+        let t = self.database().reference().child("local/deepest-first")
+        let log = Recorder<String>()
+        t.observe(.value) { _ in log.add("t value") }
+        t.child("a/aa").observe(.value) { _ in log.add("t/a/aa value") }
+        t.observe(.childAdded) { log.add("t added \($0.key)") }
+        t.child("a").observe(.value) { _ in log.add("t/a value") }
+        t.child("d").observe(.value) { _ in log.add("t/d value") }
+        _ = try await log.wait(for: 4)
+        try await Task.sleep(for: .milliseconds(100))
+        let initial = log.all.count
+        t.updateChildValues(["a/aa": 1, "d": 2]) { _, _ in }
+        let all = try await log.wait(for: initial + 6)
+        #expect(Array(all[initial...]) == ["t/a/aa value", "t/a value", "t/d value", "t added a", "t added d", "t value"], "\(all)")
+    }
+
     @Test func aRefusedWriteIsTakenBackBeforeItsCompletion() async throws {
         let list = self.database().reference().child("local/refused")
         try await list.child("kept").setValue(true)
