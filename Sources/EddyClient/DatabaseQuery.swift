@@ -113,7 +113,9 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         return handle
     }
 
-    /// Removes the observer; no callback of it runs after this returns on the callback queue.
+    /// Removes the observer: no event raised after this reaches it. As in Firebase, events raised
+    /// before (queued on the callback queue, e.g. the local events of writes made just before)
+    /// are still delivered; a single-event observer hears one event at most.
     public func removeObserver(withHandle handle: DatabaseHandle) {
         self.database.removeObserver(handle)
     }

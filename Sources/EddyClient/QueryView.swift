@@ -47,8 +47,12 @@ final class QueryView: Sendable {
 
     private struct State {
         var registrations: [Registration] = []
-        /// Handles removed; checked at delivery so nothing runs after a removal.
-        var removed: Set<DatabaseHandle> = []
+        /// Handles removed, with the number of batches raised before the removal: a batch raised
+        /// before it is still delivered to the handle, as Firebase delivers the events it raised
+        /// before `removeObserver`; a later one is not (a `once` observer hears one event only).
+        var removed: [DatabaseHandle: UInt64] = [:]
+        /// Batches of events raised so far (each `deliver`).
+        var raised: UInt64 = 0
         var subscription: UInt64?
         /// The server's data (the whole location, or the query's window when the server
         /// evaluates the query).
@@ -89,7 +93,7 @@ final class QueryView: Sendable {
             state.registrations.append(registration)
             // Queued under the lock, so they come before the events of any later change.
             if state.started || state.valueShownFromWrites || !state.shownWindow.isEmpty {
-                self.deliver(self.initialEvents(state, withValue: state.started || state.valueShownFromWrites), to: [registration])
+                self.deliver(self.initialEvents(state, withValue: state.started || state.valueShownFromWrites), to: [registration], state: &state)
             }
             return state.registrations.count == 1 && state.subscription == nil && !state.started
         }
@@ -101,7 +105,7 @@ final class QueryView: Sendable {
     func remove(_ handle: DatabaseHandle) -> Bool {
         let (last, subscription) = self.state.withLock { state -> (Bool, UInt64?) in
             state.registrations.removeAll { $0.handle == handle }
-            state.removed.insert(handle)
+            if state.removed[handle] == nil { state.removed[handle] = state.raised }
             guard state.registrations.isEmpty else { return (false, nil) }
             state.ended = true
             defer { state.subscription = nil }
@@ -346,7 +350,7 @@ final class QueryView: Sendable {
         state.shownWindow = window
         if !partial { state.shownValue = value }
         guard !events.isEmpty else { return }
-        self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [])
+        self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [], state: &state)
     }
 
     /// `show` for a plain location whose batch touched only `keys`: the events come from those
@@ -400,7 +404,7 @@ final class QueryView: Sendable {
         events += changed.map { event(.childChanged, $0) }
         state.shownValue = state.cache
         events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.cache, order: .key), previous: nil))
-        self.deliver(events, to: state.registrations)
+        self.deliver(events, to: state.registrations, state: &state)
     }
 
     /// The window and value observers see: the server's data with the client's waiting
@@ -448,12 +452,16 @@ final class QueryView: Sendable {
     }
 
     /// On the callback queue, in order: each event to each matching observer still there.
-    private func deliver(_ events: [Event], to registrations: [Registration], silenced: Set<ObjectIdentifier> = []) {
-        self.database.deliver { [weak self] in
-            guard let self else { return }
+    /// Queues `events` for `registrations` on the callback queue. Called under the lock
+    /// (`state`), so batches are queued, and numbered, in the order they were raised.
+    private func deliver(_ events: [Event], to registrations: [Registration], silenced: Set<ObjectIdentifier> = [], state: inout State) {
+        state.raised += 1
+        let batch = state.raised
+        // Held until delivered: a view ended by its last removal still delivers what it raised.
+        self.database.deliver {
             for event in events {
                 for registration in registrations where registration.eventType == event.kind {
-                    guard self.isLive(registration.handle) else { continue }
+                    guard self.isLive(registration.handle, batch: batch, once: registration.once) else { continue }
                     if registration.once { self.database.removeObserver(registration.handle) }
                     if let token = registration.token, silenced.contains(token), let silent = registration.silent {
                         silent.value(event.snapshot, event.previous)
@@ -465,8 +473,13 @@ final class QueryView: Sendable {
         }
     }
 
-    private func isLive(_ handle: DatabaseHandle) -> Bool {
-        self.state.withLock { !$0.removed.contains(handle) }
+    /// Whether `batch` reaches `handle`: not removed, or removed after the batch was raised
+    /// (never for a `once` observer once removed: it heard its event).
+    private func isLive(_ handle: DatabaseHandle, batch: UInt64, once: Bool) -> Bool {
+        self.state.withLock { state in
+            guard let removedAfter = state.removed[handle] else { return true }
+            return !once && batch <= removedAfter
+        }
     }
 
     // MARK: Wire helpers

@@ -55,6 +55,24 @@ import Testing
         #expect(Array(all[initial...]) == ["t/a/aa value", "t/a value", "t/d value", "t added a", "t added d", "t value"], "\(all)")
     }
 
+    /// FEventTests testUnsubscribeEventsAndConfirmThatEventsNoLongerFire: the local events of
+    /// three writes made before removeObserver all reach the observer; none after it.
+    @Test func eventsRaisedBeforeRemoveObserverAreDelivered() async throws {
+        let ref = self.database().reference().child("local/unsubscribe")
+        let log = Recorder<String>()
+        try await ref.setValue(-1)
+        let handle = ref.observe(.value) { log.add("\($0.value ?? "nil")") }
+        _ = try await log.wait(for: 1)
+        self.queue.sync {
+            // On the callback queue: nothing queued can run before the removal.
+            for i in 0..<3 { ref.setValue(i) { _, _ in } }
+            ref.removeObserver(withHandle: handle)
+        }
+        try await ref.setValue(9)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(log.all == ["-1", "0", "1", "2"], "\(log.all)")
+    }
+
     @Test func aRefusedWriteIsTakenBackBeforeItsCompletion() async throws {
         let list = self.database().reference().child("local/refused")
         try await list.child("kept").setValue(true)
