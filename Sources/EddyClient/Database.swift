@@ -75,7 +75,7 @@ public final class Database: NSObject, Sendable {
 
     private static func instance(app: String, url: String) -> Database {
         self.instances.withLock { instances in
-            let key = InstanceKey(app: app, url: url)
+            let key = InstanceKey(app: app, url: Self.withoutTrailingSlash(url))
             if let existing = instances[key] { return existing }
             guard let transport = Self.transport(url) else {
                 preconditionFailure(
@@ -261,6 +261,16 @@ public final class Database: NSObject, Sendable {
     /// `http://host:port` after `useEmulator`: where every `DatabaseReference.url` of this
     /// instance starts.
     var locationBase: String { self.state.withLock { $0.emulatorBase } ?? Self.withoutQuery(self.url) }
+
+    /// `https://host/` and `https://host` name one database (Firebase gives one instance for
+    /// both): the slashes ending a network URL's address are dropped from the instance key.
+    static func withoutTrailingSlash(_ url: String) -> String {
+        guard !url.hasPrefix("eddy+unix:") else { return url }
+        let query = url.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? url.endIndex
+        var base = url[..<query]
+        while base.hasSuffix("/"), !base.hasSuffix("://") { base = base.dropLast() }
+        return String(base) + url[query...]
+    }
 
     static func withoutQuery(_ url: String) -> String {
         var base = Substring(url)

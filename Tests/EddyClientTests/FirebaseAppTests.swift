@@ -35,6 +35,14 @@ import Testing
         #expect(deleted.all == [true] && FirebaseApp.app(name: name) == nil)
     }
 
+    // FIRDatabaseTests testDifferentInstanceForAppWithURL: a trailing slash names the same database.
+    @Test func aTrailingSlashNamesTheSameInstance() {
+        let host = "http://127.0.0.1:1/?ns=slash-\(UUID().uuidString)"
+        #expect(Database.database(url: host) === Database.database(url: host.replacingOccurrences(of: "/?", with: "?")))
+        #expect(Database.database(url: "http://127.0.0.1:2/") === Database.database(url: "http://127.0.0.1:2"))
+        #expect(Database.database(url: "http://127.0.0.1:3") !== Database.database(url: "http://127.0.0.1:4"))
+    }
+
     @Test func inheritedInitializersAndDescriptionCompileAndMeanSomething() {
         let snapshot = DataSnapshot()
         #expect(!snapshot.exists() && snapshot.value is NSNull)
