@@ -484,12 +484,12 @@ public final class Database: NSObject, Sendable {
         if let same = views.first(where: { $0.id == id }), let value = same.shownValueOnceStarted { return value }
         for view in views {
             guard let value = view.visibleValue(at: query.path) else { continue }
-            return query.spec.isDefault ? value : LocalQuery.object(LocalQuery.window(value, query.spec))
+            return query.spec.loadsAllData ? value : LocalQuery.object(LocalQuery.window(value, query.spec))
         }
         // The client's own waiting writes, when one replaced the location whole (Firebase's
         // write tree answers then too).
         guard let written = self.pendingWrites.completeValue(at: query.path) else { return nil }
-        return query.spec.isDefault ? written : LocalQuery.object(LocalQuery.window(written, query.spec))
+        return query.spec.loadsAllData ? written : LocalQuery.object(LocalQuery.window(written, query.spec))
     }
 
     /// The view a query's observers share: its path and its constraints.

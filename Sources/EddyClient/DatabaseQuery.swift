@@ -171,7 +171,9 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         }
         var payload: [String: Value] = ["path": .string(self.path.description)]
         let kind: Frame.Kind
-        if let parameters = self.spec.parameters {
+        // Only an order: the whole location, as Firebase loads it (a snapshot lists its
+        // children in the order).
+        if let parameters = self.spec.parameters, !self.spec.loadsAllData {
             payload["query"] = parameters
             kind = .query
         } else {

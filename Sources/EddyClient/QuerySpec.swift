@@ -26,6 +26,10 @@ struct QuerySpec: Sendable, Equatable {
 
     var isDefault: Bool { self.order == nil && self.start == nil && self.end == nil && self.limit == nil }
 
+    /// No bounds and no limit (an order at most): Firebase loads the whole location for it, and
+    /// its value is the location's, a primitive too.
+    var loadsAllData: Bool { self.start == nil && self.end == nil && self.limit == nil }
+
     /// The order of the window: Firebase's default is priority order once a query has bounds
     /// (`queryStarting(atValue: nil, childKey: "c")`), key order otherwise; with every priority
     /// null both list children by key.

@@ -78,6 +78,10 @@ final class QueryView: Sendable {
     init(query: DatabaseQuery, id: String) {
         self.query = query
         self.id = id
+        // A query with only an order loads all the location's data, as Firebase's does: its
+        // value is the location's (a primitive too), its children in the order; the whole
+        // location is subscribed to and ordered here (no index needed).
+        if query.spec.loadsAllData && !query.spec.isDefault { self.state.withLock { $0.local = true } }
     }
 
     var database: Database { self.query.database }
@@ -415,10 +419,11 @@ final class QueryView: Sendable {
         let pending = self.database.pendingWrites.touching(self.query.path).filter { self.shows($0, state) }
         if pending.isEmpty {
             let window = self.serverWindow(state)
-            return (window, self.query.spec.isDefault ? state.cache : LocalQuery.object(window))
+            return (window, self.query.spec.loadsAllData ? state.cache : LocalQuery.object(window))
         }
         let data = PendingWrites.overlay(state.cache, at: self.query.path, writes: pending)
         if self.query.spec.isDefault { return (LocalQuery.window(data, QuerySpec()), data) }
+        if self.query.spec.loadsAllData { return (LocalQuery.window(data, self.query.spec), data) }
         let window = LocalQuery.window(data, self.query.spec)
         return (window, LocalQuery.object(window))
     }

@@ -197,6 +197,30 @@ import Testing
         #expect(try await window.wait(for: 2).last == ["80", "100"])
     }
 
+    /// FOrderByTests testCallbackRemovalWorks: a query with only an order loads all the data, as
+    /// Firebase's does: on a primitive its value is the primitive, and it follows changes; on an
+    /// object, every child in the order (no index needed).
+    @Test func aQueryWithOnlyAnOrderHasTheLocationsValue() async throws {
+        let ref = self.database().reference().child("order-only")
+        try await ref.setValue(1)
+        let values = Recorder<String>()
+        ref.queryOrdered(byChild: "foo").observe(.value) { snapshot in
+            if let children = snapshot.children.allObjects as? [DataSnapshot], !children.isEmpty {
+                values.add(children.map(\.key).joined(separator: ","))
+            } else {
+                values.add("\(snapshot.value ?? "nil")")
+            }
+        }
+        #expect(try await values.wait(for: 1) == ["1"])
+        try await ref.setValue(2)
+        #expect(try await values.wait(for: 2).last == "2")
+        try await ref.setValue(["a": ["foo": 3], "b": ["foo": 1], "c": ["foo": 2]])
+        #expect(try await values.wait(for: 3).last == "b,c,a")
+        #expect(try await ref.queryOrdered(byChild: "foo").getData().children.allObjects.map { ($0 as! DataSnapshot).key } == ["b", "c", "a"])
+        try await ref.setValue("text")
+        #expect(try await ref.queryOrderedByKey().getData().value as? String == "text")
+    }
+
     @Test func unindexedQueriesAreEvaluatedOnTheClientAsFirebaseDoes() async throws {
         let posts = self.database().reference().child("unindexed")
         for (key, stars) in [("a", 3), ("b", 1), ("c", 2)] { try await posts.child(key).setValue(["stars": stars]) }
