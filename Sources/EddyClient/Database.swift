@@ -356,7 +356,6 @@ public final class Database: NSObject, Sendable {
             id: self.nextWriteID.wrappingAdd(1, ordering: .relaxed).oldValue, location: location, puts: resolved,
             timeMilliseconds: now, silenced: Database.silencedTokens)
         write.estimated = estimated
-        write.madeWithoutViews = views.isEmpty
         // Kept even when no view shows the location yet: a view made before the write is
         // answered shows it at once, as Firebase's write tree does (`setValue(42)` then
         // `observeSingleEvent` gives 42; over HTTP the read could otherwise pass the write).
@@ -376,6 +375,16 @@ public final class Database: NSObject, Sendable {
             return
         }
         let acknowledged = self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
+        // No view needs it now: it goes at once, so a view made later reads the server's data
+        // (which holds it) instead of showing it again over newer data.
+        let viewsNow = self.state.withLock { state in
+            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: write.location) || write.location.isAncestorOrSelf(of: $0.query.path) }
+        }
+        if let answered = self.pendingWrites.write(write.id), !viewsNow.contains(where: { $0.needs(answered) }) {
+            self.pendingWrites.remove(write.id)
+            if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
+            return
+        }
         if streamed {
             // Taken back from the views at the latest after the grace period.
             DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
@@ -384,7 +393,7 @@ public final class Database: NSObject, Sendable {
             }
             return
         }
-        if write.estimated || write.madeWithoutViews || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
+        if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
         if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
     }
 

@@ -32,9 +32,6 @@ struct PendingWrite: Sendable {
     /// Whether a server value was estimated (the server's own value then differs from what was
     /// shown, so the views look again when the write is answered).
     var estimated = false
-    /// No view held its location when it was made: once answered, no later view needs it
-    /// (one made after the answer reads the server's data, which holds it).
-    var madeWithoutViews = false
     /// The log id the server committed it as; nil while unanswered.
     var acknowledged: String? = nil
     /// Acknowledged on another connection than the events (HTTP): shown until the view's
@@ -90,6 +87,11 @@ final class PendingWrites: Sendable {
             for id in unneeded where state.byID.removeValue(forKey: id) != nil { state.acknowledged -= 1 }
             Self.compact(&state)
         }
+    }
+
+    /// The waiting write `id` as it is now (acknowledged or not), nil when gone.
+    func write(_ id: UInt64) -> PendingWrite? {
+        self.state.withLock { $0.byID[id] }
     }
 
     func remove(_ id: UInt64) {

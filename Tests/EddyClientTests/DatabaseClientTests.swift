@@ -265,34 +265,33 @@ import Testing
     }
 
     /// FTransactionTest testSetCancelsPendingTransaction: a set at /node/foo aborts this client's
-    /// transaction at /node that waits behind one at /node/foo (never committed, Firebase's
-    /// "set" error); the one already written keeps its outcome. An update elsewhere aborts
-    /// nothing (testUpdateShouldNotCancelUnrelatedTransactions).
+    /// transactions at and above it that have not been written yet (Firebase's "set" error):
+    /// here made offline, so neither is on its way. An update elsewhere aborts nothing
+    /// (testUpdateShouldNotCancelUnrelatedTransactions), and a transaction already written keeps
+    /// its outcome (testTransactionSetSetWorks).
     @Test func aSetAbortsThisClientsTransactionsAroundIt() async throws {
-        let database = self.database()
-        let node = database.reference().child("tx-set-aborts")
-        let fooValues = Recorder<Int>()
-        node.child("foo").observe(.value) { if let n = $0.value as? Int { fooValues.add(n) } }
+        let database = Database.database(url: self.daemon.socketURL + "?ns=tx-set-aborts")
+        database.callbackQueue = self.queue
+        database.goOffline()
+        let node = database.reference().child("node")
         let outcomes = Recorder<String>()
-        node.child("foo").runTransactionBlock({ data in
-            data.value = 42
-            return TransactionResult.success(withValue: data)
-        }) { error, committed, _ in outcomes.add("foo \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
-        #expect(try await fooValues.wait(for: 1).first == 42, "the first transaction's value is shown (it is written)")
-        node.runTransactionBlock({ data in
-            data.value = ["foo": 84, "bar": 1]
-            return TransactionResult.success(withValue: data)
-        }) { error, committed, _ in outcomes.add("node \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
-        let other = database.reference().child("tx-set-aborts-elsewhere")
-        other.child("a").runTransactionBlock({ data in
-            data.value = 1
-            return TransactionResult.success(withValue: data)
-        }) { error, committed, _ in outcomes.add("elsewhere \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
+        func run(_ ref: DatabaseReference, _ name: String, _ value: Any) {
+            ref.runTransactionBlock({ data in
+                data.value = value
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, _ in outcomes.add("\(name) \(committed) \((error as? DatabaseError)?.code.rawValue ?? "-")") }
+        }
+        run(node.child("foo"), "foo", 42)
+        run(node, "node", ["foo": 84, "bar": 1])
+        let other = database.reference().child("elsewhere")
+        run(other.child("a"), "elsewhere", 1)
         other.updateChildValues(["b": 2]) { _, _ in }
         node.child("foo").setValue(0) { _, _ in }
+        database.goOnline()
         let all = Set(try await outcomes.wait(for: 3))
-        #expect(all == ["foo true -", "node false set", "elsewhere true -"], "\(all)")
+        #expect(all == ["foo false set", "node false set", "elsewhere true -"], "\(all)")
         #expect(try await node.getData().value as? [String: Int] == ["foo": 0])
+        #expect(try await other.getData().value as? [String: Int] == ["a": 1, "b": 2])
     }
 
     /// Many transactions from one client on one location (a button tapped fast) all commit:

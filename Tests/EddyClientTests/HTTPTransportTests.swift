@@ -4,6 +4,9 @@
 import Dispatch
 import EddyClient
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 
 @Suite(.serialized) struct HTTPTransportTests {
@@ -39,6 +42,22 @@ import Testing
             #expect(values.all == ["42"], "run \(i): \(values.all)")
             node.removeObserver(withHandle: handle)
         }
+    }
+
+    /// FData.m testOnAfterSetWaitsForLatestData: a write answered before any observer is not
+    /// shown again to an observer added later, over data another client changed meanwhile.
+    @Test func anAnsweredWriteIsNotShownToALaterObserver() async throws {
+        let node = self.database().reference().child("http/answered-then-changed")
+        try await node.setValue(5)
+        var request = URLRequest(url: URL(string: self.daemon.httpURL + "/http/answered-then-changed.json")!)
+        request.httpMethod = "PUT"
+        request.httpBody = Data("42".utf8)
+        _ = try await URLSession.shared.data(for: request)
+        let values = Recorder<String>()
+        node.observe(.value) { values.add("\($0.value ?? "nil")") }
+        #expect(try await values.wait(for: 1) == ["42"])
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(values.all == ["42"], "\(values.all)")
     }
 
     @Test func writesReadsAndQueriesOverHTTP() async throws {
