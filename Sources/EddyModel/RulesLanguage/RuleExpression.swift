@@ -147,17 +147,22 @@ struct RuleParser {
 
     /// `(` args `)`, at the `(`.
     private mutating func arguments() throws(RuleSyntaxError) -> [RuleExpression] {
+        try self.list(closedBy: ")")
+    }
+
+    /// Comma-separated expressions up to `close`, at the opening bracket.
+    private mutating func list(closedBy close: String) throws(RuleSyntaxError) -> [RuleExpression] {
         try self.advance()
-        var arguments: [RuleExpression] = []
-        if self.token != .symbol(")") {
-            arguments.append(try self.conditional())
+        var elements: [RuleExpression] = []
+        if self.token != .symbol(close) {
+            elements.append(try self.conditional())
             while self.token == .symbol(",") {
                 try self.advance()
-                arguments.append(try self.conditional())
+                elements.append(try self.conditional())
             }
         }
-        try self.expect(")")
-        return arguments
+        try self.expect(close)
+        return elements
     }
 
     private mutating func primary() throws(RuleSyntaxError) -> RuleExpression {
@@ -197,17 +202,7 @@ struct RuleParser {
             try self.expect(")")
             return inner
         case .symbol("["):
-            try self.advance()
-            var elements: [RuleExpression] = []
-            if self.token != .symbol("]") {
-                elements.append(try self.conditional())
-                while self.token == .symbol(",") {
-                    try self.advance()
-                    elements.append(try self.conditional())
-                }
-            }
-            try self.expect("]")
-            return .array(elements)
+            return .array(try self.list(closedBy: "]"))
         default:
             throw self.error("expected a value, found \(self.describe(token))")
         }
