@@ -216,8 +216,10 @@ final class ClientConnection: Transport {
     func purgeWaitingWrites() {
         let canceled = self.state.withLock { state -> [Answer] in
             guard case .connected = state.phase else {
-                let ids = state.waiting.filter { $0.kind == .write }.map(\.requestID)
-                state.waiting.removeAll { $0.kind == .write }
+                // Writes and onDisconnect requests, as Firebase's purge cancels both.
+                let purged: Set<Frame.Kind> = [.write, .onDisconnect, .cancelDisconnect]
+                let ids = state.waiting.filter { purged.contains($0.kind) }.map(\.requestID)
+                state.waiting.removeAll { purged.contains($0.kind) }
                 var canceled: [Answer] = []
                 for id in ids {
                     if let answer = state.answers.removeValue(forKey: id) { canceled.append(answer) }

@@ -320,6 +320,9 @@ public final class Database: NSObject, Sendable {
     /// their completion blocks get `writeCanceled` and their local events are taken back.
     /// Writes already sent are not recalled.
     public func purgeOutstandingWrites() {
+        // As Firebase: every transaction not on its way ends with write_canceled too.
+        self.transactions.abort(
+            overlapping: [Path(validatedKeys: [])], with: DatabaseError(.writeCanceled, "the transaction was canceled by purgeOutstandingWrites()"))
         self.connection.purgeWaitingWrites()
     }
 

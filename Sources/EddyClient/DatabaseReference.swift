@@ -209,7 +209,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         // Firebase: a set or an update aborts this client's transactions at, above or below
         // what it writes (a transaction's own write carries its ETag).
-        if ifMatch == nil { database.transactions.abort(overlapping: puts.map(\.path)) }
+        if ifMatch == nil {
+            database.transactions.abort(
+                overlapping: puts.map(\.path),
+                with: DatabaseError(
+                    .overriddenBySet, "set: a write of this client at \(self.path), at, above or below the transaction's location, replaced its data before it was written"))
+        }
         let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts) : nil
         database.connection.request(.write, .object(payload)) { result in
             if let local {

@@ -489,8 +489,10 @@ final class HTTPTransport: Transport {
     func purgeWaitingWrites() {
         let canceled = self.state.withLock { state -> [Job] in
             let skip = state.running ? 1 : 0
-            let canceled = state.jobs.dropFirst(skip).filter { $0.kind == .write }
-            state.jobs = Array(state.jobs.prefix(skip)) + state.jobs.dropFirst(skip).filter { $0.kind != .write }
+            // Writes and onDisconnect requests, as Firebase's purge cancels both.
+            let purged: Set<Frame.Kind> = [.write, .onDisconnect, .cancelDisconnect]
+            let canceled = state.jobs.dropFirst(skip).filter { purged.contains($0.kind) }
+            state.jobs = Array(state.jobs.prefix(skip)) + state.jobs.dropFirst(skip).filter { !purged.contains($0.kind) }
             return Array(canceled)
         }
         for job in canceled { job.answer(.failure(DatabaseError(.writeCanceled, "the write was canceled by purgeOutstandingWrites()"))) }

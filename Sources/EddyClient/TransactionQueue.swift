@@ -6,9 +6,10 @@
 // locations apart from each other run at once.
 //
 // A write of the same client at, above or below a transaction's location (`abort(overlapping:)`)
-// aborts it, as Firebase's `abortTransactionsAtPath` does for a set or an update: one not
-// written yet completes with the `set` error; one whose write is on its way keeps its outcome
-// unless it comes back stale.
+// aborts it, as Firebase's `abortTransactionsAtPath` does for a set or an update (the `set`
+// error) and `purgeOutstandingWrites` for all of them (`write_canceled`): one not written yet
+// completes with the error; one whose write is on its way keeps its outcome unless it comes back
+// stale.
 //
 // Invariants: transactions on overlapping locations start in the order they were made; each
 // entry leaves when its transaction completes (`finished`), whatever the outcome.
@@ -21,7 +22,7 @@ final class TransactionQueue: Sendable {
         let id: UInt64
         let location: Path
         let start: @Sendable () -> Void
-        let abort: @Sendable () -> Void
+        let abort: @Sendable (DatabaseError) -> Void
         var started = false
     }
 
@@ -34,7 +35,7 @@ final class TransactionQueue: Sendable {
 
     /// Adds a transaction; `start` runs now, or once every earlier overlapping one completed.
     /// Returns its id for `finished`.
-    func enqueue(at location: Path, start: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) -> UInt64 {
+    func enqueue(at location: Path, start: @escaping @Sendable () -> Void, abort: @escaping @Sendable (DatabaseError) -> Void) -> UInt64 {
         let (id, ready) = self.state.withLock { state -> (UInt64, [@Sendable () -> Void]) in
             let id = state.nextID
             state.nextID += 1
@@ -56,13 +57,13 @@ final class TransactionQueue: Sendable {
 
     /// A write at `paths` is being made: every transaction at, above or below one of them is
     /// told to abort (each decides how, by how far it got).
-    func abort(overlapping paths: [Path]) {
+    func abort(overlapping paths: [Path], with error: DatabaseError) {
         let aborts = self.state.withLock { state in
             state.entries.filter { entry in
                 paths.contains { $0.isAncestorOrSelf(of: entry.location) || entry.location.isAncestorOrSelf(of: $0) }
             }.map(\.abort)
         }
-        for abort in aborts { abort() }
+        for abort in aborts { abort(error) }
     }
 
     /// Marks started, and returns, the entries no earlier entry overlaps.

@@ -38,6 +38,8 @@ final class TransactionRun: Sendable {
     private let queueID = Mutex<UInt64?>(nil)
     /// Whether it left its queue's wait (`start` ran once).
     private let started = Mutex(false)
+    /// Waiting for the connection to come back (nothing of it is on its way).
+    private let waitingForConnection = Mutex(false)
     /// Set by a write of this client around its location (`abortBySet`): ends it at its next
     /// step instead of writing or retrying.
     private let abortReason = Mutex<DatabaseError?>(nil)
@@ -58,22 +60,22 @@ final class TransactionRun: Sendable {
     /// (`TransactionQueue`) and runs it when its turn comes.
     func begin() {
         let queue = self.ref.database.transactions
-        let id = queue.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abortBySet() })
+        let id = queue.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abort($0) })
         self.queueID.withLock { $0 = id }
     }
 
     /// A setValue, updateChildValues or removeValue of this client at, above or below the
-    /// location: waiting, the transaction ends now with Firebase's `set` error; running, at its
+    /// location (Firebase's `set` error), or `purgeOutstandingWrites` (`write_canceled`):
+    /// waiting in its queue or for the connection, the transaction ends now; running, at its
     /// next step (a write already on its way keeps its outcome unless it comes back stale).
-    private func abortBySet() {
-        let error = DatabaseError(
-            .overriddenBySet, "set: a write of this client at, above or below \(self.ref.path) replaced the transaction's data before it was written")
+    private func abort(_ error: DatabaseError) {
         let first = self.abortReason.withLock { reason -> Bool in
             guard reason == nil else { return false }
             reason = error
             return true
         }
-        if first, !self.started.withLock({ $0 }) { self.complete(.failure(error)) }
+        guard first else { return }
+        if !self.started.withLock({ $0 }) || self.waitingForConnection.withLock({ $0 }) { _ = self.endIfAborted() }
     }
 
     /// The abort reason, when a write aborted it: the transaction ends with it (its offline
@@ -103,6 +105,7 @@ final class TransactionRun: Sendable {
 
     private func start() {
         self.started.withLock { $0 = true }
+        self.waitingForConnection.withLock { $0 = false }
         guard !self.completed.withLock({ $0 }), !self.endIfAborted() else { return }
         let attempt = self.attempts.withLock { attempts -> Int in
             attempts += 1
@@ -140,6 +143,8 @@ final class TransactionRun: Sendable {
     /// No connection: starts again once there is one (this attempt does not count).
     private func waitForConnection(_ error: DatabaseError) {
         self.attempts.withLock { $0 -= 1 }
+        self.waitingForConnection.withLock { $0 = true }
+        if self.endIfAborted() { return }  // aborted while its read was failing
         let database = self.ref.database
         // After a short pause: a connection that reports itself up and fails again is not
         // retried in a tight loop.

@@ -53,9 +53,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var indexBuildChunk = 4096
     /// Milliseconds between index build steps, to throttle builds on a busy server. Default 0.
     public var indexBuildPauseMilliseconds = 0
-    /// Seconds between keep-alive events on an idle event stream (SSE). Default 30 (Firebase's).
-    /// 10 s: firebase-admin's `ListenerRegistration.close()` returns only at the stream's next
-    /// byte, so an idle stream's close took up to this long (30 s before); a lost client of an
+    /// Seconds between keep-alive events on an idle event stream (SSE). Default 10:
+    /// firebase-admin's `ListenerRegistration.close()` returns only at the stream's next byte, so
+    /// an idle stream's close takes up to this long (30 s before); a lost client of an
     /// onDisconnect connection is also found by the keep-alive write that fails.
     public var sseKeepAliveSeconds = 10
     /// Event batches (one per log entry) an event stream may fall behind before it is cut off

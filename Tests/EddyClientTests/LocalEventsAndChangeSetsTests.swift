@@ -268,6 +268,32 @@ import Testing
         #expect(stored.map { abs($0 - at!) < 60_000 } == true, "the server's time, near the estimate")
     }
 
+    /// FIRDatabaseTests testPurgeWritesCancelsTransactions and testPurgeWritesCancelsOnDisconnects:
+    /// offline, purgeOutstandingWrites ends the waiting transactions and onDisconnect requests
+    /// with write_canceled (code 3), at once; nothing of them reaches the server.
+    @Test func purgeCancelsWaitingTransactionsAndOnDisconnects() async throws {
+        let database = Database.database(url: self.daemon.tcpURL + "?ns=purge-cancels")
+        database.callbackQueue = self.queue
+        database.goOffline()
+        let ref = database.reference().child("local/purge")
+        let outcomes = Recorder<String>()
+        for name in ["tx1", "tx2"] {
+            ref.runTransactionBlock({ data in
+                data.value = name
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, _ in outcomes.add("\(name) \(committed) \((error as? DatabaseError)?.errorCode ?? 0)") }
+        }
+        ref.child("presence").onDisconnectSetValue("gone") { error, _ in outcomes.add("od \((error as? DatabaseError)?.errorCode ?? 0)") }
+        // Elsewhere: a write at or below the transactions' location would abort them ("set").
+        database.reference().child("local/purge-write").setValue(1) { error, _ in outcomes.add("write \((error as? DatabaseError)?.errorCode ?? 0)") }
+        database.purgeOutstandingWrites()
+        let got = Set(try await outcomes.wait(for: 4, seconds: 10))
+        #expect(got == ["tx1 false 3", "tx2 false 3", "od 3", "write 3"], "\(got)")
+        database.goOnline()
+        #expect(try await ref.getData().exists() == false, "nothing purged reached the server")
+        #expect(try await database.reference().child("local/purge-write").getData().exists() == false)
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
