@@ -139,6 +139,17 @@ struct QuerySpec: Sendable, Equatable {
     }
 
     private mutating func validateEndpoints(method: String) {
+        if self.order == .priority || self.order == nil {
+            // Priority order (Firebase's default index too): bounds must be valid priorities
+            // (FIRDatabaseQuery validateQueryEndpointsForParams), so no booleans.
+            for bound in [self.start, self.end].compactMap({ $0 }) {
+                if case .bool = bound.value {
+                    self.error =
+                        "When using queryOrderedByPriority, values provided to queryStartingAtValue:, queryStartingAfterValue:, queryEndingAtValue:, queryEndingBeforeValue:, or queryEqualToValue: must be valid priorities."
+                }
+            }
+            return
+        }
         guard self.order == .key else { return }
         if let start = self.start {
             if start.key != nil {

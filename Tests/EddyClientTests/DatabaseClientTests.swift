@@ -187,6 +187,10 @@ import Testing
         #expect(try await keys(ref.queryStarting(afterValue: nil, childKey: "550")) == ["600"])
         #expect(try await keys(ref.queryStarting(atValue: 1)) == [], "every null priority is before 1")
         #expect(try await keys(ref.queryEnding(atValue: "z").queryLimited(toLast: 2)) == ["550", "600"])
+        // FIRDatabaseQueryTests testInvalidQueryParams: a boolean is no priority.
+        for invalid in [ref.queryOrderedByPriority().queryStarting(atValue: true), ref.queryEnding(beforeValue: false)] {
+            await #expect(throws: DatabaseError.self) { _ = try await invalid.getData() }
+        }
         // Live: the window follows writes in key order within the bounds.
         let window = Recorder<[String]>()
         ref.queryStarting(atValue: nil, childKey: "80").queryLimited(toFirst: 2).observe(.value) { snapshot in
