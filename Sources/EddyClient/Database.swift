@@ -344,9 +344,7 @@ public final class Database: NSObject, Sendable {
     /// when a write is made), so the write shows the same on top of data that already holds it.
     func beginLocalWrite(at location: Path, puts: [PendingWrite.Put]) -> PendingWrite {
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
-        let views = self.state.withLock { state in
-            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
-        }
+        let views = self.views(touching: location)
         var estimated = false
         let resolved = puts.map { put in
             let existing =
@@ -380,9 +378,7 @@ public final class Database: NSObject, Sendable {
         let acknowledged = self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
         // No view needs it now: it goes at once, so a view made later reads the server's data
         // (which holds it) instead of showing it again over newer data.
-        let viewsNow = self.state.withLock { state in
-            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: write.location) || write.location.isAncestorOrSelf(of: $0.query.path) }
-        }
+        let viewsNow = self.views(touching: write.location)
         if let answered = self.pendingWrites.write(write.id), !viewsNow.contains(where: { $0.needs(answered) }) {
             self.pendingWrites.remove(write.id)
             if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
@@ -415,9 +411,7 @@ public final class Database: NSObject, Sendable {
     /// answer can come before its events, and a completion should not run before the observers
     /// have heard the write (Firebase raises the events first).
     func afterViewsPass(_ logID: String, touching location: Path, _ block: @escaping @Sendable () -> Void) {
-        let views = self.state.withLock { state in
-            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
-        }
+        let views = self.views(touching: location)
         let deadline = Date().addingTimeInterval(PendingWrite.streamedGraceSeconds)
         @Sendable func check() {
             if views.allSatisfy({ $0.hasPassed(logID) }) || Date() >= deadline {
@@ -436,10 +430,15 @@ public final class Database: NSObject, Sendable {
         self.pendingWrites.prune { write in views.contains { $0.needs(write) } }
     }
 
-    private func refreshViews(touching location: Path, cause: PendingWrite?) {
-        let views = self.state.withLock { state in
+    /// The views of locations at, above or below `location`.
+    private func views(touching location: Path) -> [QueryView] {
+        self.state.withLock { state in
             state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
         }
+    }
+
+    private func refreshViews(touching location: Path, cause: PendingWrite?) {
+        let views = self.views(touching: location)
         for view in Self.deepestFirst(views) { view.refresh(cause: cause) }
     }
 
