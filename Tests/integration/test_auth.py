@@ -322,13 +322,14 @@ def test_a_write_rule_on_newData_above_the_written_location_sees_the_stored_sibl
 
 def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
     """As the emulator reads the Auth emulator's unsigned tokens: `auth.provider` is the token's
-    firebase.sign_in_provider (custom without one), as for a verified token."""
+    firebase.sign_in_provider in the rules reference's names (`google.com` is `google`; custom
+    without one), as for a verified token."""
 
     def unsigned(claims):
         part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
         return part({"alg": "none", "typ": "JWT"}) + "." + part(claims) + "."
 
-    rules = {"rules": {"p": {".read": "auth.provider == 'google.com'"}, "c": {".read": "auth.provider == 'custom'"}}}
+    rules = {"rules": {"p": {".read": "auth.provider == 'google'"}, "c": {".read": "auth.provider == 'custom'"}}}
     assert requests.put(daemon.url("/.settings/rules"), headers=bearer("owner"), data=json.dumps(rules)).status_code == 200
     google = bearer(unsigned({"sub": "alice", "firebase": {"sign_in_provider": "google.com"}}))
     custom = bearer(unsigned({"sub": "bob"}))
@@ -336,6 +337,11 @@ def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
     assert requests.get(daemon.url("/c"), headers=google).status_code == 401
     assert requests.get(daemon.url("/p"), headers=custom).status_code == 401
     assert requests.get(daemon.url("/c"), headers=custom).status_code == 200
+    anonymous = bearer(unsigned({"sub": "carol", "firebase": {"sign_in_provider": "anonymous"}}))
+    rules = {"rules": {"a": {".read": "auth.provider === 'anonymous'"}}}
+    assert requests.put(daemon.url("/.settings/rules"), headers=bearer("owner"), data=json.dumps(rules)).status_code == 200
+    assert requests.get(daemon.url("/a"), headers=anonymous).status_code == 200
+    assert requests.get(daemon.url("/a"), headers=google).status_code == 401
 
 
 def test_configured_auth_allows_a_public_listener(daemon_factory, keys):

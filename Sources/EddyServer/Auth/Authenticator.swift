@@ -237,11 +237,19 @@ public final class Authenticator: Sendable {
         return Identity(access: .client(auth: auth), expires: Date(timeIntervalSince1970: exp))
     }
 
-    /// `auth.provider`: the token's `firebase.sign_in_provider`, else `custom`.
+    /// `auth.provider`: the token's `firebase.sign_in_provider` in the names Firebase's rules
+    /// reference lists ("password", "anonymous", "facebook", "github", "google", "twitter"):
+    /// the four identity providers' domains lose their `.com`; any other name is kept as sent;
+    /// no sign-in provider is `custom`.
     static func provider(_ claims: [String: Value]) -> RuleValue {
-        if case .object(let firebase)? = claims["firebase"], case .string(let name)? = firebase["sign_in_provider"] { return .string(name) }
-        return .string("custom")
+        guard case .object(let firebase)? = claims["firebase"], case .string(let name)? = firebase["sign_in_provider"] else {
+            return .string("custom")
+        }
+        return .string(Self.rulesProviderNames[name] ?? name)
     }
+
+    /// Sign-in provider ids as ID tokens carry them -> as `auth.provider` names them.
+    static let rulesProviderNames = ["google.com": "google", "facebook.com": "facebook", "github.com": "github", "twitter.com": "twitter"]
 
     /// Emulator mode: the claims of a JWT as they are (unauthenticated when it is not one).
     static func unverified(_ token: String) -> Identity {
