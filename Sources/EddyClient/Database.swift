@@ -564,6 +564,22 @@ public final class Database: NSObject, Sendable {
         }
     }
 
+    /// `removeObserver(withHandle:)` called on `query`: removes the observer when it observes
+    /// `query`'s location, with any query when `query` is a plain location, else only with
+    /// that same query (Firebase's `SyncPoint` searches every view for a default query only).
+    func removeObserver(_ handle: DatabaseHandle, through query: DatabaseQuery) {
+        if self.info.owns(handle) {
+            self.info.remove(handle)
+            return
+        }
+        let viewID = query.spec.isDefault ? nil : Self.viewID(query)
+        let observes = self.state.withLock { state -> Bool in
+            guard let view = state.viewOfHandle[handle] else { return false }
+            return view.query.path == query.path && (viewID == nil || view.id == viewID)
+        }
+        if observes { self.removeObserver(handle) }
+    }
+
     /// Forgets a view the server refused (its observers were cancelled, `keepSynced`'s too).
     func forget(_ view: QueryView) {
         self.state.withLock { state in

@@ -116,8 +116,11 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
     /// Removes the observer: no event raised after this reaches it. As in Firebase, events raised
     /// before (queued on the callback queue, e.g. the local events of writes made just before)
     /// are still delivered; a single-event observer hears one event at most.
+    /// Also as in Firebase, called on a reference (or a query without constraints) it removes an
+    /// observer of this location made with any query; called on a query, only one made with that
+    /// same query. A handle observing another location (a child's too) stays.
     public func removeObserver(withHandle handle: DatabaseHandle) {
-        self.database.removeObserver(handle)
+        self.database.removeObserver(handle, through: self)
     }
 
     /// As Firebase's: on a reference (or a query without constraints), removes every observer

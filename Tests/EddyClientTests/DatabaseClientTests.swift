@@ -151,6 +151,34 @@ import Testing
         #expect(heard.all.count == 5, "\(heard.all)")
     }
 
+    /// Firebase's FOrderByTests testCallbackRemovalWorks: a handle removed through a reference
+    /// goes whatever query it observes; through another query of the same location, or through
+    /// another location, it stays.
+    @Test func aHandleIsRemovedThroughItsLocationOrItsOwnQuery() async throws {
+        let database = self.database()
+        let ref = database.reference().child("removal")
+        let heard = Recorder<String>()
+        let foo = ref.queryOrdered(byChild: "foo").observe(.value) { heard.add("foo \($0.value as? Int ?? -1)") }
+        let bar = ref.queryOrdered(byChild: "bar").observe(.value) { heard.add("bar \($0.value as? Int ?? -1)") }
+        let plain = ref.observe(.value) { heard.add("plain \($0.value as? Int ?? -1)") }
+        try await ref.setValue(1)
+        _ = try await heard.wait(for: 3)
+        ref.queryOrdered(byChild: "foo").removeObserver(withHandle: bar)  // another query: stays
+        ref.child("x").removeObserver(withHandle: plain)  // another location: stays
+        ref.queryOrdered(byChild: "foo").removeObserver(withHandle: foo)  // its own query: goes
+        try await ref.setValue(2)
+        let afterTwo = try await heard.wait(for: 5)
+        #expect(Set(afterTwo.dropFirst(3)) == ["bar 2", "plain 2"], "\(afterTwo)")
+        ref.removeObserver(withHandle: bar)  // the location itself: goes, whatever its query
+        try await ref.setValue(3)
+        let afterThree = try await heard.wait(for: 6)
+        #expect(afterThree.last == "plain 3")
+        ref.removeObserver(withHandle: plain)
+        try await ref.setValue(4)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(heard.all.count == 6, "\(heard.all)")
+    }
+
     @Test func queriesOrderByNestedChildAndLimit() async throws {
         try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "top": {".indexOn": ["metrics/views", "title"]}}}"#)
         let posts = self.database().reference().child("top")
