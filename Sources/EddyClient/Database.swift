@@ -173,12 +173,13 @@ public final class Database: NSObject, Sendable {
         var viewOfHandle: [DatabaseHandle: QueryView] = [:]
     }
 
-    /// Views in the order Firebase raises one change's events across locations: the deepest
-    /// location first (`t/a`'s value before `t`'s child_added and value), then by path, so the
-    /// order never depends on a dictionary's.
+    /// Views in the order Firebase raises one change's events across locations (eddyd sends
+    /// them so too): depth first, children in key order before their parent (`t/a`'s value,
+    /// `t/d`'s, then `t`'s child events and value), so the order never depends on a
+    /// dictionary's; views of one location by id.
     static func deepestFirst(_ views: [QueryView]) -> [QueryView] {
         views.sorted { a, b in
-            a.query.path.depth != b.query.path.depth ? a.query.path.depth > b.query.path.depth : a.id < b.id
+            a.query.path != b.query.path ? a.query.path.raisesEventsBefore(b.query.path) : a.id < b.id
         }
     }
 

@@ -295,7 +295,7 @@ package final class EventRouter {
     /// The current write committed as `logID`: its events join the group's deliveries, except
     /// for the `silenced` listeners (whose results still follow the write).
     package func endWrite(logID: LogID, silenced: Set<ListenerID>) {
-        for (id, old) in self.touched {
+        for (id, old) in self.touchedInEventOrder() {
             guard let window = self.windows[id] else { continue }
             let entryChanges =
                 window.needsEntryChanges
@@ -317,9 +317,24 @@ package final class EventRouter {
         self.writeChanges.removeAll(keepingCapacity: true)
     }
 
+    /// The windows the current write touched, in the order Firebase raises one change's events
+    /// across locations (`Path.raisesEventsBefore`: `/t/a`'s and `/t/d`'s before `/t`'s), so a
+    /// connection listening at several of them receives the events in that order; windows at
+    /// one location in the order they were made.
+    private func touchedInEventOrder() -> [(ListenerWindow.ID, ListenerWindow.Snapshot)] {
+        let touched = Array(self.touched)
+        guard touched.count > 1 else { return touched }
+        return touched.sorted { a, b in
+            guard let first = self.windows[a.0]?.location, let second = self.windows[b.0]?.location, first != second else {
+                return a.0.rawValue < b.0.rawValue
+            }
+            return first.raisesEventsBefore(second)
+        }
+    }
+
     /// The current write failed: every result it touched is restored.
     package func abortWrite() {
-        for (id, old) in self.touched { self.windows[id]?.restore(old) }
+        for (id, old) in self.touchedInEventOrder() { self.windows[id]?.restore(old) }
         self.touched.removeAll(keepingCapacity: true)
         self.writeChanges.removeAll(keepingCapacity: true)
     }

@@ -62,6 +62,16 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
         return self.keys[...] == other.keys[..<self.keys.count]
     }
 
+    /// Firebase's order of one change's events across locations: its sync tree raises them
+    /// depth first, a location's children in key order and all before the location itself
+    /// (`/t/a`, then `/t/d`, then `/t`). True when `self`'s events come before `other`'s.
+    public func raisesEventsBefore(_ other: Path) -> Bool {
+        for (mine, theirs) in zip(self.keys, other.keys) where mine != theirs {
+            return Key.compare(mine, theirs) < 0
+        }
+        return self.keys.count > other.keys.count  // a descendant before its ancestor
+    }
+
     /// UTF-8 bytes of the `/`-joined form without a leading slash.
     public var byteCount: Int {
         self.keys.reduce(0) { $0 + $1.utf8.count } + max(0, self.keys.count - 1)

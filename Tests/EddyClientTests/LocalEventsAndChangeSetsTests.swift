@@ -55,6 +55,28 @@ import Testing
         #expect(Array(all[initial...]) == ["t/a/aa value", "t/a value", "t/d value", "t added a", "t added d", "t value"], "\(all)")
     }
 
+    /// FData.m testUpdateRaisesCorrectRemoteEvents: another client's change reaches the
+    /// observers in Firebase's order too (eddyd sends one entry's events depth first, children
+    /// in key order, each location after its descendants), whatever order they were added in.
+    @Test func anotherClientsChangeComesInFirebasesEventOrder() async throws {
+        let writer = Database.database(url: self.daemon.tcpURL).reference().child("remote/order")
+        try await writer.setValue(["a": ["aa": 1], "b": 2, "d": 4])
+        let t = self.database().reference().child("remote/order")
+        let log = Recorder<String>()
+        t.observe(.value) { _ in log.add("t value") }
+        t.child("d").observe(.value) { _ in log.add("t/d value") }
+        t.observe(.childChanged) { log.add("t changed \($0.key)") }
+        t.child("a").observe(.value) { _ in log.add("t/a value") }
+        t.child("a/aa").observe(.value) { _ in log.add("t/a/aa value") }
+        _ = try await log.wait(for: 4)
+        try await Task.sleep(for: .milliseconds(200))
+        let initial = log.all.count
+        try await writer.updateChildValues(["a/aa": 5, "d": 1])
+        let all = try await log.wait(for: initial + 6)
+        #expect(
+            Array(all[initial...]) == ["t/a/aa value", "t/a value", "t/d value", "t changed a", "t changed d", "t value"], "\(all)")
+    }
+
     /// FEventTests testUnsubscribeEventsAndConfirmThatEventsNoLongerFire: the local events of
     /// three writes made before removeObserver all reach the observer; none after it.
     @Test func eventsRaisedBeforeRemoveObserverAreDelivered() async throws {

@@ -90,4 +90,14 @@ import Testing
         #expect(long.abbreviated.hasSuffix("…"))
         #expect(long.abbreviated.count == 101)
     }
+
+    /// Firebase's sync tree raises one change's events depth first, children in key order
+    /// (numeric keys first), each location after its descendants.
+    @Test func eventOrderIsDepthFirstWithChildrenInKeyOrder() throws {
+        let paths = try ["t", "t/d", "t/a", "t/a/x", "t/10", "t/9", "u", "t/d/b"].map { try Path($0) }
+        let ordered = paths.sorted { $0.raisesEventsBefore($1) }.map(\.description)
+        #expect(ordered == ["/t/9", "/t/10", "/t/a/x", "/t/a", "/t/d/b", "/t/d", "/t", "/u"])
+        let t = try Path("t")
+        #expect(!t.raisesEventsBefore(t))
+    }
 }
