@@ -61,6 +61,10 @@ struct QuerySpec: Sendable, Equatable {
             next.error = "You must use \(inclusive ? "queryStartingAtValue:" : "queryStartingAfterValue:") instead of \(method) when using queryOrderedByKey:"
             return next
         }
+        if let key, let error = Self.childKeyError(key, method: method) {
+            next.error = error
+            return next
+        }
         next.start = Bound(value: value, key: key, inclusive: inclusive)
         next.validateEndpoints(method: method)
         return next
@@ -76,6 +80,10 @@ struct QuerySpec: Sendable, Equatable {
         }
         if self.order == .key, key != nil {
             next.error = "You must use \(inclusive ? "queryEndingAtValue:" : "queryEndingBeforeValue:") instead of \(method) when using queryOrderedByKey:"
+            return next
+        }
+        if let key, let error = Self.childKeyError(key, method: method) {
+            next.error = error
             return next
         }
         next.end = Bound(value: value, key: key, inclusive: inclusive)
@@ -95,6 +103,10 @@ struct QuerySpec: Sendable, Equatable {
         }
         if self.order == .key, key != nil {
             next.error = "You must use queryEqualToValue: instead of queryEqualTo:childKey: when using queryOrderedByKey:"
+            return next
+        }
+        if let key, let error = Self.childKeyError(key, method: method) {
+            next.error = error
             return next
         }
         next.start = Bound(value: value, key: key, inclusive: true)
@@ -121,6 +133,13 @@ struct QuerySpec: Sendable, Equatable {
         }
         next.limit = first ? .first(Int(limit)) : .last(Int(limit))
         return next
+    }
+
+    /// Firebase's check of a bound's child key (FValidation validateFrom:validKey:): a
+    /// non-empty key without `/ . # $ [ ]`.
+    private static func childKeyError(_ key: String, method: String) -> String? {
+        guard key.isEmpty || key.contains(where: { "/.#$[]".contains($0) }) else { return nil }
+        return "(\(method)) Must be a non-empty string and not contain '/' '.' '#' '$' '[' or ']'"
     }
 
     private static func boundValue(_ any: Any?, method: String, into spec: inout QuerySpec) -> Value? {

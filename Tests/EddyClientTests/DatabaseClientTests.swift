@@ -409,6 +409,19 @@ import Testing
             ),
             (ref.queryLimited(toFirst: 1 << 31), "Limit must be less than 2,147,483,648"),
             (ref.queryLimited(toLast: 0), "Limit can't be zero"),
+            // FIRDatabaseQueryTests testInvalidKeys: a bound's child key is checked as a key.
+            (
+                ref.queryStarting(atValue: nil, childKey: ".test"),
+                "(queryStartingAtValue:childKey:) Must be a non-empty string and not contain '/' '.' '#' '$' '[' or ']'"
+            ),
+            (
+                ref.queryOrdered(byChild: "s").queryEnding(beforeValue: 1, childKey: "th/ing"),
+                "(queryEndingBeforeValue:childKey:) Must be a non-empty string and not contain '/' '.' '#' '$' '[' or ']'"
+            ),
+            (
+                ref.queryOrdered(byChild: "s").queryEqual(toValue: 1, childKey: "fo$o"),
+                "(queryEqualToValue:childKey:) Must be a non-empty string and not contain '/' '.' '#' '$' '[' or ']'"
+            ),
         ] {
             do {
                 _ = try await query.getData()
