@@ -319,13 +319,30 @@ public final class Database: NSObject, Sendable {
 
     /// Cancels the writes that wait for the connection (made offline or while it was down):
     /// their completion blocks get `writeCanceled` and their local events are taken back.
-    /// Writes already sent are not recalled.
+    /// Writes already sent are not recalled. As in Firebase (FIRDatabaseTests
+    /// testPurgeWritesReraisesEvents), every canceled write is taken back, its events raised,
+    /// before the first completion block runs, so each sees the data without any of them.
     public func purgeOutstandingWrites() {
-        // As Firebase: every transaction not on its way ends with write_canceled too.
-        self.transactions.abort(
-            overlapping: [Path(validatedKeys: [])], with: DatabaseError(.writeCanceled, "the transaction was canceled by purgeOutstandingWrites()"))
-        self.connection.purgeWaitingWrites()
+        let batch = PurgeBatch()
+        Database.$purgeBatch.withValue(batch) {
+            // As Firebase: every transaction not on its way ends with write_canceled too.
+            self.transactions.abort(
+                overlapping: [Path(validatedKeys: [])], with: DatabaseError(.writeCanceled, "the transaction was canceled by purgeOutstandingWrites()"))
+            self.connection.purgeWaitingWrites()
+        }
+        for location in batch.locations { self.refreshViews(touching: location, cause: nil) }
+        for body in batch.deliveries { self.callbackQueue.async(execute: body) }
     }
+
+    /// What `purgeOutstandingWrites` cancels, on its own thread: the locations of the writes it
+    /// took back (their views refresh once, after all of them) and the blocks the cancellations
+    /// delivered (run after the refreshes' events).
+    private final class PurgeBatch: @unchecked Sendable {
+        var locations: [Path] = []
+        var deliveries: [@Sendable () -> Void] = []
+    }
+
+    @TaskLocal private static var purgeBatch: PurgeBatch?
 
     /// Runs `block`; writes it makes do not notify the change-set observers of `tokens` (Realm's
     /// `write(withoutNotifying:)`), so a screen that made a change does not hear it back. Their
@@ -373,7 +390,11 @@ public final class Database: NSObject, Sendable {
     func endLocalWrite(_ write: PendingWrite, logID: String?, streamed: Bool = false) {
         guard let logID else {
             self.pendingWrites.remove(write.id)
-            self.refreshViews(touching: write.location, cause: nil)
+            if let batch = Database.purgeBatch {
+                batch.locations.append(write.location)
+            } else {
+                self.refreshViews(touching: write.location, cause: nil)
+            }
             return
         }
         let acknowledged = self.pendingWrites.acknowledge(write.id, logID: logID, streamed: streamed)
@@ -610,6 +631,10 @@ public final class Database: NSObject, Sendable {
 
     /// Runs `body` on the callback queue.
     func deliver(_ body: @escaping @Sendable () -> Void) {
+        if let batch = Database.purgeBatch {
+            batch.deliveries.append(body)
+            return
+        }
         self.callbackQueue.async(execute: body)
     }
 }

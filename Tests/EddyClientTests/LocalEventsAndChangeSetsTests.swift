@@ -316,6 +316,32 @@ import Testing
         #expect(try await database.reference().child("local/purge-write").getData().exists() == false)
     }
 
+    /// FIRDatabaseTests testPurgeWritesReraisesEvents: every purged write is taken back, its
+    /// events raised, before the first completion block runs: each sees the server's data.
+    @Test func purgeRaisesTheRevertsBeforeAnyCompletion() async throws {
+        let database = Database.database(url: self.daemon.tcpURL + "?ns=purge-reraises")
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("local/purge-reraise")
+        try await ref.setValue(["foo": "foo-value", "bar": ["qux": "qux-value"]])
+        let log = Recorder<String>()
+        ref.child("foo").observe(.value) { log.add("foo \($0.value ?? "nil")") }
+        ref.child("bar/qux").observe(.value) { log.add("qux \($0.value ?? "nil")") }
+        _ = try await log.wait(for: 2)
+        database.goOffline()
+        ref.child("foo").setValue("new-foo-value") { error, _ in log.add("done foo-1 \((error as? DatabaseError)?.errorCode ?? 0)") }
+        ref.child("bar").updateChildValues(["qux": "new-qux-value"]) { error, _ in
+            log.add("done bar \((error as? DatabaseError)?.errorCode ?? 0)")
+        }
+        ref.child("foo").setValue("newest-foo-value") { error, _ in log.add("done foo-2 \((error as? DatabaseError)?.errorCode ?? 0)") }
+        _ = try await log.wait(for: 5)
+        database.purgeOutstandingWrites()
+        let all = try await log.wait(for: 10)
+        #expect(
+            Array(all[5...]) == ["foo foo-value", "qux qux-value", "done foo-1 3", "done bar 3", "done foo-2 3"], "\(all)")
+        database.goOnline()
+        #expect(try await ref.child("foo").getData().value as? String == "foo-value")
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
