@@ -68,6 +68,7 @@ public final class FirebaseApp: NSObject, Sendable {
     }
 
     /// `delete(_:)` for async code, as Swift derives it from Firebase's completion form.
+    @discardableResult
     public func delete() async -> Bool {
         self.remove()
     }

@@ -56,7 +56,7 @@ open class FirebaseDataEncoder {
     public init() {}
 
     /// The value as Foundation values (NSNull for a nil optional at the top).
-    open func encode<T: Encodable>(_ value: T) throws -> Any {
+    open func encode<T: Encodable>(_ value: T) throws -> sending Any {
         let json = try self.jsonEncoder().encode(value)
         let parsed: Value
         do {
