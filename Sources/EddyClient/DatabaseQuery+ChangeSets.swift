@@ -29,30 +29,40 @@ extension DatabaseQuery {
         let (stream, continuation) = AsyncStream.makeStream(
             of: DatabaseCollectionChange.self, bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax))
         let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
-        let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
+        // Checked on the actor before each delivery: change sets still buffered, or waiting
+        // for the busy actor, when the token is invalidated (even from inside `block`) are
+        // dropped, as Realm promises.
+        let live = Synchronized(true)
+        // The token the caller holds is the observer's own, so `write(withoutNotifying:)` with
+        // it silences this observer.
+        let token = NotificationToken()
+        token.onInvalidate { live.value = false }
+        self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in
             coalescer.offer(change) { change in
                 if case .dropped = continuation.yield(change) { return false }
                 return true
             }
         }
-        // Checked before each delivery: change sets still buffered when the token is
-        // invalidated (even from inside `block`) are dropped, as Realm promises.
-        let live = Synchronized(true)
         let task = Task {
             for await change in stream {
                 guard live.value else { break }
-                await block(actor, change)
+                await Self.deliver(change, on: actor, while: live, to: block)
             }
         }
-        let previous = UncheckedSendable(token)
-        let inner = NotificationToken()
-        inner.onInvalidate {
-            live.value = false
-            previous.value.invalidate()
+        token.onInvalidate {
             continuation.finish()
             task.cancel()
         }
-        return inner
+        return token
+    }
+
+    /// Runs `block` on `actor` unless the token was invalidated meanwhile.
+    private static func deliver<A: Actor>(
+        _ change: DatabaseCollectionChange, on actor: isolated A, while live: Synchronized<Bool>,
+        to block: @Sendable (isolated A, DatabaseCollectionChange) -> Void
+    ) {
+        guard live.value else { return }
+        block(actor, change)
     }
 
     /// The change sets as an async sequence; ending the loop removes the observer. A consumer
@@ -75,10 +85,11 @@ extension DatabaseQuery {
         }
     }
 
-    func observeChanges(keyPaths: [String]?, queue: DispatchQueue?, _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void)
-        -> NotificationToken
-    {
-        let token = NotificationToken()
+    @discardableResult
+    func observeChanges(
+        keyPaths: [String]?, queue: DispatchQueue?, token: NotificationToken = NotificationToken(),
+        _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void
+    ) -> NotificationToken {
         let observer = ChangeSetObserver(keyPaths: keyPaths, queue: queue, block: block)
         let handle = self.database.nextHandle()
         let registration = QueryView.Registration(

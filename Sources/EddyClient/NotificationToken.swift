@@ -6,21 +6,32 @@ import Foundation
 import Synchronization
 
 public final class NotificationToken: Sendable {
-    private let stop = Mutex<(@Sendable () -> Void)?>(nil)
+    /// What `invalidate()` runs, in the order added; nil once invalidated.
+    private let stops = Mutex<[@Sendable () -> Void]?>([])
 
     init() {}
 
+    /// Adds a step to what `invalidate()` runs (at once when already invalidated).
     func onInvalidate(_ body: @escaping @Sendable () -> Void) {
-        self.stop.withLock { $0 = body }
+        let added = self.stops.withLock { stops -> Bool in
+            guard stops != nil else { return false }
+            stops!.append(body)
+            return true
+        }
+        if !added { body() }
     }
 
     /// Stops the notifications (and the server subscription when it was the last observer).
-    public func invalidate() {
-        let stop = self.stop.withLock { stop -> (@Sendable () -> Void)? in
-            defer { stop = nil }
-            return stop
+    /// As Realm's: true when the token was valid, false when it was invalidated already.
+    @discardableResult
+    public func invalidate() -> Bool {
+        let stops = self.stops.withLock { stops -> [@Sendable () -> Void]? in
+            defer { stops = nil }
+            return stops
         }
-        stop?()
+        guard let stops else { return false }
+        for stop in stops { stop() }
+        return true
     }
 
     deinit {

@@ -525,6 +525,45 @@ import Testing
         #expect(seen == ["initial", "update"], "\(seen)")
     }
 
+    /// Realm's invalidate(): nothing is delivered after it, also to an actor busy when it was
+    /// called (a change set already waiting for the actor is dropped); it answers whether the
+    /// token was still valid. And the actor form's token silences its observer in
+    /// write(withoutNotifying:).
+    @Test func anActorObserversTokenSilencesAndStopsIt() async throws {
+        actor Sink {
+            var seen: [String] = []
+            func take(_ change: DatabaseCollectionChange) {
+                switch change {
+                case .initial(let results): self.seen.append("initial \(results.count)")
+                case .update(let results, _, let insertions, _): self.seen.append("update \(results.count) i\(insertions)")
+                case .error: self.seen.append("error")
+                }
+            }
+            func hold(seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
+        }
+        let database = self.database()
+        let ref = database.reference().child("local/actor-token")
+        let sink = Sink()
+        let token = await ref.observe(on: sink) { sink, change in sink.take(change) }
+        while await sink.seen.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        database.write(withoutNotifying: [token]) { ref.child("quiet").setValue(1) }
+        try await ref.child("heard").setValue(2)
+        while await sink.seen.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        let silenced = await sink.seen
+        #expect(silenced == ["initial 0", "update 2 i[0]"], "the silenced write is in the results, not reported")
+        // The actor is busy while a change set arrives; invalidate() before it is free.
+        let busy = Task { await sink.hold(seconds: 0.5) }
+        try await Task.sleep(for: .milliseconds(50))
+        try await ref.child("late").setValue(3)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(token.invalidate())
+        #expect(!token.invalidate(), "invalidated already")
+        await busy.value
+        try await Task.sleep(for: .milliseconds(100))
+        let final = await sink.seen
+        #expect(final.count == 2, "\(final)")
+    }
+
     @Test func writeWithoutNotifyingSilencesOnlyThatToken() async throws {
         let database = self.database()
         let todos = database.reference().child("local/todos")
