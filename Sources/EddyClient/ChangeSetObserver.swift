@@ -4,6 +4,10 @@
 // unobserved fields changed) is not delivered. A write made `withoutNotifying` its token moves
 // the copy forward without a notification. Runs on the database's callback queue (a serial
 // queue), then hands each change set to the observer's own queue when one was chosen.
+// As Realm computes `.initial` after the registering code's turn, the first value is reported
+// one pass of the callback queue later, folding in the events queued meanwhile (a write made
+// right after `observe`, on a location another observer had loaded already, is in `.initial`
+// and raises no `.update`).
 
 import Dispatch
 import Foundation
@@ -16,12 +20,25 @@ final class ChangeSetObserver: Sendable {
     private let keyPaths: [Path]?
     private let queue: DispatchQueue?
     private let block: Block
-    private let last = Mutex<[ChangeSetDiff.Entry]?>(nil)
+    /// Runs a body after what the callback queue holds now (the database's `deliver`).
+    private let requeue: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    private struct State {
+        /// The children last reported (or to be reported by the pending `.initial`).
+        var last: [ChangeSetDiff.Entry]?
+        /// The results `.initial` will report, until it is delivered.
+        var initialPending: DatabaseResults?
+    }
+    private let state = Mutex(State())
     private let live = Atomic<Bool>(true)
 
-    init(keyPaths: [String]?, queue: DispatchQueue?, block: @escaping Block) {
+    init(
+        keyPaths: [String]?, queue: DispatchQueue?, requeue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        block: @escaping Block
+    ) {
         self.keyPaths = Self.parseKeyPaths(keyPaths)
         self.queue = queue
+        self.requeue = requeue
         self.block = block
     }
 
@@ -41,18 +58,40 @@ final class ChangeSetObserver: Sendable {
     func received(_ snapshot: DataSnapshot, silently: Bool) {
         let results = DatabaseResults(snapshot)
         let entries = results.children.map { (key: $0.key, value: $0.data) }
-        let previous = self.last.withLock { last -> [ChangeSetDiff.Entry]? in
-            defer { last = entries }
-            return last
+        enum Step {
+            case scheduleInitial
+            case folded
+            case diff([ChangeSetDiff.Entry])
         }
-        guard let previous else {
-            self.emit(.initial(results))
+        let step = self.state.withLock { state -> Step in
+            defer { state.last = entries }
+            guard let previous = state.last else {
+                state.initialPending = results
+                return .scheduleInitial
+            }
+            if state.initialPending != nil {
+                state.initialPending = results
+                return .folded
+            }
+            return .diff(previous)
+        }
+        switch step {
+        case .scheduleInitial:
+            self.requeue {
+                guard let initial = self.state.withLock({ state in
+                    defer { state.initialPending = nil }
+                    return state.initialPending
+                }) else { return }
+                self.emit(.initial(initial))
+            }
+        case .folded:
             return
+        case .diff(let previous):
+            guard !silently else { return }
+            let diff = ChangeSetDiff(from: previous, to: entries, keyPaths: self.keyPaths)
+            guard !diff.isEmpty else { return }
+            self.emit(.update(results, deletions: diff.deletions, insertions: diff.insertions, modifications: diff.modifications))
         }
-        guard !silently else { return }
-        let diff = ChangeSetDiff(from: previous, to: entries, keyPaths: self.keyPaths)
-        guard !diff.isEmpty else { return }
-        self.emit(.update(results, deletions: diff.deletions, insertions: diff.insertions, modifications: diff.modifications))
     }
 
     func failed(_ error: any Error) {

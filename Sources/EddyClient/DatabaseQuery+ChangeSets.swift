@@ -90,7 +90,8 @@ extension DatabaseQuery {
         keyPaths: [String]?, queue: DispatchQueue?, token: NotificationToken = NotificationToken(),
         _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void
     ) -> NotificationToken {
-        let observer = ChangeSetObserver(keyPaths: keyPaths, queue: queue, block: block)
+        let database = self.database
+        let observer = ChangeSetObserver(keyPaths: keyPaths, queue: queue, requeue: { database.deliver($0) }, block: block)
         let handle = self.database.nextHandle()
         let registration = QueryView.Registration(
             handle: handle, eventType: .value, once: false,
@@ -98,7 +99,6 @@ extension DatabaseQuery {
             cancel: UncheckedSendable({ error in observer.failed(error) }),
             token: ObjectIdentifier(token),
             silent: UncheckedSendable({ snapshot, _ in observer.received(snapshot, silently: true) }))
-        let database = self.database
         token.onInvalidate {
             observer.stop()
             database.removeObserver(handle)

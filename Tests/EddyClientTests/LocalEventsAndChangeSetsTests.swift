@@ -564,6 +564,36 @@ import Testing
         #expect(final.count == 2, "\(final)")
     }
 
+    /// Realm's observe(_:) example: a write made right after observe, in the same turn, is in
+    /// `.initial`, and `.update` is not called for it, also when another observer had loaded the
+    /// location already (so its first value is at hand when the observer is added).
+    @Test func aWriteRightAfterObserveIsInTheInitialResults() async throws {
+        let database = self.database()
+        let dogs = database.reference().child("local/dogs")
+        try await dogs.child("fido").setValue(["age": 3])
+        let loaded = Recorder<Int>()
+        let other = dogs.observe(.value) { loaded.add(Int($0.childrenCount)) }
+        _ = try await loaded.wait(for: 1)
+        let seen = Recorder<String>()
+        var token: NotificationToken?
+        self.queue.sync {
+            // On the callback queue, as a Realm app's main thread: nothing is delivered before
+            // this turn ends.
+            token = dogs.observe { change in
+                switch change {
+                case .initial(let results): seen.add("initial \(results.children.map(\.key))")
+                case .update(let results, _, let insertions, _): seen.add("update \(results.count) i\(insertions)")
+                case .error(let error): seen.add("error \(error)")
+                }
+            }
+            dogs.child("rex").setValue(["age": 1])
+        }
+        #expect(try await seen.wait(for: 1) == ["initial [\"fido\", \"rex\"]"])
+        try await dogs.child("spot").setValue(["age": 2])
+        #expect(try await seen.wait(for: 2).last == "update 3 i[2]")
+        withExtendedLifetime((token, other)) {}
+    }
+
     @Test func writeWithoutNotifyingSilencesOnlyThatToken() async throws {
         let database = self.database()
         let todos = database.reference().child("local/todos")
