@@ -360,7 +360,8 @@ public final class Database: NSObject, Sendable {
     /// A write is being made: it joins the waiting writes and every view it touches shows it.
     /// Server values are estimated now, against what the views show (as Firebase resolves them
     /// when a write is made), so the write shows the same on top of data that already holds it.
-    func beginLocalWrite(at location: Path, puts: [PendingWrite.Put]) -> PendingWrite {
+    /// `replacing`: a waiting write this one takes the place of (`PendingWrites.replace`).
+    func beginLocalWrite(at location: Path, puts: [PendingWrite.Put], replacing: PendingWrite? = nil) -> PendingWrite {
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
         let views = self.views(touching: location)
         var estimated = false
@@ -378,7 +379,11 @@ public final class Database: NSObject, Sendable {
         // Kept even when no view shows the location yet: a view made before the write is
         // answered shows it at once, as Firebase's write tree does (`setValue(42)` then
         // `observeSingleEvent` gives 42; over HTTP the read could otherwise pass the write).
-        self.pendingWrites.add(write)
+        if let replacing {
+            self.pendingWrites.replace(replacing.id, with: write)
+        } else {
+            self.pendingWrites.add(write)
+        }
         for view in Self.deepestFirst(views) { view.refresh(cause: write) }
         return write
     }

@@ -177,7 +177,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// `localEvents`, the write raises its events at once (`PendingWrites`), and a refusal
     /// takes them back before `completion` runs.
     func submit(
-        _ op: String, _ value: Any?, ifMatch: String? = nil, localEvents: Bool = true,
+        _ op: String, _ value: Any?, ifMatch: String? = nil, localEvents: Bool = true, replacing: PendingWrite? = nil,
         completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
@@ -215,7 +215,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                 with: DatabaseError(
                     .overriddenBySet, "set: a write of this client at \(self.path), at, above or below the transaction's location, replaced its data before it was written"))
         }
-        let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts) : nil
+        let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts, replacing: replacing) : nil
         database.connection.request(.write, .object(payload)) { result in
             if let local {
                 var logID: String?

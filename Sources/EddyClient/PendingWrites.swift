@@ -66,6 +66,20 @@ final class PendingWrites: Sendable {
         }
     }
 
+    /// Puts `write` where the waiting write `id` was (in its place in the order), and drops
+    /// that one: a transaction's write takes the place of its offline run's, so the runs of
+    /// later transactions stay on top of it. Added last when `id` is gone.
+    func replace(_ id: UInt64, with write: PendingWrite) {
+        self.state.withLock { state in
+            state.byID[write.id] = write
+            guard state.byID.removeValue(forKey: id) != nil, let index = state.order.firstIndex(of: id) else {
+                state.order.append(write.id)
+                return
+            }
+            state.order[index] = write.id
+        }
+    }
+
     /// Marks a write accepted; returns how many acknowledged writes the list holds.
     @discardableResult
     func acknowledge(_ id: UInt64, logID: String, streamed: Bool) -> Int {

@@ -59,9 +59,22 @@ final class TransactionRun: Sendable {
     /// Queues the transaction behind this client's earlier ones on overlapping locations
     /// (`TransactionQueue`) and runs it when its turn comes.
     func begin() {
-        let queue = self.ref.database.transactions
-        let id = queue.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abort($0) })
+        let database = self.ref.database
+        let id = database.transactions.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abort($0) })
         self.queueID.withLock { $0 = id }
+        // Offline, as Firebase's clients do, a transaction waiting behind an earlier one on its
+        // location runs its block at once too, on the data the client shows (the earlier ones'
+        // results included), and shows its result; it is sent in its turn.
+        guard self.localEvents, !self.started.withLock({ $0 }), !database.info.isConnected else { return }
+        database.deliver {
+            guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }), let cached = database.cachedValue(of: self.ref) else { return }
+            let first = self.ranOnCachedData.withLock { ran in
+                defer { ran = true }
+                return !ran
+            }
+            guard first else { return }
+            _ = self.showRun(on: cached)
+        }
     }
 
     /// A setValue, updateChildValues or removeValue of this client at, above or below the
@@ -162,10 +175,17 @@ final class TransactionRun: Sendable {
     /// On the callback queue, not connected: runs the block on the data the client holds. An
     /// abort or an error ends the transaction now; a value is shown until the server's run.
     private func runOnCachedData(_ cached: Value, then error: DatabaseError) {
-        guard let output = self.runBlock(on: cached) else { return }
+        guard self.showRun(on: cached) else { return }
+        self.waitForConnection(error)
+    }
+
+    /// Runs the block on the client's data and shows its value as a local write until the
+    /// server's run; false when the block aborted or failed (the transaction completed).
+    private func showRun(on cached: Value) -> Bool {
+        guard let output = self.runBlock(on: cached) else { return false }
         let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
         self.provisional.withLock { $0 = Provisional(input: cached, output: output, write: write) }
-        self.waitForConnection(error)
+        return true
     }
 
     /// Runs the update block on `value`: the value it returns, or nil when it aborted or failed
@@ -192,7 +212,9 @@ final class TransactionRun: Sendable {
             defer { provisional = nil }
             return provisional
         }
-        // Taken back after the server's run wrote its own (so the views do not flash back).
+        // The server's run's write takes its place among the waiting writes (so the views do
+        // not flash back, and the offline runs of later transactions stay on top); taken back
+        // here only when none was made (a harmless no-op otherwise).
         defer { if let provisional { self.ref.database.endLocalWrite(provisional.write, logID: nil) } }
         let newValue: Value
         if let provisional, provisional.input == current {
@@ -202,7 +224,8 @@ final class TransactionRun: Sendable {
             newValue = output
         }
         let foundation = FoundationValue.foundation(newValue)
-        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents) { outcome in
+        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents, replacing: provisional?.write) {
+            outcome in
             switch outcome {
             case .success:
                 // The committed data: server values as the client estimates them (the writes'

@@ -342,6 +342,38 @@ import Testing
         #expect(try await ref.child("foo").getData().value as? String == "foo-value")
     }
 
+    /// Offline, a transaction waiting behind another on its location runs its block at once
+    /// too, on the first one's shown result (FTransactionTest's offline ordering: values 1 then
+    /// 2 while offline); back online both commit without running again.
+    @Test func stackedTransactionsMadeOfflineEachShowTheirResult() async throws {
+        let database = self.database()
+        let counter = database.reference().child("local/offline-stacked")
+        try await counter.setValue(0)
+        let shown = Recorder<Int>()
+        counter.observe(.value) { shown.add(($0.value as? Int) ?? -1) }
+        #expect(try await shown.wait(for: 1) == [0])
+        database.goOffline()
+        let inputs = Recorder<Int>()
+        let outcomes = Recorder<String>()
+        for name in ["first", "second"] {
+            counter.runTransactionBlock({ data in
+                inputs.add((data.value as? Int) ?? -1)
+                data.value = ((data.value as? Int) ?? 0) + 1
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, snapshot in
+                outcomes.add("\(name) \(error == nil) \(committed) \(snapshot?.value.map { "\($0)" } ?? "nil")")
+            }
+        }
+        #expect(try await shown.wait(for: 3) == [0, 1, 2], "each block's result shows at once, offline")
+        #expect(inputs.all == [0, 1])
+        database.goOnline()
+        #expect(try await outcomes.wait(for: 2) == ["first true true 1", "second true true 2"])
+        #expect(inputs.all == [0, 1], "the server's data was what each block saw: no second run")
+        #expect(try await counter.getData().value as? Int == 2)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(shown.all == [0, 1, 2], "no flash back: \(shown.all)")
+    }
+
     /// Firebase queues a transaction made offline and runs it once back online.
     @Test func aTransactionMadeOfflineRunsOnceBackOnline() async throws {
         let database = self.database()
