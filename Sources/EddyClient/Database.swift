@@ -177,7 +177,7 @@ public final class Database: NSObject, Sendable {
     /// them so too): depth first, children in key order before their parent (`t/a`'s value,
     /// `t/d`'s, then `t`'s child events and value), so the order never depends on a
     /// dictionary's; views of one location by id.
-    static func deepestFirst(_ views: [QueryView]) -> [QueryView] {
+    static func inEventOrder(_ views: [QueryView]) -> [QueryView] {
         views.sorted { a, b in
             a.query.path != b.query.path ? a.query.path.raisesEventsBefore(b.query.path) : a.id < b.id
         }
@@ -384,7 +384,7 @@ public final class Database: NSObject, Sendable {
         } else {
             self.pendingWrites.add(write)
         }
-        for view in Self.deepestFirst(views) { view.refresh(cause: write) }
+        for view in Self.inEventOrder(views) { view.refresh(cause: write) }
         return write
     }
 
@@ -466,7 +466,7 @@ public final class Database: NSObject, Sendable {
 
     private func refreshViews(touching location: Path, cause: PendingWrite?) {
         let views = self.views(touching: location)
-        for view in Self.deepestFirst(views) { view.refresh(cause: cause) }
+        for view in Self.inEventOrder(views) { view.refresh(cause: cause) }
     }
 
     /// Firebase's on-disk cache. Eddy's client keeps no disk cache: the setting reads back as set
