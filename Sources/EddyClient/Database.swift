@@ -250,11 +250,12 @@ public final class Database: NSObject, Sendable {
     /// of the database URL the instance was made for are both accepted.
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
         let location = Self.withoutQuery(databaseUrl)
-        let bases = [self.locationBase, Self.withoutQuery(self.url)]
-        guard let base = bases.first(where: { location == $0 || location.hasPrefix($0 + "/") }) else {
+        let folded = Self.withOriginInLowerCase(location)
+        let bases = [self.locationBase, Self.withoutQuery(self.url)].map(Self.withOriginInLowerCase)
+        guard let base = bases.first(where: { folded == $0 || folded.hasPrefix($0 + "/") }) else {
             preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.locationBase)")
         }
-        let rawPath = String(location.dropFirst(base.count))
+        let rawPath = String(folded.dropFirst(base.count))
         return self.reference(withPath: rawPath.removingPercentEncoding ?? rawPath)
     }
 
@@ -271,6 +272,15 @@ public final class Database: NSObject, Sendable {
         var base = url[..<query]
         while base.hasSuffix("/"), !base.hasSuffix("://") { base = base.dropLast() }
         return String(base) + url[query...]
+    }
+
+    /// The URL with its scheme and host in lower case, as they name the same server in any
+    /// case (FIRDatabaseTests testNamespaceCaseInsensitivityWithinARepo); the path keeps its
+    /// case, and so does a Unix socket's path.
+    static func withOriginInLowerCase(_ url: String) -> String {
+        guard !url.hasPrefix("eddy+unix:"), let scheme = url.range(of: "://") else { return url }
+        let pathStart = url[scheme.upperBound...].firstIndex(of: "/") ?? url.endIndex
+        return url[..<pathStart].lowercased() + url[pathStart...]
     }
 
     static func withoutQuery(_ url: String) -> String {

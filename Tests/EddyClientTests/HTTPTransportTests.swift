@@ -90,6 +90,8 @@ import Testing
         let back = database.reference(fromURL: ref.url)
         #expect(back.key == "ünï" && back.parent?.key == "a b")
         #expect(database.reference(fromURL: self.daemon.httpURL + "/x/y?ns=urls").url == self.daemon.httpURL + "/x/y")
+        // Scheme and host in any case name the same database; the path keeps its case.
+        #expect(database.reference(fromURL: self.daemon.httpURL.uppercased() + "/X/y").url == self.daemon.httpURL + "/X/y")
         try await back.setValue(1)
         #expect(try await ref.getData().value as? Int == 1)
         // Written in namespace "urls", not in the default one.
