@@ -57,7 +57,14 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: self.message] }
+    /// The message as the description; for `disconnected`, Firebase's failure reason for a
+    /// read made offline (`kPersistentConnectionOffline`, "Client is offline.") too.
+    public var errorUserInfo: [String: Any] {
+        guard self.code == .disconnected else { return [NSLocalizedDescriptionKey: self.message] }
+        return [NSLocalizedDescriptionKey: self.message, NSLocalizedFailureReasonErrorKey: Self.clientOfflineReason]
+    }
+
+    static let clientOfflineReason = "Client is offline."
 
     /// From a server `error` frame (`{"code": ..., "message": ...}`).
     init(serverCode: String, message: String) {
