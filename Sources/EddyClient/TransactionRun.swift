@@ -1,6 +1,6 @@
 // One run of a transaction: read the data with its ETag, call the update block on the
 // callback queue, write the result only while the ETag is unchanged (`ifMatch`), and start
-// over on a conflict, at most `retriesMax` times, as Firebase retries. Made offline (or while
+// over on a conflict, at most `attemptsMax` runs in all, as Firebase retries. Made offline (or while
 // the connection is down), it waits for the connection and then runs, as Firebase queues
 // transactions. Meanwhile, as Firebase's clients do, when a live view holds the location the
 // block runs at once on that data: an abort completes the transaction (not committed), and a
@@ -13,7 +13,9 @@ import Foundation
 import Synchronization
 
 final class TransactionRun: Sendable {
-    static let retriesMax = 25
+    /// Firebase's kFTransactionMaxRetries, which counts every write sent (the first too): the
+    /// block runs at most 25 times against the server's data.
+    static let attemptsMax = 25
 
     typealias Outcome = Result<(Bool, DataSnapshot), DatabaseError>
 
@@ -124,8 +126,8 @@ final class TransactionRun: Sendable {
             attempts += 1
             return attempts
         }
-        guard attempt <= Self.retriesMax + 1 else {
-            self.complete(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.retriesMax) times")))
+        guard attempt <= Self.attemptsMax else {
+            self.complete(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.attemptsMax) times")))
             return
         }
         self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in

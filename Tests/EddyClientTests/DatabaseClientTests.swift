@@ -435,6 +435,30 @@ import Testing
         #expect(try await cancelled.wait(for: 1)[0].contains("non-string types"))
     }
 
+    /// FTransactionTest testTransactionAbortsAfter25Retries: a transaction that always loses
+    /// its compare-and-set runs its block 25 times, then fails with maxretry, not committed.
+    @Test func aTransactionThatAlwaysLosesGivesUpAfter25Runs() async throws {
+        let ref = self.database().reference().child("losing")
+        let other = Database.database(url: self.daemon.tcpURL)
+        other.callbackQueue = DispatchQueue(label: "other-writer")
+        let otherRef = other.reference().child("losing")
+        let runs = Recorder<Int>()
+        let outcome = Recorder<String>()
+        ref.runTransactionBlock({ data in
+            runs.add(runs.all.count)
+            // Another client changes the data before this run's write arrives.
+            let written = DispatchSemaphore(value: 0)
+            otherRef.setValue(UUID().uuidString) { _, _ in written.signal() }
+            written.wait()
+            data.value = "mine"
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in
+            outcome.add("\((error as? DatabaseError)?.code.rawValue ?? "nil") \(committed)")
+        }
+        #expect(try await outcome.wait(for: 1, seconds: 30) == ["maxretry false"])
+        #expect(runs.all.count == 25)
+    }
+
     @Test func transactionsRetryUnderContention() async throws {
         let counter = self.database().reference().child("counter")
         let other = Database.database(url: self.daemon.tcpURL)
