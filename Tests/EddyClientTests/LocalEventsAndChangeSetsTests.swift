@@ -571,7 +571,10 @@ import Testing
                 case .error: self.seen.append("error")
                 }
             }
-            func hold(seconds: Double) { Thread.sleep(forTimeInterval: seconds) }
+            func hold(started: Recorder<Bool>, until release: DispatchSemaphore) {
+                started.add(true)
+                release.wait()
+            }
         }
         let database = self.database()
         let ref = database.reference().child("local/actor-token")
@@ -584,12 +587,15 @@ import Testing
         let silenced = await sink.seen
         #expect(silenced == ["initial 0", "update 2 i[0]"], "the silenced write is in the results, not reported")
         // The actor is busy while a change set arrives; invalidate() before it is free.
-        let busy = Task { await sink.hold(seconds: 0.5) }
-        try await Task.sleep(for: .milliseconds(50))
+        let holding = Recorder<Bool>()
+        let release = DispatchSemaphore(value: 0)
+        let busy = Task { await sink.hold(started: holding, until: release) }
+        _ = try await holding.wait(for: 1)
         try await ref.child("late").setValue(3)
         try await Task.sleep(for: .milliseconds(100))
         #expect(token.invalidate())
         #expect(!token.invalidate(), "invalidated already")
+        release.signal()
         await busy.value
         try await Task.sleep(for: .milliseconds(100))
         let final = await sink.seen
