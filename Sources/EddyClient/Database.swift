@@ -422,15 +422,27 @@ public final class Database: NSObject, Sendable {
             return
         }
         if streamed {
-            // Taken back from the views at the latest after the grace period.
-            DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
-                self?.pruneAcknowledgedWrites()
-                self?.refreshViews(touching: write.location, cause: nil)
-            }
+            self.takeBackOnceStreamed(write)
             return
         }
         if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
         if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
+    }
+
+    /// Over HTTP: takes an answered write back from the views once their streams passed it, or
+    /// went quiet for the grace period without (`QueryView.shows`); checked again each grace
+    /// period while a stream is still catching up (only this write's views: a burst of writes
+    /// behind a slow stream costs one look per write and period).
+    private func takeBackOnceStreamed(_ write: PendingWrite) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
+            guard let self, let answered = self.pendingWrites.write(write.id) else { return }
+            if self.views(touching: write.location).contains(where: { $0.needs(answered) }) {
+                self.takeBackOnceStreamed(write)
+                return
+            }
+            self.pendingWrites.remove(write.id)
+            self.refreshViews(touching: write.location, cause: nil)
+        }
     }
 
     /// The connection ended: the views that hold the locations of this connection's onDisconnect

@@ -14,8 +14,8 @@
 //   them. A connection that drops is reopened with backoff and `.info/connected` turns false
 //   and true again, so presence code registers its writes again, as with Firebase.
 // A write's answer and its events come on different connections, so an acknowledged write
-// stays shown until the view's stream passes its log id (eddyd's `X-Eddy-Log-ID` header), at
-// most `PendingWrite.streamedGraceSeconds`.
+// stays shown until the view's stream passes its log id (eddyd's `X-Eddy-Log-ID` header), or
+// has been quiet for `PendingWrite.streamedGraceSeconds` without passing it.
 //
 // Bounds: as the native connection, at most `ClientConnection.writesWaitingMax` requests wait.
 

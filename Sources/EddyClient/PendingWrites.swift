@@ -35,7 +35,8 @@ struct PendingWrite: Sendable {
     /// The log id the server committed it as; nil while unanswered.
     var acknowledged: String? = nil
     /// Acknowledged on another connection than the events (HTTP): shown until the view's
-    /// stream passes `acknowledged`, at most `streamedGraceSeconds` after the answer.
+    /// stream passes `acknowledged`, or until it has been quiet for `streamedGraceSeconds`
+    /// without (the write changed nothing it shows).
     var streamedSince: Date? = nil
 
     static let streamedGraceSeconds = 2.0

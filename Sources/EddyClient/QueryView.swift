@@ -68,6 +68,9 @@ final class QueryView: Sendable {
         /// False from each (re)subscribe until its first batch is applied.
         var caughtUp = false
         var lastLogID: String?
+        /// When the last events frame arrived: a stream still delivering older entries is
+        /// behind, not done (`shows`).
+        var lastFrameAt: Date?
         var ended = false
         var retryMilliseconds = 100
         var local = false
@@ -211,6 +214,7 @@ final class QueryView: Sendable {
         self.state.withLock { state in
             guard !state.ended else { return }
             let first = !state.started
+            state.lastFrameAt = Date()
             // The children the batch touched, when it names them (nil: look at everything).
             var touched: Set<String>? = []
             for event in wireEvents where event["kind"] == .string("value") {
@@ -307,7 +311,13 @@ final class QueryView: Sendable {
     private func shows(_ write: PendingWrite, _ state: State) -> Bool {
         guard let logID = write.acknowledged else { return true }
         if let since = write.streamedSince {
-            return (state.lastLogID ?? "") < logID && Date().timeIntervalSince(since) < PendingWrite.streamedGraceSeconds
+            // Over HTTP: until the stream passes the write's entry. A stream that delivered
+            // nothing for the grace period after the answer will not (the write changed nothing
+            // this view shows); one still delivering older entries is behind, and is waited for.
+            guard (state.lastLogID ?? "") < logID else { return false }
+            let now = Date()
+            let grace = PendingWrite.streamedGraceSeconds
+            return now.timeIntervalSince(since) < grace || state.lastFrameAt.map { now.timeIntervalSince($0) < grace } == true
         }
         return !state.caughtUp && (state.lastLogID ?? "") < logID
     }

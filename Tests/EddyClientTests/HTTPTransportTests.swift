@@ -44,6 +44,28 @@ import Testing
         }
     }
 
+    /// FEventTests testChildAddedPerf1's body: a burst of pushes under child observers. The
+    /// writes are answered on their own connection well before the view's stream delivers them
+    /// (seconds behind under such a burst): each stays shown until the stream passes it, so
+    /// no child is removed and added again.
+    @Test func aStreamBehindItsWritesRemovesNothing() async throws {
+        let list = self.database().reference().child("http/burst")
+        let added = Recorder<String>()
+        let removed = Recorder<String>()
+        list.observe(.childAdded) { added.add($0.key) }
+        list.observe(.childRemoved) { removed.add($0.key) }
+        let count = 1000
+        let answered = Recorder<Bool>()
+        for i in 0..<count { list.childByAutoId().setValue(["n": i]) { error, _ in answered.add(error == nil) } }
+        let answers = try await answered.wait(for: count, seconds: 120)
+        #expect(answers.allSatisfy { $0 })
+        // Past the grace period with the stream caught up.
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await list.getData().childrenCount == UInt(count))
+        #expect(removed.all.isEmpty, "\(removed.all.count) children removed and added again")
+        #expect(added.all.count == count)
+    }
+
     /// FData.m testOnAfterSetWaitsForLatestData: a write answered before any observer is not
     /// shown again to an observer added later, over data another client changed meanwhile.
     @Test func anAnsweredWriteIsNotShownToALaterObserver() async throws {
