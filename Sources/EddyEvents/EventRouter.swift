@@ -334,7 +334,7 @@ package final class EventRouter {
 
     /// The current write failed: every result it touched is restored.
     package func abortWrite() {
-        for (id, old) in self.touchedInEventOrder() { self.windows[id]?.restore(old) }
+        for (id, old) in self.touched { self.windows[id]?.restore(old) }
         self.touched.removeAll(keepingCapacity: true)
         self.writeChanges.removeAll(keepingCapacity: true)
     }
