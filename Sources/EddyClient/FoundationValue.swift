@@ -54,8 +54,21 @@ enum FoundationValue {
     /// `value(_:path:)` for data to write, with Firebase's wrapper forms read as its SDKs and
     /// the server read them (`{".value": v}` is `v`; `.priority` keys are dropped, as Eddy
     /// stores no priorities), so this client's own view holds what the server will.
+    /// As Firebase's Apple SDK (FSnapshotUtilities), a `.value` wrapper holds a leaf: an object
+    /// or array in it is refused naming its path.
     static func written(_ any: Any?, path: String) throws(DatabaseError) -> Value {
-        WriteValidator.unwrappingFirebaseForms(try self.value(any, path: path))
+        let value = try self.value(any, path: path)
+        try self.checkWrappedLeaves(value, path: path)
+        return WriteValidator.unwrappingFirebaseForms(value)
+    }
+
+    private static func checkWrappedLeaves(_ value: Value, path: String) throws(DatabaseError) {
+        guard case .object(let children) = value else { return }
+        if case .object? = children[".value"] {
+            throw DatabaseError(
+                .invalidValue, "Invalid data type used with .value at \(path). Can only use NSString and NSNumber or be null.")
+        }
+        for (key, child) in children { try self.checkWrappedLeaves(child, path: path + "/" + key) }
     }
 
     /// `value` as a `Value`; throws `invalidValue` naming `path` for what JSON cannot hold.

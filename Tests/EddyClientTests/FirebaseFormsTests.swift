@@ -48,4 +48,21 @@ import Testing
         }
         #expect(result.0 && result.1.value as? Int == 7)
     }
+
+    /// FData.m testSettingInvalidObjectsThrow: a `.value` wrapper holds a leaf; an object in it
+    /// is refused naming its path, and nothing is written.
+    @Test func aWrappedObjectIsRefused() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("forms/wrapped")
+        for value in [[".value": [String: Any]()], ["a": [".value": ["x": 1]]] as [String: Any]] {
+            do {
+                try await ref.setValue(value)
+                Issue.record("\(value) must be refused")
+            } catch let error as DatabaseError {
+                #expect(error.code == .invalidValue && error.message.contains("used with .value at /forms/wrapped"), "\(error)")
+            }
+        }
+        #expect(try await ref.getData().exists() == false)
+    }
 }
