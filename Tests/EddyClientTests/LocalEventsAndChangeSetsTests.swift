@@ -38,8 +38,9 @@ import Testing
     }
 
     /// FData.m testEmptyChildGetValueEventBeforeParent, testUpdateRaisesCorrectLocalEvents: one
-    /// change's events come deepest location first, whatever order the observers were added in.
-    @Test func aChangesEventsComeDeepestLocationFirst() async throws {
+    /// change's local events come in Firebase's order across locations (depth first, children in
+    /// key order, each location after its descendants), whatever order the observers were added in.
+    @Test func aChangesLocalEventsComeInFirebasesEventOrder() async throws {
         let t = self.database().reference().child("local/deepest-first")
         let log = Recorder<String>()
         t.observe(.value) { _ in log.add("t value") }
