@@ -178,6 +178,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// takes them back before `completion` runs.
     func submit(
         _ op: String, _ value: Any?, ifMatch: String? = nil, localEvents: Bool = true, replacing: PendingWrite? = nil,
+        keptWhenStale: (@Sendable (PendingWrite?) -> Void)? = nil,
         completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
@@ -217,6 +218,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         let local = localEvents ? database.beginLocalWrite(at: self.path, puts: puts, replacing: replacing) : nil
         database.connection.request(.write, .object(payload)) { result in
+            // A transaction's write that came back stale stays shown until its next run's
+            // write takes its place (Firebase's views go from one run's value to the next).
+            if let keptWhenStale, case .failure(let error) = result, error.code == .dataStale {
+                keptWhenStale(local)
+                return
+            }
             if let local {
                 var logID: String?
                 var streamed = false
@@ -386,11 +393,14 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.runTransactionBlock(block, andCompletionBlock: completionBlock, withLocalEvents: true)
     }
 
-    /// Runs `block` on the current data and writes what it returns if the data has not
-    /// changed in between (compare-and-set on the ETag); on a conflict, runs it again on the
-    /// new data, at most 25 times (then `maxRetries`). The block runs on the callback queue
-    /// and may run several times. With `localEvents`, the value it returns raises local events
-    /// at once (taken back if the server refuses it or another write got there first).
+    /// Runs `block` at once on the data the client holds (null where no observer holds the
+    /// location, as in Firebase) and writes what it returns if the server's data is what the
+    /// block saw (compare-and-set on the ETag); otherwise runs it again on the server's data, at
+    /// most 25 runs in all (then `maxRetries`). The block may run several times, the first on
+    /// the calling thread (unless an earlier transaction of this instance at, above or below
+    /// the location still runs), later ones on the callback queue. With `localEvents`, the value it
+    /// returns raises local events at once (replaced by the next run's, and taken back if the
+    /// transaction ends without committing).
     public func runTransactionBlock(
         _ block: @escaping (MutableData) -> TransactionResult,
         andCompletionBlock completionBlock: (((any Error)?, Bool, DataSnapshot?) -> Void)?, withLocalEvents localEvents: Bool

@@ -33,17 +33,22 @@ final class TransactionQueue: Sendable {
 
     private let state = Mutex(State())
 
-    /// Adds a transaction; `start` runs now, or once every earlier overlapping one completed.
-    /// Returns its id for `finished`.
-    func enqueue(at location: Path, start: @escaping @Sendable () -> Void, abort: @escaping @Sendable (DatabaseError) -> Void) -> UInt64 {
-        let (id, ready) = self.state.withLock { state -> (UInt64, [@Sendable () -> Void]) in
+    /// Adds a transaction. Returns its id for `finished`, and whether it may start now: then
+    /// the caller starts it (on its own thread); otherwise `start` runs once every earlier
+    /// overlapping one completed.
+    func enqueue(
+        at location: Path, start: @escaping @Sendable () -> Void, abort: @escaping @Sendable (DatabaseError) -> Void
+    ) -> (id: UInt64, startsNow: Bool) {
+        self.state.withLock { state -> (UInt64, Bool) in
             let id = state.nextID
             state.nextID += 1
             state.entries.append(Entry(id: id, location: location, start: start, abort: abort))
-            return (id, Self.takeReady(&state))
+            let blocked = state.entries.dropLast().contains { earlier in
+                earlier.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: earlier.location)
+            }
+            if !blocked { state.entries[state.entries.count - 1].started = true }
+            return (id, !blocked)
         }
-        for start in ready { start() }
-        return id
     }
 
     /// The transaction `id` completed: the ones that waited only for it start.

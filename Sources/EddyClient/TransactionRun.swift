@@ -1,11 +1,11 @@
-// One run of a transaction: read the data with its ETag, call the update block on the
-// callback queue, write the result only while the ETag is unchanged (`ifMatch`), and start
-// over on a conflict, at most `attemptsMax` runs in all, as Firebase retries. Made offline (or while
-// the connection is down), it waits for the connection and then runs, as Firebase queues
-// transactions. Meanwhile, as Firebase's clients do, when a live view holds the location the
-// block runs at once on that data: an abort completes the transaction (not committed), and a
-// value is shown as a local write (with local events) until the server's run replaces it.
-// Once connected, the block runs again only if the server's data differs from what it saw.
+// One transaction, run as Firebase's clients run it: the update block runs at once on the data
+// the client holds for the location (null when no live view holds it, as in Firebase, whose
+// block must handle null), its value is shown with local events, and it is sent at once as a
+// write that applies only while the location's ETag is that of what the block saw (`ifMatch`,
+// Firebase's hash). When it comes back stale, the block runs again on the server's data (read
+// with its ETag), at most `attemptsMax` runs in all, as Firebase retries. Made offline, the write
+// waits for the connection like any other; a transaction queued offline behind another on its
+// location runs its block at once too, on what the client shows, and is sent in its turn.
 
 import EddyModel
 import EddyProtocol
@@ -34,6 +34,9 @@ final class TransactionRun: Sendable {
         let write: PendingWrite
     }
     private let provisional = Mutex<Provisional?>(nil)
+    /// The local write of a run whose write came back stale: shown until the next run's write
+    /// takes its place, or taken back when the transaction ends without one.
+    private let staleWrite = Mutex<PendingWrite?>(nil)
     /// The block ran on the client's data already (once per transaction).
     private let ranOnCachedData = Mutex(false)
     /// Its place in the database's `TransactionQueue`, once queued.
@@ -62,8 +65,14 @@ final class TransactionRun: Sendable {
     /// (`TransactionQueue`) and runs it when its turn comes.
     func begin() {
         let database = self.ref.database
-        let id = database.transactions.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abort($0) })
+        let (id, startsNow) = database.transactions.enqueue(at: self.ref.path, start: { self.start() }, abort: { self.abort($0) })
         self.queueID.withLock { $0 = id }
+        // As in Firebase, where the block runs before the caller's next write is sent: a
+        // `setValue` right after `runTransactionBlock` finds the transaction's write on its way.
+        if startsNow {
+            self.start(runFirstHere: true)
+            return
+        }
         // Offline, as Firebase's clients do, a transaction waiting behind an earlier one on its
         // location runs its block at once too, on the data the client shows (the earlier ones'
         // results included), and shows its result; it is sent in its turn.
@@ -114,11 +123,19 @@ final class TransactionRun: Sendable {
             return !done
         }
         guard first else { return }
+        if let stale = self.staleWrite.withLock({ stale in
+            defer { stale = nil }
+            return stale
+        }) {
+            self.ref.database.endLocalWrite(stale, logID: nil)
+        }
         self.completion(outcome)
         if let id = self.queueID.withLock({ $0 }) { self.ref.database.transactions.finished(id) }
     }
 
-    private func start() {
+    /// Its turn came (or a stale write needs another run). The first run happens on the
+    /// caller's thread when `runFirstHere` (`begin`), else on the callback queue.
+    private func start(runFirstHere: Bool = false) {
         self.started.withLock { $0 = true }
         self.waitingForConnection.withLock { $0 = false }
         guard !self.completed.withLock({ $0 }), !self.endIfAborted() else { return }
@@ -130,18 +147,14 @@ final class TransactionRun: Sendable {
             self.complete(.failure(DatabaseError(.maxRetries, "the transaction at \(self.ref.path) lost to other writes \(Self.attemptsMax) times")))
             return
         }
+        guard attempt > 1 else {
+            if runFirstHere { self.runFirst() } else { self.ref.database.deliver { self.runFirst() } }
+            return
+        }
         self.ref.database.connection.request(.get, .object(["path": .string(self.ref.path.description), "etag": .bool(true)])) { result in
             switch result {
             case .failure(let error) where error.code == .disconnected:
-                let first = attempt == 1 && self.ranOnCachedData.withLock { ran in
-                    defer { ran = true }
-                    return !ran
-                }
-                if first, self.localEvents, let cached = self.ref.database.cachedValue(of: self.ref) {
-                    self.ref.database.deliver { self.runOnCachedData(cached, then: error) }
-                } else {
-                    self.waitForConnection(error)
-                }
+                self.waitForConnection(error)
             case .failure(let error):
                 self.complete(.failure(error))
             case .success(let answer):
@@ -153,6 +166,25 @@ final class TransactionRun: Sendable {
                 self.ref.database.deliver { self.decide(current: current, etag: etag) }
             }
         }
+    }
+
+    /// The first run (on the caller's thread from `begin`, else on the callback queue): on what
+    /// the client holds (null when nothing holds the location), or the run made while it waited
+    /// offline; its write goes at once, with the ETag of the data the block saw.
+    private func runFirst() {
+        guard !self.completed.withLock({ $0 }), !self.endIfAborted() else { return }
+        let provisional = self.provisional.withLock { provisional in
+            defer { provisional = nil }
+            return provisional
+        }
+        if let provisional {
+            self.write(provisional.output, over: provisional.input, etag: ETag.of(provisional.input), replacing: provisional.write)
+            return
+        }
+        self.ranOnCachedData.withLock { $0 = true }
+        let held = (self.ref.database.cachedValue(of: self.ref) ?? .null).normalized()
+        guard let output = self.runBlock(on: held) else { return }
+        self.write(output, over: held, etag: ETag.of(held), replacing: nil)
     }
 
     /// No connection: starts again once there is one (this attempt does not count).
@@ -172,13 +204,6 @@ final class TransactionRun: Sendable {
         }
         // Not offline: a request makes the connection come back even when nothing else waits.
         database.connection.request(.status, .object([:])) { _ in }
-    }
-
-    /// On the callback queue, not connected: runs the block on the data the client holds. An
-    /// abort or an error ends the transaction now; a value is shown until the server's run.
-    private func runOnCachedData(_ cached: Value, then error: DatabaseError) {
-        guard self.showRun(on: cached) else { return }
-        self.waitForConnection(error)
     }
 
     /// Runs the block on the client's data and shows its value as a local write until the
@@ -206,37 +231,40 @@ final class TransactionRun: Sendable {
         return written.root.value
     }
 
-    /// On the callback queue: runs the block (unless its run offline saw this same data), then
+    /// On the callback queue, after a stale write: runs the block on the server's data, then
     /// writes or stops.
     private func decide(current: Value, etag: String) {
         if self.endIfAborted() { return }
-        let provisional = self.provisional.withLock { provisional in
-            defer { provisional = nil }
-            return provisional
+        guard let output = self.runBlock(on: current) else { return }
+        let stale = self.staleWrite.withLock { stale in
+            defer { stale = nil }
+            return stale
         }
-        // The server's run's write takes its place among the waiting writes (so the views do
-        // not flash back, and the offline runs of later transactions stay on top); taken back
+        self.write(output, over: current, etag: etag, replacing: stale)
+    }
+
+    /// Sends the block's value as a write that applies only while the location's ETag is
+    /// `etag` (that of `input`, what the block saw); a stale answer runs it again.
+    private func write(_ newValue: Value, over input: Value, etag: String, replacing: PendingWrite?) {
+        // The write takes the place of the offline run's among the waiting writes (so the views
+        // do not flash back, and the offline runs of later transactions stay on top); taken back
         // here only when none was made (a harmless no-op otherwise).
-        defer { if let provisional { self.ref.database.endLocalWrite(provisional.write, logID: nil) } }
-        let newValue: Value
-        if let provisional, provisional.input == current {
-            newValue = provisional.output
-        } else {
-            guard let output = self.runBlock(on: current) else { return }
-            newValue = output
-        }
+        defer { if let replacing { self.ref.database.endLocalWrite(replacing, logID: nil) } }
         let foundation = FoundationValue.foundation(newValue)
-        self.ref.submit("set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents, replacing: provisional?.write) {
-            outcome in
+        self.ref.submit(
+            "set", newValue.isNull ? nil : foundation, ifMatch: etag, localEvents: self.localEvents, replacing: replacing,
+            keptWhenStale: { shown in
+                self.staleWrite.withLock { $0 = shown }
+                self.start()  // ends it instead when a write of this client aborted it
+            }
+        ) { outcome in
             switch outcome {
             case .success:
                 // The committed data: server values as the client estimates them (the writes'
                 // answers do not carry the server's), not their placeholders.
                 let now = (Date().timeIntervalSince1970 * 1000).rounded()
-                let committed = PendingWrites.resolve(newValue, existing: current, now: now)
+                let committed = PendingWrites.resolve(newValue, existing: input, now: now)
                 self.complete(.success((true, DataSnapshot(ref: self.ref, value: committed))))
-            case .failure(let error) where error.code == .dataStale:
-                self.start()  // ends it instead when a write of this client aborted it
             case .failure(let error):
                 self.complete(.failure(error))
             }

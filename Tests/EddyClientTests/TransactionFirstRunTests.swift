@@ -1,0 +1,112 @@
+// A transaction's first run, as Firebase's clients make it: at once, on what the client holds
+// (null when nothing holds the location), its write sent at once with the ETag of what the block
+// saw; a stale answer runs the block again on the server's data. Each case is one of Firebase's
+// own transaction tests (FTransactionTest.m), over the native socket and over HTTP.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct TransactionFirstRunTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.transaction.first-run.tests")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    /// A fresh instance on its own namespace, over the native socket or HTTP.
+    func database(_ transport: String, _ namespace: String) -> Database {
+        let url = transport == "http" ? self.daemon.httpURL + "/?ns=\(namespace)" : self.daemon.socketURL + "?ns=\(namespace)"
+        return Database.database(url: url, callingBackOn: self.queue)
+    }
+
+    /// testUseTransactionToCreateANodeMakeSureExactlyOneEventIsReceived: an observer added just
+    /// before the transaction hears its value once, not the server's null first.
+    @Test(arguments: ["socket", "http"]) func aTransactionCreatingANodeRaisesOneValueEvent(transport: String) async throws {
+        let node = self.database(transport, "tx-one-event-\(transport)").reference().child("node/a")
+        let values = Recorder<String>()
+        node.observe(.value) { values.add("\($0.value ?? "nil")") }
+        let seen = Recorder<String>()
+        let (committed, snapshot) = try await node.runTransactionBlock { data in
+            seen.add("\(data.value ?? "nil")")
+            data.value = 42
+            return TransactionResult.success(withValue: data)
+        }
+        #expect(committed && snapshot.value as? Int == 42)
+        #expect(seen.all == ["<null>"], "one run, on null: \(seen.all)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(values.all == ["42"], "exactly one value event: \(values.all)")
+    }
+
+    /// testTransactionSetSetWorks: the block sees null at once, its write is on its way before
+    /// the two sets made right after, so it commits; the last set wins.
+    @Test(arguments: ["socket", "http"]) func setsMadeRightAfterATransactionDoNotAbortIt(transport: String) async throws {
+        let ref = self.database(transport, "tx-set-set-\(transport)").reference().child("node")
+        let seen = Recorder<String>()
+        let outcome = Recorder<String>()
+        ref.runTransactionBlock({ data in
+            seen.add("\(data.value ?? "nil")")
+            data.value = "hi!"
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcome.add("\(error == nil ? "nil" : "\(error!)") \(committed)") }
+        ref.setValue("foo") { _, _ in }
+        ref.setValue("bar") { _, _ in }
+        #expect(try await outcome.wait(for: 1) == ["nil true"])
+        #expect(seen.all == ["<null>"])
+        #expect(try await ref.getData().value as? String == "bar")
+    }
+
+    /// testSetShouldCancelSentTransactionsThatComeBackAsDatastale: another client wrote 5; this
+    /// one holds nothing, so its block sees null and its write goes with null's ETag; a set of
+    /// this client follows. The write comes back stale and the set aborts it: not committed, with
+    /// Firebase's `set` error, and the set's value stays.
+    @Test(arguments: ["socket", "http"]) func aSetAbortsASentTransactionThatComesBackStale(transport: String) async throws {
+        let writer = self.database(transport, "tx-stale-set-\(transport)")
+        try await writer.reference().child("node").setValue(5)
+        let app = FirebaseApp.app(name: "tx-stale-set-\(transport)") ?? {
+            FirebaseApp.configure(name: "tx-stale-set-\(transport)", options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
+            return FirebaseApp.app(name: "tx-stale-set-\(transport)")!
+        }()
+        let url = transport == "http" ? self.daemon.httpURL + "/?ns=tx-stale-set-\(transport)" : self.daemon.socketURL + "?ns=tx-stale-set-\(transport)"
+        let reader = Database.database(app: app, url: url)
+        reader.callbackQueue = self.queue
+        let ref = reader.reference().child("node")
+        let seen = Recorder<String>()
+        let outcome = Recorder<String>()
+        ref.runTransactionBlock({ data in
+            seen.add("\(data.value ?? "nil")")
+            data.value = 72
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcome.add("\((error as? DatabaseError)?.code.rawValue ?? "nil") \(committed)") }
+        ref.setValue(32) { _, _ in }
+        #expect(try await outcome.wait(for: 1) == ["set false"])
+        #expect(seen.all == ["<null>"], "aborted before a second run: \(seen.all)")
+        #expect(try await writer.reference().child("node").getData().value as? Int == 32)
+    }
+
+    /// The guide's counter on a location nothing holds: the first run sees null and writes 1,
+    /// which comes back stale; the second run sees the server's 5 and writes 6.
+    @Test(arguments: ["socket", "http"]) func aFirstRunOnNullIsRunAgainOnTheServersData(transport: String) async throws {
+        let writer = self.database(transport, "tx-null-first-\(transport)")
+        try await writer.reference().child("counter").setValue(5)
+        let app = FirebaseApp.app(name: "tx-null-first-\(transport)") ?? {
+            FirebaseApp.configure(name: "tx-null-first-\(transport)", options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
+            return FirebaseApp.app(name: "tx-null-first-\(transport)")!
+        }()
+        let url = transport == "http" ? self.daemon.httpURL + "/?ns=tx-null-first-\(transport)" : self.daemon.socketURL + "?ns=tx-null-first-\(transport)"
+        let reader = Database.database(app: app, url: url)
+        reader.callbackQueue = self.queue
+        let seen = Recorder<String>()
+        let (committed, snapshot) = try await reader.reference().child("counter").runTransactionBlock { data in
+            seen.add("\(data.value ?? "nil")")
+            data.value = ((data.value as? Int) ?? 0) + 1
+            return TransactionResult.success(withValue: data)
+        }
+        #expect(committed && snapshot.value as? Int == 6)
+        #expect(seen.all == ["<null>", "5"])
+        #expect(try await writer.reference().child("counter").getData().value as? Int == 6)
+    }
+}
