@@ -8,6 +8,9 @@
 // (the connection retries with backoff, 100 ms doubling to 5 s, while writes wait). A write
 // the server had applied before the connection went is applied again: sets, updates and
 // removes are idempotent, a `ServerValue.increment` is not (Firebase's clients do the same).
+// A conditional write (a transaction's, with `ifMatch`) is the exception: one the lost connection
+// had sent fails with `disconnected`, as Firebase fails a sent transaction, because applied before
+// the loss it would come back stale and the transaction would run again on its own result.
 // onDisconnect registrations and cancels are kept the same way (one the old connection took
 // has run when it ended; sent again, it registers on the new one). Every other request
 // waiting for an answer fails with `disconnected`, and every subscription is told it ended
@@ -71,6 +74,11 @@ final class ClientConnection: Transport {
         var answers: [UInt64: Answer] = [:]
         /// Unanswered writes, sent again after a reconnect.
         var writes: [UInt64: Frame] = [:]
+        /// The writes of `writes` that carry an `ifMatch` (transactions'): one the lost
+        /// connection had sent fails with `disconnected` instead of going again, as Firebase
+        /// fails a sent transaction: applied before the loss, it would come back stale and the
+        /// transaction would run its block again on its own result.
+        var conditionalWrites: Set<UInt64> = []
         var writesBytes = 0
         var subscriptions: [UInt64: Subscription] = [:]
         /// Frames made while not connected, sent in order once connected.
@@ -159,11 +167,13 @@ final class ClientConnection: Transport {
             answer(.failure(DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")))
             return
         }
+        let conditional = kind == .write && payload["ifMatch"] != nil
         self.send(kind, bytes) { state, id, frame in
             state.answers[id] = answer
             if kept {
                 state.writes[id] = frame
                 state.writesBytes += frame.payload.count
+                if conditional { state.conditionalWrites.insert(id) }
             }
         }
     }
@@ -224,6 +234,7 @@ final class ClientConnection: Transport {
                 for id in ids {
                     if let answer = state.answers.removeValue(forKey: id) { canceled.append(answer) }
                     if let frame = state.writes.removeValue(forKey: id) { state.writesBytes -= frame.payload.count }
+                    state.conditionalWrites.remove(id)
                 }
                 return canceled
             }
@@ -319,7 +330,18 @@ final class ClientConnection: Transport {
             if let channel {
                 guard case .connected(let current) = state.phase, current === channel else { return (false, [], [], nil, nil) }
             }
+            let hadChannel: Bool
+            if case .connected = state.phase { hadChannel = true } else { hadChannel = false }
             state.phase = .idle
+            if hadChannel {
+                // Every write the connection held went out on it (the waiting ones are written
+                // when it connects); a conditional one is not sent again.
+                for id in state.conditionalWrites {
+                    guard let frame = state.writes.removeValue(forKey: id) else { continue }
+                    state.writesBytes -= frame.payload.count
+                }
+                state.conditionalWrites.removeAll()
+            }
             var failed: [Answer] = []
             for (id, answer) in state.answers where state.writes[id] == nil { failed.append(answer) }
             state.answers = state.answers.filter { state.writes[$0.key] != nil }
@@ -375,6 +397,9 @@ final class ClientConnection: Transport {
                 // on this connection change nothing more.
                 guard !state.leaving, case .connected(let channel) = state.phase else { return .none }
                 state.leaving = true
+                // This write and the ones sent after it were not applied here: a conditional
+                // one among them may go again.
+                state.conditionalWrites = state.conditionalWrites.filter { $0 < frame.requestID }
                 state.endpointIndex = (state.endpointIndex + 1) % self.endpoints.count
                 return .leave(channel)
             }
@@ -384,6 +409,7 @@ final class ClientConnection: Transport {
             }
             if let answer = state.answers.removeValue(forKey: frame.requestID) {
                 if let write = state.writes.removeValue(forKey: frame.requestID) { state.writesBytes -= write.payload.count }
+                state.conditionalWrites.remove(frame.requestID)
                 return .answer(answer)
             }
             return .none

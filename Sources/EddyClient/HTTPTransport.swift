@@ -6,7 +6,8 @@
 //   order): `write` is PUT/PATCH/DELETE/POST with `if-match` for a conditional write, `get`
 //   and `query` are GET (with `X-Firebase-ETag: true` when the ETag is asked for);
 // - a write that cannot reach the server waits at the head of the queue and is tried again with
-//   backoff (100 ms doubling to 5 s); reads fail with `disconnected`;
+//   backoff (100 ms doubling to 5 s); reads fail with `disconnected`, and so does a conditional
+//   write (a transaction's) whose request failed once it may have reached the server;
 // - each subscription is one SSE stream (`SSEStream`), resumed with `Last-Event-ID`;
 // - onDisconnect writes are registered on eddyd's onDisconnect connection (`GET
 //   /.ondisconnect.json`, an SSE stream that names itself), opened by the first of them and
@@ -40,6 +41,9 @@ final class HTTPTransport: Transport {
         var isOnDisconnect: Bool { self.kind == .onDisconnect || self.kind == .cancelDisconnect }
         /// Writes and onDisconnect requests wait for the connection; reads fail without it.
         var waitsOffline: Bool { self.kind == .write || self.isOnDisconnect }
+        /// A transaction's write (`if-match`): once it may have reached the server, it is not
+        /// tried again (see `ClientConnection`).
+        var isConditionalWrite: Bool { self.kind == .write && self.payload["ifMatch"] != nil }
     }
 
     private struct State {
@@ -155,7 +159,14 @@ final class HTTPTransport: Transport {
             return
         }
         self.session.dataTask(with: request) { data, response, error in
-            if let error, (error as? URLError)?.code != .cancelled {
+            let code = (error as? URLError)?.code
+            if error != nil, job.isConditionalWrite, code != .cannotConnectToHost, code != .cannotFindHost {
+                // It may have been applied: as Firebase fails a sent transaction, so does this.
+                self.setConnected(false)
+                self.finish(job, .failure(DatabaseError(.disconnected, "the connection to eddyd at \(self.base) was lost while the transaction's write was on its way")))
+                return
+            }
+            if let error, code != .cancelled {
                 self.unreachable(job, DatabaseError(.disconnected, "cannot reach eddyd at \(self.base): \(error.localizedDescription)"))
                 return
             }

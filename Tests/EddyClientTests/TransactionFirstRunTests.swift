@@ -109,4 +109,26 @@ import Testing
         #expect(seen.all == ["<null>", "5"])
         #expect(try await writer.reference().child("counter").getData().value as? Int == 6)
     }
+
+    /// testPendingTransactionsAreCancelledOnDisconnect: a transaction whose write is on its way
+    /// when the connection goes fails (not committed) and is neither run nor sent again once
+    /// connected: applied before the loss, it would come back stale and run on its own result.
+    @Test func aTransactionWhoseWriteIsOnItsWayFailsWhenTheConnectionGoes() async throws {
+        let database = self.database("socket", "tx-cancel-on-disconnect")
+        let ref = database.reference().child("node")
+        try await ref.child("a").setValue("initial")
+        let runs = Recorder<String>()
+        let outcome = Recorder<String>()
+        ref.child("b").runTransactionBlock({ data in
+            runs.add("\(data.value ?? "nil")")
+            data.value = "new"
+            return TransactionResult.success(withValue: data)
+        }) { error, committed, _ in outcome.add("\((error as? DatabaseError)?.code.rawValue ?? "nil") \(committed)") }
+        database.goOffline()
+        #expect(try await outcome.wait(for: 1) == ["disconnected false"])
+        database.goOnline()
+        #expect(try await ref.child("a").getData().value as? String == "initial")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(runs.all == ["<null>"], "run once, not again: \(runs.all)")
+    }
 }
