@@ -448,11 +448,11 @@ public final class Database: NSObject, Sendable {
     /// The connection ended: the views that hold the locations of this connection's onDisconnect
     /// writes show them now, as Firebase's clients do (see `DisconnectWrites`).
     private func showDisconnectWrites() {
-        let writes = self.disconnectWrites.takeAll()
-        guard !writes.isEmpty else { return }
+        let puts = self.disconnectWrites.takeAll()
+        guard !puts.isEmpty else { return }
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
         let views = self.state.withLock { Array($0.views.values) }
-        for view in views { view.showServerWrites(writes.flatMap(\.puts), now: now) }
+        for view in views { view.showServerWrites(puts, now: now) }
     }
 
     /// Runs `block` once every view of `location` (at, above or below it) has the events of the

@@ -258,7 +258,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     //
     // As Firebase's: registered on the server (the rules are checked when they run, with this
     // client's identity when it registered them), run when the connection ends however it ends
-    // (goOffline, the process killed, the network gone), in the order registered. They are
+    // (goOffline, the process killed, the network gone), as one change in Firebase's model
+    // (`SparseWriteTree`; a cancel forgets its path in the writes above it too). They are
     // registered for one connection: register them again once `.info/connected` is true again,
     // as Firebase's presence code does. Over the native protocol they go on the connection; over
     // HTTP on eddyd's onDisconnect connection, which the transport opens. A value that is not a

@@ -7,58 +7,49 @@
 // then disappears).
 //
 // Invariants:
-// - Only writes the server acknowledged are held (a refused one is never shown), in the order
-//   registered; a cancel drops those whose location is at or below its path, as eddyd does.
+// - Only writes the server acknowledged are held (a refused one is never shown), replayed in the
+//   order registered into a `SparseWriteTree`, the model eddyd makes them with: a cancel
+//   forgets its path, in the writes above it too.
 // - Taken once when the connection ends: a write shown then is not shown again on the next
 //   loss (the server ran it once; presence code registers again when connected).
-// - Bounded as the server bounds a connection's writes (`countMax`); beyond, the oldest go.
+// - Bounded as the server bounds a connection's writes: the tree holds at most what eddyd
+//   accepted, which is at most 1,000 registrations and 16 MiB.
 
 import EddyModel
 import Synchronization
 
 final class DisconnectWrites: Sendable {
-    struct Write: Sendable {
-        /// Where it was registered (what a cancel at or above removes).
-        let location: Path
-        /// As puts at absolute paths: one for a set or remove, one per child path of an update.
-        let puts: [PendingWrite.Put]
-    }
-
-    static let countMax = 1000
-
-    private let writes = Mutex<[Write]>([])
+    private let tree = Mutex(SparseWriteTree())
 
     /// The server registered a write: `op` set, update or remove, with its value.
     func registered(_ op: String, at location: Path, value: Value) {
-        var puts: [PendingWrite.Put] = []
-        switch op {
-        case "update":
-            guard case .object(let children) = value else { return }
-            for (childPath, child) in children.sorted(by: { $0.key < $1.key }) {
-                guard let relative = try? Path(childPath) else { continue }
-                puts.append(PendingWrite.Put(path: location.appending(relative), value: child))
+        self.tree.withLock { tree in
+            switch op {
+            case "update":
+                guard case .object(let children) = value else { return }
+                for (childPath, child) in children.sorted(by: { $0.key < $1.key }) {
+                    guard let relative = try? Path(childPath) else { continue }
+                    tree.remember(child, at: location.appending(relative))
+                }
+            case "remove":
+                tree.remember(.null, at: location)
+            default:
+                tree.remember(value, at: location)
             }
-        case "remove":
-            puts = [PendingWrite.Put(path: location, value: .null)]
-        default:
-            puts = [PendingWrite.Put(path: location, value: value)]
-        }
-        self.writes.withLock { writes in
-            writes.append(Write(location: location, puts: puts))
-            if writes.count > Self.countMax { writes.removeFirst(writes.count - Self.countMax) }
         }
     }
 
-    /// The server cancelled the writes at or below `location`.
+    /// The server cancelled the writes at `location` (at and below it, and there in the
+    /// writes above it).
     func cancelled(at location: Path) {
-        self.writes.withLock { writes in writes.removeAll { location.isAncestorOrSelf(of: $0.location) } }
+        self.tree.withLock { $0.forget(location) }
     }
 
-    /// The connection ended: every write held, in order, and none after.
-    func takeAll() -> [Write] {
-        self.writes.withLock { writes in
-            defer { writes.removeAll() }
-            return writes
+    /// The connection ended: the writes to show, as puts at disjoint paths, and none after.
+    func takeAll() -> [PendingWrite.Put] {
+        self.tree.withLock { tree in
+            defer { tree = SparseWriteTree() }
+            return tree.writes().map { PendingWrite.Put(path: $0.path, value: $0.value) }
         }
     }
 }

@@ -1,7 +1,7 @@
 // Firebase's onDisconnect against a real eddyd, over the native protocol and over HTTP (the
 // emulator set-up, where they go on eddyd's onDisconnect connection): writes a client registers
-// run when its connection ends (here `goOffline()`), in order, seen by another client; cancelled
-// ones do not run; a bad value is refused at registration; `.info/connected` turns true again
+// run when its connection ends (here `goOffline()`), as one change in Firebase's model, seen by
+// another client; cancelled ones do not run, nor the cancelled part of one above; a bad value is refused at registration; `.info/connected` turns true again
 // after `goOnline()`, so presence code registers again.
 
 import Dispatch
@@ -46,14 +46,8 @@ import Testing
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
         #expect(try await seen.wait(for: 2) == ["online", "offline"])
-        // The writes run in order, each its own commit: the update of "info", registered after
-        // "status", may land a moment after "status" is seen. Wait for it (at most 10 s).
-        var after: [String: Any] = [:]
-        for _ in 0..<1000 {
-            after = try #require(try await watcher.reference().child("presence/ada-\(transport)").getData().value as? [String: Any])
-            if (after["info"] as? [String: Any])?["lastSeen"] != nil { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // The writes run as one change: once "status" is seen, the rest is there too.
+        let after = try #require(try await watcher.reference().child("presence/ada-\(transport)").getData().value as? [String: Any])
         #expect(after["session"] == nil)
         #expect(after["kept"] as? String == "yes", "a cancelled write does not run")
         let info = try #require(after["info"] as? [String: Any])
@@ -61,6 +55,52 @@ import Testing
         let lastSeen = try #require(info["lastSeen"] as? Double)
         #expect(abs(lastSeen / 1000 - Date().timeIntervalSince1970) < 60)
         #expect(after["bad"] == nil)
+        user.goOnline()
+    }
+
+    /// Firebase's testOnDisconnectTriggersSingleLocalValueEventForReader: a set, an update and a
+    /// remove registered by one connection run as one change, so another client's observer
+    /// hears one value event with all three applied.
+    @Test(arguments: ["native", "http"])
+    func aConnectionsWritesRunAsOneChange(transport: String) async throws {
+        let watcher = self.database(self.daemon.tcpURL)
+        let user = self.database(self.userURL(transport))
+        let node = user.reference().child("single/\(transport)")
+        try await node.child("foo").onDisconnectSetValue(["bar": "a", "baz": "b"])
+        try await node.child("foo").onDisconnectUpdateChildValues(["bam": "c"])
+        try await node.child("foo/baz").onDisconnectRemoveValue()
+        let seen = Recorder<String>()
+        watcher.reference().child("single/\(transport)").observe(.value) { snapshot in
+            seen.add(snapshot.exists() ? String(decoding: try! JSONSerialization.data(withJSONObject: snapshot.value!, options: .sortedKeys), as: UTF8.self) : "null")
+        }
+        #expect(try await seen.wait(for: 1) == ["null"])
+        user.goOffline()
+        #expect(try await seen.wait(for: 2) == ["null", #"{"foo":{"bam":"c","bar":"a"}}"#])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(seen.all.count == 2, "one event: \(seen.all)")
+        user.goOnline()
+    }
+
+    /// Firebase's testOnDisconnectCancelWorks: a cancel at foo/baz forgets that child of an
+    /// update registered at foo; its other child still runs.
+    @Test(arguments: ["native", "http"])
+    func aCancelBelowAnUpdateForgetsThatChildOnly(transport: String) async throws {
+        let watcher = self.database(self.daemon.tcpURL)
+        let user = self.database(self.userURL(transport))
+        let foo = user.reference().child("cancel-below/\(transport)/foo")
+        try await foo.setValue(["bar": "a", "baz": "b"])
+        try await foo.onDisconnectUpdateChildValues(["baz": "c", "bat": "d"])
+        try await foo.child("baz").cancelDisconnectOperations()
+        let shown = Recorder<[String: String]>()
+        foo.observe(.value) { shown.add($0.value as? [String: String] ?? [:]) }
+        #expect(try await shown.wait(for: 1) == [["bar": "a", "baz": "b"]])
+        let seen = Recorder<[String: String]>()
+        watcher.reference().child("cancel-below/\(transport)/foo").observe(.value) { seen.add($0.value as? [String: String] ?? [:]) }
+        #expect(try await seen.wait(for: 1) == [["bar": "a", "baz": "b"]])
+        user.goOffline()
+        let expected = ["bar": "a", "baz": "b", "bat": "d"]
+        #expect(try await seen.wait(for: 2).last == expected, "the server ran bat's part only")
+        #expect(try await shown.wait(for: 2).last == expected, "the client shows what the server runs")
         user.goOnline()
     }
 

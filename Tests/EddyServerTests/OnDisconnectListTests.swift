@@ -31,7 +31,7 @@ struct OnDisconnectListTests {
             #expect(error.code == .busy && error.message.contains("onDisconnectBytesTotal"))
         }
         // A cancel gives its bytes back; so does taking the writes to run them.
-        #expect(first.cancel(namespace: "default", at: try Path("/a"), budget: budget) == 1)
+        #expect(try first.cancel(namespace: "default", at: try Path("/a"), budget: budget) == 1)
         #expect(budget.usedBytes == second.bytes && first.bytes == 0)
         #expect(second.takeAll(budget: budget).count == 1)
         #expect(budget.usedBytes == 0 && second.writes.isEmpty)
@@ -43,10 +43,65 @@ struct OnDisconnectListTests {
         for (path, namespace) in [("/p/a", "default"), ("/p", "default"), ("/q/a", "default"), ("/p/a", "other")] {
             try list.append(try self.write(path, .bool(true), namespace: namespace), budget: budget)
         }
-        #expect(list.cancel(namespace: "default", at: try Path("/p/a"), budget: budget) == 1)
-        #expect(list.writes.map { "\($0.namespace)\($0.operation.location)" } == ["default/p", "default/q/a", "other/p/a"])
-        #expect(list.cancel(namespace: "default", at: try Path("/"), budget: budget) == 2)
-        #expect(list.writes.count == 1 && budget.usedBytes == list.bytes)
+        // The write at /p/a goes; the one at /p stays, followed by a cancel step that forgets
+        // /p/a inside it when the writes are replayed.
+        #expect(try list.cancel(namespace: "default", at: try Path("/p/a"), budget: budget) == 1)
+        #expect(list.writes.map(Self.describe) == ["default set /p", "default set /q/a", "other set /p/a", "default cancel /p/a"])
+        #expect(budget.usedBytes == list.bytes)
+        // Nothing above /q/b: no cancel step.
+        #expect(try list.cancel(namespace: "default", at: try Path("/q/b"), budget: budget) == 0)
+        #expect(list.writes.count == 4)
+        #expect(try list.cancel(namespace: "default", at: try Path("/"), budget: budget) == 2)
+        #expect(list.writes.map(Self.describe) == ["other set /p/a"] && budget.usedBytes == list.bytes)
+    }
+
+    private static func describe(_ write: OnDisconnectWrite) -> String {
+        switch write.step {
+        case .write(let operation): return "\(write.namespace) set \(operation.location)"
+        case .cancel(let location): return "\(write.namespace) cancel \(location)"
+        }
+    }
+
+    /// A connection's writes replay into Firebase's tree and run as one write: a set, an update
+    /// (a set per child) and a remove below it, then a cancel inside the update.
+    @Test func writesReplayIntoOneWrite() throws {
+        let budget = MemoryBudget(bytesMax: 1 << 20)
+        var list = OnDisconnectList()
+        let foo = try Path("/foo")
+        for operation in [
+            WriteOperation.set(foo, .object(["bar": .string("a"), "baz": .string("b")])),
+            try WriteOperation.update(at: foo, body: .object(["bam": .string("c"), "bat": .string("d")])),
+            WriteOperation.remove(try Path("/foo/baz")),
+            WriteOperation.set(try Path("/elsewhere"), .number(1)),
+        ] {
+            try list.append(try OnDisconnectList.write(operation, namespace: "default", access: .admin), budget: budget)
+        }
+        #expect(try list.cancel(namespace: "default", at: try Path("/foo/bat"), budget: budget) == 0)
+        let (tree, access) = try #require(OnDisconnectRuns.replayed(list.takeAll(budget: budget)))
+        #expect(access.isAdmin)
+        let parts = tree.writes()
+        // The update and the remove changed the value set at /foo; the cancel split it into its
+        // children and forgot bat, so /foo is no longer replaced whole (as in Firebase).
+        #expect(parts.map { "\($0.path)=\(JSONWriter.string($0.value))" } == ["/elsewhere=1", "/foo/bam=\"c\"", "/foo/bar=\"a\""])
+        guard case .update(let location, let changes) = try #require(OnDisconnectRuns.oneWrite(parts)) else {
+            Issue.record("several parts make one update")
+            return
+        }
+        #expect(location.isRoot && changes.count == 3)
+        #expect(OnDisconnectRuns.oneWrite([]) == nil)
+        guard case .set(let path, _) = try #require(OnDisconnectRuns.oneWrite([parts[0]])) else {
+            Issue.record("one part is a set")
+            return
+        }
+        #expect(path.description == "/elsewhere")
+    }
+
+    /// Writes registered under different identities are not merged (each runs with its own).
+    @Test func differentIdentitiesAreNotReplayedTogether() throws {
+        let first = try OnDisconnectList.write(.set(try Path("/a"), .number(1)), namespace: "default", access: .admin)
+        let second = try OnDisconnectList.write(.set(try Path("/b"), .number(2)), namespace: "default", access: .unauthenticated)
+        #expect(OnDisconnectRuns.replayed([first, second]) == nil)
+        #expect(OnDisconnectRuns.replayed([first, first]) != nil)
     }
 
     @Test func aConnectionHoldsAtMostCountMaxWrites() throws {

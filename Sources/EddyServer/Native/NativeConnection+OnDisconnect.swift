@@ -6,11 +6,14 @@
 // Invariants:
 // - A registered write is validated at once (keys, sizes, server values; a push is refused) and
 //   held by the connection only: nothing is logged until the connection ends.
-// - When it ends, the writes run in the order registered, each as an ordinary write with the
-//   identity the connection had when it registered it; the rules are checked then, on the data
-//   as it is then. A refused one is logged and the next runs.
+// - When it ends, the writes are replayed in the order registered into Firebase's model (a
+//   `SparseWriteTree`) and made as one write, with the identity the connection had when it
+//   registered them; the rules are checked then, on the data as it is then. If that one write is
+//   refused, its parts are made one at a time and a refused one is logged (see
+//   `OnDisconnectRuns`).
 // - Bounded per connection (`OnDisconnectList`): 1,000 writes and 16 MiB.
-// - `cancelDisconnect` drops the writes at or below a path (an update counts by its location).
+// - `cancelDisconnect` forgets a path: the writes at or below it, and the part of a write above it
+//   that lies there (an update's child there, or that part of a set), as Firebase's does.
 // - When eddyd stops, the native listener closes every connection and waits for their writes
 //   (`OnDisconnectRuns`, shared with HTTP presence connections) before the databases close. A
 //   crash runs none of them (they live in the connection's memory); a client that reconnects
@@ -33,7 +36,9 @@ extension NativeConnection {
     func cancelOnDisconnect(_ requestID: UInt64, _ body: Value) throws(EddyError) {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let path = try Self.path(body)
-        let cancelled = self.state.withLock { $0.onDisconnect.cancel(namespace: namespace, at: path, budget: self.onDisconnectRuns.budget) }
+        let cancelled = try self.state.withLock { (state: inout State) throws(EddyError) in
+            try state.onDisconnect.cancel(namespace: namespace, at: path, budget: self.onDisconnectRuns.budget)
+        }
         self.answer(.value, requestID, .object(["value": .object(["cancelled": .number(Double(cancelled))])]))
     }
 }

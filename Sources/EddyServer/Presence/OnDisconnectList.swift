@@ -1,29 +1,46 @@
 // The writes one client connection registered with Firebase's onDisconnect, for the server to
 // make when that connection ends. Held by a native connection (`NativeConnection`) or by an
-// HTTP presence connection (`OnDisconnectSessions`); run by `OnDisconnectRuns`.
+// HTTP presence connection (`OnDisconnectSessions`); run by `OnDisconnectRuns`, which replays
+// them into a `SparseWriteTree` (Firebase's model) and makes the result as one write.
 //
 // Invariants:
 // - Every write in the list was validated when it was registered (keys, sizes, server values;
 //   a push is refused), so running it can fail only on the rules or the data as they are then.
 // - Order is registration order; `cancel` removes the writes at or below a location (an update
-//   counts by its location) and keeps the order of the rest.
-// - Bounded: at most `countMax` writes and `bytesMax` bytes (their JSON size, approximately);
-//   `append` beyond either is refused with `limitExceeded` and the list is unchanged. Every
-//   list's bytes are also held in one daemon-wide budget (`OnDisconnectRuns.budget`): a write it
-//   cannot take is refused with `busy`, so many connections cannot together exhaust memory.
-//   `cancel` and `takeAll` give the bytes back.
+//   counts by its location) and keeps the order of the rest. When a write above the location
+//   remains, a cancel step is kept too: replayed, it forgets the location inside that write (an
+//   update's child there, or that part of a set), as Firebase's `cancel` does.
+// - Bounded: at most `countMax` entries (writes and cancel steps) and `bytesMax` bytes (their
+//   JSON size, approximately); `append` or a `cancel` beyond either is refused with
+//   `limitExceeded` and the list is unchanged. Every list's bytes are also held in one
+//   daemon-wide budget (`OnDisconnectRuns.budget`): a write it cannot take is refused with
+//   `busy`, so many connections cannot together exhaust memory. `cancel` and `takeAll` give the
+//   bytes back.
 
 import EddyEngine
 import EddyModel
 
-/// One write to make when the connection ends.
+/// One write to make when the connection ends, or a cancel to replay among them.
 struct OnDisconnectWrite: Sendable {
+    enum Step: Sendable {
+        case write(WriteOperation)
+        /// Forgets the location inside the earlier writes above it.
+        case cancel(Path)
+    }
+
     let namespace: String
-    let operation: WriteOperation
+    let step: Step
     /// The identity the connection had when it registered the write: the rules are checked
     /// for it when the write runs.
     let access: Access
     let approximateBytes: Int
+
+    var location: Path {
+        switch self.step {
+        case .write(let operation): return operation.location
+        case .cancel(let location): return location
+        }
+    }
 }
 
 struct OnDisconnectList: Sendable {
@@ -37,7 +54,7 @@ struct OnDisconnectList: Sendable {
     static func write(_ operation: WriteOperation, namespace: String, access: Access) throws(EddyError) -> OnDisconnectWrite {
         var bytes = 0
         let validated = try Engine.validated(operation, approximateBytes: &bytes)
-        return OnDisconnectWrite(namespace: namespace, operation: validated, access: access, approximateBytes: bytes)
+        return OnDisconnectWrite(namespace: namespace, step: .write(validated), access: access, approximateBytes: bytes)
     }
 
     mutating func append(_ write: OnDisconnectWrite, budget: MemoryBudget) throws(EddyError) {
@@ -59,18 +76,46 @@ struct OnDisconnectList: Sendable {
         self.bytes += write.approximateBytes
     }
 
-    /// Drops the writes of `namespace` at or below `location`; returns how many.
-    mutating func cancel(namespace: String, at location: Path, budget: MemoryBudget) -> Int {
-        let before = self.writes.count
+    /// Drops the writes of `namespace` at or below `location`; returns how many. Keeps a cancel
+    /// step when a write above `location` remains (see the top of the file).
+    mutating func cancel(namespace: String, at location: Path, budget: MemoryBudget) throws(EddyError) -> Int {
+        let inside: (OnDisconnectWrite) -> Bool = { $0.namespace == namespace && location.isAncestorOrSelf(of: $0.location) }
+        let above = self.writes.contains { write in
+            guard case .write = write.step, write.namespace == namespace else { return false }
+            return write.location.isAncestorOrSelf(of: location) && write.location != location
+        }
+        var step: OnDisconnectWrite?
+        if above {
+            let bytes = location.byteCount + 64
+            let remaining = self.writes.count - self.writes.filter(inside).count
+            guard remaining < Self.countMax else {
+                throw EddyError(
+                    .limitExceeded,
+                    "this connection has \(Self.countMax) onDisconnect writes and cancels already (onDisconnectCountMax); cancel at \(location.abbreviated) or above instead")
+            }
+            guard budget.reserve(bytes) else {
+                throw EddyError(
+                    .busy,
+                    "the onDisconnect writes of all connections hold \(budget.usedBytes) of \(budget.bytesMax) bytes (onDisconnectBytesTotal); retry later")
+            }
+            // (A cancel checks no rules: its access is never used.)
+            step = OnDisconnectWrite(namespace: namespace, step: .cancel(location), access: .unauthenticated, approximateBytes: bytes)
+        }
         var dropped = 0
+        var count = 0
         self.writes.removeAll { write in
-            guard write.namespace == namespace, location.isAncestorOrSelf(of: write.operation.location) else { return false }
+            guard inside(write) else { return false }
             dropped += write.approximateBytes
+            if case .write = write.step { count += 1 }
             return true
         }
         self.bytes -= dropped
         budget.release(dropped)
-        return before - self.writes.count
+        if let step {
+            self.writes.append(step)
+            self.bytes += step.approximateBytes
+        }
+        return count
     }
 
     /// Empties the list and returns what it held, in order.

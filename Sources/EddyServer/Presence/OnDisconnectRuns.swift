@@ -4,13 +4,20 @@
 // Holds the daemon-wide budget of registered onDisconnect bytes (`budget`, `bytesTotalMax`).
 //
 // Invariants:
-// - One connection's writes run in the order registered, one at a time, each as an ordinary
-//   write with the identity it was registered with; a refused or failed one is logged and the
-//   next runs.
+// - One connection's writes in one namespace are replayed in the order registered into a
+//   `SparseWriteTree` (sets, updates as a set per child, removes as a set of null, cancels as
+//   forgets), as Firebase's server and clients hold them, and the tree's writes are made as one
+//   write (one log entry, so an observer hears one change), with the identity they were
+//   registered with.
+// - If that write fails (the rules refuse a part of it), the tree's writes are made one at a
+//   time in path order, and a refused or failed one is logged while the others still run. So do
+//   the writes of a connection whose identity changed between its registrations, in the order
+//   registered (its cancels then only drop what they dropped when registered).
 // - `begin` is counted before `run` returns, so a caller that returns after `run` has made the
 //   run visible to `isIdle`.
 
 import EddyEngine
+import EddyLog
 import EddyModel
 import Logging
 import Synchronization
@@ -35,16 +42,75 @@ final class OnDisconnectRuns: Sendable {
         self.running.withLock { $0 += 1 }
         Task {
             defer { self.running.withLock { $0 -= 1 } }
-            for write in writes {
+            var namespaces: [String] = []
+            for write in writes where !namespaces.contains(write.namespace) { namespaces.append(write.namespace) }
+            for namespace in namespaces {
+                let steps = writes.filter { $0.namespace == namespace }
+                let engine: Engine
                 do throws(EddyError) {
-                    let engine = try data.engine(namespace: write.namespace, create: false)
-                    _ = try await engine.write(write.operation, access: write.access)
+                    engine = try data.engine(namespace: namespace, create: false)
                 } catch {
-                    logger.warning(
-                        "an onDisconnect write was not made",
-                        metadata: ["eddy.ns": "\(write.namespace)", "eddy.path": "\(write.operation.location)", "eddy.error": "\(error.message)"])
+                    logger.warning("the onDisconnect writes were not made", metadata: ["eddy.ns": "\(namespace)", "eddy.error": "\(error.message)"])
+                    continue
+                }
+                guard let (tree, access) = Self.replayed(steps) else {
+                    for case let (.write(operation), access) in steps.map({ ($0.step, $0.access) }) {
+                        await Self.make(operation, access: access, engine: engine, namespace: namespace, logger: logger)
+                    }
+                    continue
+                }
+                let parts = tree.writes()
+                guard let whole = Self.oneWrite(parts) else { continue }
+                do throws(EddyError) {
+                    _ = try await engine.write(whole, access: access)
+                } catch {
+                    for (path, value) in parts {
+                        await Self.make(.set(path, value), access: access, engine: engine, namespace: namespace, logger: logger)
+                    }
                 }
             }
+        }
+    }
+
+    /// The tree of one namespace's steps and the identity they share; nil when their
+    /// identities differ.
+    static func replayed(_ steps: [OnDisconnectWrite]) -> (SparseWriteTree, Access)? {
+        var access: Access?
+        var tree = SparseWriteTree()
+        for step in steps {
+            switch step.step {
+            case .cancel(let location):
+                tree.forget(location)
+            case .write(let operation):
+                if let access, access.isAdmin != step.access.isAdmin || access.auth != step.access.auth { return nil }
+                access = step.access
+                switch operation {
+                case .set(let path, let value): tree.remember(value, at: path)
+                case .remove(let path): tree.remember(.null, at: path)
+                case .update(let path, let changes): for change in changes { tree.remember(change.value, at: path.appending(change.path)) }
+                case .push: break  // refused when registered
+                }
+            }
+        }
+        guard let access else { return nil }
+        return (tree, access)
+    }
+
+    /// The tree's writes as one operation: a set when there is one, else an update at the root
+    /// (the paths are disjoint); nil when there is none.
+    static func oneWrite(_ parts: [(path: Path, value: Value)]) -> WriteOperation? {
+        guard let first = parts.first else { return nil }
+        guard parts.count > 1 else { return .set(first.path, first.value) }
+        return .update(.root, parts.map { LogEntry.Change(path: $0.path, value: $0.value) })
+    }
+
+    private static func make(_ operation: WriteOperation, access: Access, engine: Engine, namespace: String, logger: Logger) async {
+        do throws(EddyError) {
+            _ = try await engine.write(operation, access: access)
+        } catch {
+            logger.warning(
+                "an onDisconnect write was not made",
+                metadata: ["eddy.ns": "\(namespace)", "eddy.path": "\(operation.location)", "eddy.error": "\(error.message)"])
         }
     }
 }

@@ -49,7 +49,7 @@ final class OnDisconnectSessions: Sendable {
     func cancel(session id: String, namespace: String, at location: Path, budget: MemoryBudget) throws(EddyError) -> Int {
         try self.sessions.withLock { (sessions: inout [String: OnDisconnectList]) throws(EddyError) in
             guard sessions[id] != nil else { throw Self.unknown(id) }
-            return sessions[id]!.cancel(namespace: namespace, at: location, budget: budget)
+            return try sessions[id]!.cancel(namespace: namespace, at: location, budget: budget)
         }
     }
 

@@ -6,13 +6,14 @@
 //        opens a connection: the answer carries `X-Eddy-Connection: <id>` and starts with
 //        `event: connection` / `data: {"id": "<id>"}`; keep-alive events follow. It lasts until
 //        the client closes it (or is killed, or its network drops) or eddyd stops; then the
-//        connection's writes run in the order registered, each with the rules checked for the
-//        identity that registered it, on the data as it is then.
+//        connection's writes run as one change (`OnDisconnectRuns`), with the rules checked for
+//        the identity that registered them, on the data as it is then.
 //   POST /.ondisconnect/<id>.json?ns=NAME  with `{"op": "set"|"update"|"remove", "path", "value"}`
 //        registers a write (validated at once: a bad key or path is refused with 400 naming it,
 //        and nothing is registered); answers `null`. Nothing is written yet.
 //   POST /.ondisconnect/<id>.json?ns=NAME  with `{"op": "cancel", "path"}`
-//        drops the connection's writes at or below the path; answers `{"cancelled": n}`.
+//        forgets the path (the writes at or below it, and what lies there in a write above
+//        it); answers `{"cancelled": n}`, the writes that went.
 //
 // Bounds: 1,000 writes or 16 MiB per connection (400), 256 MiB across all connections, HTTP and
 // native (503). An id that is not open (its connection ended) is 404. On a cluster's follower every
