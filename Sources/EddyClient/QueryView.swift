@@ -252,10 +252,18 @@ final class QueryView: Sendable {
     }
 
     /// What this view shows at `path` (absolute), when it holds the whole location there (a
-    /// plain location, or a query evaluated here) and has the server's data; nil otherwise.
+    /// plain location, a query evaluated here, or a child in the window of a query the server
+    /// evaluates) and has the server's data; nil otherwise.
     func visibleValue(at path: Path) -> Value? {
         self.state.withLock { state in
-            guard state.started, state.local || self.query.spec.isDefault, self.query.path.isAncestorOrSelf(of: path) else { return nil }
+            guard state.started, self.query.path.isAncestorOrSelf(of: path) else { return nil }
+            if !state.local && !self.query.spec.isDefault {
+                // A window of a query the server evaluates holds its children whole (Firebase's
+                // complete children of a query view): a path in one of them is known, the rest not.
+                guard path.depth > self.query.path.depth, case .object(let children) = state.cache,
+                    children[path.keys[self.query.path.depth]] != nil
+                else { return nil }
+            }
             let pending = self.database.pendingWrites.touching(self.query.path).filter { self.shows($0, state) }
             let data = PendingWrites.overlay(state.cache, at: self.query.path, writes: pending)
             return data.child(at: Path(validatedKeys: Array(path.keys.dropFirst(self.query.path.depth))))

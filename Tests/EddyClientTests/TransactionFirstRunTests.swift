@@ -131,4 +131,22 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         #expect(runs.all == ["<null>"], "run once, not again: \(runs.all)")
     }
+
+    /// testTransactionOnQueriedLocationDoesntRunInitiallyOnNull: a child in the window of a
+    /// limited query is held whole, so a transaction on it runs first on its data, not on null.
+    @Test(arguments: ["socket", "http"]) func aTransactionOnAChildOfAQueryRunsFirstOnItsData(transport: String) async throws {
+        let list = self.database(transport, "tx-queried-\(transport)").reference().child("list")
+        try await list.childByAutoId().setValue(["a": 1, "b": 2])
+        let seen = Recorder<String>()
+        let outcome = Recorder<String>()
+        list.queryLimited(toFirst: 1).observe(.childAdded) { snapshot in
+            snapshot.ref.runTransactionBlock({ data in
+                seen.add(String(decoding: try! JSONSerialization.data(withJSONObject: data.value ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]), as: UTF8.self))
+                data.value = nil
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, snapshot in outcome.add("\(error == nil ? "nil" : "\(error!)") \(committed) \(snapshot?.value is NSNull)") }
+        }
+        #expect(try await outcome.wait(for: 1) == ["nil true true"])
+        #expect(seen.all == [#"{"a":1,"b":2}"#], "one run, on the child's data: \(seen.all)")
+    }
 }
