@@ -285,17 +285,20 @@ final class QueryView: Sendable {
 
     /// Applies writes the server makes without sending them here yet (this connection's
     /// onDisconnect writes, once it ended) to the copy, as if their events had come, and raises
-    /// the events. Only a view that holds its whole location takes them (a window of a query
-    /// the server evaluates could not tell what enters it). The view then forgets its log id: it
-    /// loads the server's data in full when it subscribes again, which replaces these.
+    /// the events. A window of a query the server evaluates takes them too, the query then
+    /// evaluated here on the result, as Firebase's clients do: what would enter it from beyond
+    /// the window is not known until the server's data comes. The view then forgets its log
+    /// id: it loads the server's data in full when it subscribes again, which replaces these.
     func showServerWrites(_ puts: [PendingWrite.Put], now: Double) {
         let location = self.query.path
         let relevant = puts.filter { location.isAncestorOrSelf(of: $0.path) || $0.path.isAncestorOrSelf(of: location) }
         guard !relevant.isEmpty else { return }
         self.state.withLock { state in
-            guard state.started, !state.ended, state.local || self.query.spec.isDefault else { return }
+            guard state.started, !state.ended else { return }
             let writes = PendingWrite(id: 0, location: location, puts: relevant, timeMilliseconds: now, silenced: [])
-            state.cache = PendingWrites.overlay(state.cache, at: location, writes: [writes]).normalized()
+            let written = PendingWrites.overlay(state.cache, at: location, writes: [writes]).normalized()
+            let whole = state.local || self.query.spec.isDefault
+            state.cache = whole ? written : LocalQuery.object(LocalQuery.window(written, self.query.spec))
             state.lastLogID = nil
             self.show(&state, first: false, cause: nil)
         }

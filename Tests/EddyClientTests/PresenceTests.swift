@@ -81,6 +81,26 @@ import Testing
         user.goOnline()
     }
 
+    /// Firebase's testOnDisconnectTriggersSingleLocalValueEventForWriterWithQuery: the writer's
+    /// own observer of a query the server evaluates (limitToLast 2) shows the writes once the
+    /// connection ends, with the query evaluated on its window, in one event and while offline.
+    @Test(arguments: ["native", "http"])
+    func theWritersQueryObserverShowsItsOnDisconnectWrites(transport: String) async throws {
+        let user = self.database(self.userURL(transport))
+        let foo = user.reference().child("single-query/\(transport)/foo")
+        let seen = Recorder<[String: String]>()
+        foo.queryLimited(toLast: 2).observe(.value) { seen.add($0.value as? [String: String] ?? [:]) }
+        #expect(try await seen.wait(for: 1) == [[:]])
+        try await foo.onDisconnectSetValue(["bar": "a", "baz": "b"])
+        try await foo.onDisconnectUpdateChildValues(["bam": "c"])
+        try await foo.child("baz").onDisconnectRemoveValue()
+        user.goOffline()
+        #expect(try await seen.wait(for: 2) == [[:], ["bar": "a", "bam": "c"]])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(seen.all.count == 2, "one event: \(seen.all)")
+        user.goOnline()
+    }
+
     /// Firebase's testOnDisconnectCancelWorks: a cancel at foo/baz forgets that child of an
     /// update registered at foo; its other child still runs.
     @Test(arguments: ["native", "http"])
