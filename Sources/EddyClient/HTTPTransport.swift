@@ -53,6 +53,8 @@ final class HTTPTransport: Transport {
         var nextID: UInt64 = 1
         var jobs: [Job] = []
         var running = false
+        /// The running job's request when it is a transaction's write: `goOffline` cancels it.
+        var runningConditionalWrite: URLSessionDataTask?
         var streams: [UInt64: SSEStream] = [:]
         var connected = false
         var retryMilliseconds = 100
@@ -158,7 +160,8 @@ final class HTTPTransport: Transport {
             self.finish(job, .failure(error))
             return
         }
-        self.session.dataTask(with: request) { data, response, error in
+        let task = self.session.dataTask(with: request) { data, response, error in
+            if job.isConditionalWrite { self.state.withLock { $0.runningConditionalWrite = nil } }
             let code = (error as? URLError)?.code
             if error != nil, job.isConditionalWrite, code != .cannotConnectToHost, code != .cannotFindHost {
                 // It may have been applied: as Firebase fails a sent transaction, so does this.
@@ -180,7 +183,9 @@ final class HTTPTransport: Transport {
                 return
             }
             self.finish(job, Self.answer(job, http, data ?? Data()))
-        }.resume()
+        }
+        if job.isConditionalWrite { self.state.withLock { $0.runningConditionalWrite = task } }
+        task.resume()
     }
 
     private func finish(_ job: Job, _ result: Result<(kind: Frame.Kind, payload: Value), DatabaseError>) {
@@ -360,16 +365,19 @@ final class HTTPTransport: Transport {
     }
 
     func goOffline() {
-        let (streams, presence) = self.state.withLock { state -> ([SSEStream], SSEStream?) in
+        let (streams, presence, transaction) = self.state.withLock { state -> ([SSEStream], SSEStream?, URLSessionDataTask?) in
             state.offline = true
             defer {
+                state.runningConditionalWrite = nil
                 state.streams.removeAll()
                 state.presence = nil
                 state.presenceID = nil
                 state.presenceGeneration += 1
             }
-            return (Array(state.streams.values), state.presence)
+            return (Array(state.streams.values), state.presence, state.runningConditionalWrite)
         }
+        // A transaction's write on its way fails with `disconnected`, as on the native protocol.
+        transaction?.cancel()
         // Closing the onDisconnect connection is what makes eddyd run its writes, as Firebase's
         // goOffline does; the observers' streams end first, so none hears their events before the
         // client shows them itself (`Database.showDisconnectWrites`, on the state change).

@@ -113,8 +113,8 @@ import Testing
     /// testPendingTransactionsAreCancelledOnDisconnect: a transaction whose write is on its way
     /// when the connection goes fails (not committed) and is neither run nor sent again once
     /// connected: applied before the loss, it would come back stale and run on its own result.
-    @Test func aTransactionWhoseWriteIsOnItsWayFailsWhenTheConnectionGoes() async throws {
-        let database = self.database("socket", "tx-cancel-on-disconnect")
+    @Test(arguments: ["socket", "http"]) func aTransactionWhoseWriteIsOnItsWayFailsWhenTheConnectionGoes(transport: String) async throws {
+        let database = self.database(transport, "tx-cancel-on-disconnect-\(transport)")
         let ref = database.reference().child("node")
         try await ref.child("a").setValue("initial")
         let runs = Recorder<String>()
