@@ -5,7 +5,9 @@
 // Firebase's hash). When it comes back stale, the block runs again on the server's data (read
 // with its ETag), at most `attemptsMax` runs in all, as Firebase retries. Made offline, the write
 // waits for the connection like any other; a transaction queued offline behind another on its
-// location runs its block at once too, on what the client shows, and is sent in its turn.
+// location runs its block at once too, on what the client shows, and is sent in its turn. A write
+// on its way when the connection goes fails the transaction with `disconnected`, as in Firebase
+// (`ClientConnection`): sent again, it could apply twice.
 
 import EddyModel
 import EddyProtocol
@@ -26,8 +28,8 @@ final class TransactionRun: Sendable {
     /// Whether the written value raises local events before the server answers.
     private let localEvents: Bool
 
-    /// The block's run on the client's data while not connected: what it saw, what it
-    /// returned, and the local write that shows it; taken by the server's first run.
+    /// The block's run made while it waited offline behind an earlier transaction: what it
+    /// saw, what it returned, and the local write that shows it; sent by `runFirst`.
     private struct Provisional {
         let input: Value
         let output: Value
