@@ -195,7 +195,7 @@ let package = Package(
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
         .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
-        .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel"], swiftSettings: swiftSettings),
+        .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",
             dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting", "EddyTree", "EddyIndexes"],

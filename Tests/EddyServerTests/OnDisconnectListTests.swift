@@ -2,6 +2,7 @@
 // budget that every list's writes hold until they are cancelled or taken to run.
 
 import EddyModel
+import EddyTesting
 import Testing
 
 @testable import EddyEngine
@@ -115,5 +116,58 @@ struct OnDisconnectListTests {
             #expect(error.code == .limitExceeded && error.message.contains("onDisconnectCountMax"))
         }
         #expect(list.writes.count == OnDisconnectList.countMax && budget.usedBytes == list.bytes)
+    }
+
+    /// Model-based: random sets, updates, removes and cancels registered on a list and replayed
+    /// (what eddyd makes when the connection ends) give the tree Firebase's client keeps for the
+    /// same calls (remember and forget in order). Prints its seed (`EDDY_SEED` reruns it).
+    @Test func theListReplaysAsFirebasesTreeOfTheSameCalls() throws {
+        let seed = SeededGenerator.seedFromEnvironment()
+        print("OnDisconnectListTests seed \(seed) (rerun with EDDY_SEED=\(seed))")
+        var rng = SeededGenerator(seed: seed)
+        let keys = ["a", "b", "c"]
+        func path() -> Path { Path(validatedKeys: (0..<rng.int(in: 1...3)).map { _ in rng.element(of: keys) }) }
+        func value(_ depth: Int = 0) -> Value {
+            if depth < 2, rng.chance(1, in: 3) {
+                return .object(Dictionary(uniqueKeysWithValues: keys.filter { _ in rng.bool() }.map { ($0, value(depth + 1)) })).normalized()
+            }
+            return .number(Double(rng.int(in: 0..<10)))
+        }
+        for round in 0..<300 {
+            let budget = MemoryBudget(bytesMax: 1 << 20)
+            var list = OnDisconnectList()
+            var model = SparseWriteTree()
+            var calls: [String] = []
+            for _ in 0..<rng.int(in: 1...8) {
+                let at = path()
+                switch rng.int(in: 0..<4) {
+                case 0:
+                    let v = value()
+                    try list.append(try OnDisconnectList.write(.set(at, v), namespace: "default", access: .admin), budget: budget)
+                    model.remember(v, at: at)
+                    calls.append("set \(at) \(JSONWriter.string(v))")
+                case 1:
+                    let members = Dictionary(uniqueKeysWithValues: keys.filter { _ in rng.bool() }.map { ($0, value(1)) })
+                    guard !members.isEmpty else { continue }
+                    let operation = try WriteOperation.update(at: at, body: .object(members))
+                    try list.append(try OnDisconnectList.write(operation, namespace: "default", access: .admin), budget: budget)
+                    for (key, v) in members { model.remember(v.normalized(), at: at.appending(key)) }
+                    calls.append("update \(at) \(JSONWriter.string(.object(members)))")
+                case 2:
+                    try list.append(try OnDisconnectList.write(.remove(at), namespace: "default", access: .admin), budget: budget)
+                    model.remember(.null, at: at)
+                    calls.append("remove \(at)")
+                default:
+                    _ = try list.cancel(namespace: "default", at: at, budget: budget)
+                    model.forget(at)
+                    calls.append("cancel \(at)")
+                }
+            }
+            let replayed = OnDisconnectRuns.replayed(list.takeAll(budget: budget))?.0 ?? SparseWriteTree()
+            let got = replayed.writes().map { "\($0.path)=\(JSONWriter.string($0.value))" }
+            let expected = model.writes().map { "\($0.path)=\(JSONWriter.string($0.value))" }
+            #expect(got == expected, "seed \(seed) round \(round): \(calls)")
+            #expect(budget.usedBytes == 0)
+        }
     }
 }
