@@ -8,8 +8,9 @@
 //   a push is refused), so running it can fail only on the rules or the data as they are then.
 // - Order is registration order; `cancel` removes the writes at or below a location (an update
 //   counts by its location) and keeps the order of the rest. When a write above the location
-//   remains, a cancel step is kept too: replayed, it forgets the location inside that write (an
-//   update's child there, or that part of a set), as Firebase's `cancel` does.
+//   exists, it removes nothing and keeps a cancel step instead: replayed, it forgets the
+//   location in the tree as it then stands (an update's child there, or that part of a set), as
+//   Firebase's `cancel` does.
 // - Bounded: at most `countMax` entries (writes and cancel steps) and `bytesMax` bytes (their
 //   JSON size, approximately); `append` or a `cancel` beyond either is refused with
 //   `limitExceeded` and the list is unchanged. Every list's bytes are also held in one
@@ -76,45 +77,46 @@ struct OnDisconnectList: Sendable {
         self.bytes += write.approximateBytes
     }
 
-    /// Drops the writes of `namespace` at or below `location`; returns how many. Keeps a cancel
-    /// step when a write above `location` remains (see the top of the file).
+    /// Cancels the writes of `namespace` at or below `location`; returns how many. With no
+    /// write above `location` they are dropped (what the replay would make of them). With one,
+    /// the list keeps them and a cancel step instead, which the replay applies where it stands:
+    /// writes below may have changed the value above (a leaf made an object, an object emptied),
+    /// and Firebase's forget splits that value as it then is.
     mutating func cancel(namespace: String, at location: Path, budget: MemoryBudget) throws(EddyError) -> Int {
         let inside: (OnDisconnectWrite) -> Bool = { $0.namespace == namespace && location.isAncestorOrSelf(of: $0.location) }
+        let count = self.writes.filter { write in
+            guard case .write = write.step else { return false }
+            return inside(write)
+        }.count
         let above = self.writes.contains { write in
             guard case .write = write.step, write.namespace == namespace else { return false }
             return write.location.isAncestorOrSelf(of: location) && write.location != location
         }
-        var step: OnDisconnectWrite?
-        if above {
-            let bytes = location.byteCount + 64
-            let remaining = self.writes.count - self.writes.filter(inside).count
-            guard remaining < Self.countMax else {
-                throw EddyError(
-                    .limitExceeded,
-                    "this connection has \(Self.countMax) onDisconnect writes and cancels already (onDisconnectCountMax); cancel at \(location.abbreviated) or above instead")
+        guard above else {
+            var dropped = 0
+            self.writes.removeAll { write in
+                guard inside(write) else { return false }
+                dropped += write.approximateBytes
+                return true
             }
-            guard budget.reserve(bytes) else {
-                throw EddyError(
-                    .busy,
-                    "the onDisconnect writes of all connections hold \(budget.usedBytes) of \(budget.bytesMax) bytes (onDisconnectBytesTotal); retry later")
-            }
-            // (A cancel checks no rules: its access is never used.)
-            step = OnDisconnectWrite(namespace: namespace, step: .cancel(location), access: .unauthenticated, approximateBytes: bytes)
+            self.bytes -= dropped
+            budget.release(dropped)
+            return count
         }
-        var dropped = 0
-        var count = 0
-        self.writes.removeAll { write in
-            guard inside(write) else { return false }
-            dropped += write.approximateBytes
-            if case .write = write.step { count += 1 }
-            return true
+        guard self.writes.count < Self.countMax else {
+            throw EddyError(
+                .limitExceeded,
+                "this connection has \(Self.countMax) onDisconnect writes and cancels already (onDisconnectCountMax); cancel at \(location.abbreviated) or above instead")
         }
-        self.bytes -= dropped
-        budget.release(dropped)
-        if let step {
-            self.writes.append(step)
-            self.bytes += step.approximateBytes
+        let bytes = location.byteCount + 64
+        guard budget.reserve(bytes) else {
+            throw EddyError(
+                .busy,
+                "the onDisconnect writes of all connections hold \(budget.usedBytes) of \(budget.bytesMax) bytes (onDisconnectBytesTotal); retry later")
         }
+        // (A cancel checks no rules: its access is never used.)
+        self.writes.append(OnDisconnectWrite(namespace: namespace, step: .cancel(location), access: .unauthenticated, approximateBytes: bytes))
+        self.bytes += bytes
         return count
     }
 
