@@ -153,7 +153,13 @@ final class QueryView: Sendable {
         case .subscribed:
             self.state.withLock { $0.retryMilliseconds = 100 }
         case .events:
-            self.apply(QueryView.list(payload["events"]))
+            let events = QueryView.list(payload["events"])
+            guard let end = events.firstIndex(where: { $0["kind"] == .string("cancel") }) else {
+                self.apply(events)
+                return
+            }
+            if end > 0 { self.apply(Array(events[..<end])) }
+            self.listenEnded(events[end]["value"])
         case .behind:
             self.resubscribe(after: 0)
         case .error:
@@ -189,6 +195,21 @@ final class QueryView: Sendable {
         guard !ended else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
             self?.subscribe()
+        }
+    }
+
+    /// The server ended the listen with a `cancel` event: a rules change took the read away
+    /// (every observer's cancel block, with permission denied, as Firebase's SDK does), or the
+    /// index its query needs was removed (subscribe again: the server then refuses the query and
+    /// the view evaluates it here, as when the index was never there).
+    private func listenEnded(_ reason: Value) {
+        var message = "the server ended the listen"
+        if case .string(let text) = reason { message = text }
+        if let id = self.state.withLock({ $0.subscription }) { self.database.connection.unsubscribe(id) }
+        if message.hasPrefix("Permission denied") {
+            self.fail(DatabaseError(.permissionDenied, message))
+        } else {
+            self.resubscribe(after: 0)
         }
     }
 

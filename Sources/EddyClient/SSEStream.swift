@@ -1,8 +1,10 @@
 // One subscription of the HTTP transport: a Firebase REST stream (text/event-stream) turned
 // into the native protocol's frames. The answer's headers give `subscribed`; each `put` or
 // `patch` becomes a `value` event with that change and the frame's log id (`id:`), the events
-// parsed from one read arriving as one `events` frame; `cancel` becomes an `error` (or
-// `behind`, when the server says the stream fell behind); the end of the stream `onEnd`.
+// parsed from one read arriving as one `events` frame; `cancel` (its data null, as Firebase's
+// docs say, eddyd's reason in a comment line) becomes a `permissionDenied` error when the rules
+// took the read away, else `behind` (subscribe again from the last id); the end of the stream
+// `onEnd`.
 // Resumes from a log id with `Last-Event-ID`. At most `bufferBytesMax` bytes of an unfinished
 // event are held; more ends the stream.
 
@@ -116,7 +118,7 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
             if case .string(let kind) = event["event"], kind == "cancel" {
                 if !changes.isEmpty { self.deliver(changes) }
                 changes = []
-                self.cancelled(event["data"])
+                self.cancelled(event["comment"] ?? event["data"])
                 return
             }
             changes.append(event)
@@ -168,10 +170,13 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         self.state.withLock { $0.session }?.invalidateAndCancel()
         var message = "the server ended the stream"
         if case .string(let text) = reason { message = text }
-        if message.contains("Last-Event-ID") {
-            self.subscription.onFrame(.behind, .object(["message": .string(message)]))
-        } else {
+        if message.hasPrefix("Permission denied") {
             self.subscription.onFrame(.error, .object(["code": .string("permissionDenied"), "message": .string(message)]))
+        } else {
+            // Fell behind (the reason names the id to resume after), or the query's index went:
+            // subscribe again from the last id; a query the server no longer answers is refused
+            // then, with the reason.
+            self.subscription.onFrame(.behind, .object(["message": .string(message)]))
         }
     }
 
@@ -222,6 +227,9 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
             case "data":
                 if !data.isEmpty { data.append(0x0A) }
                 data += rest
+            case "":
+                // A comment line: eddyd gives a `cancel`'s reason there (its data is null).
+                fields["comment"] = .string(String(decoding: rest, as: UTF8.self))
             default: break
             }
         }

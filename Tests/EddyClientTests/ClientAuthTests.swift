@@ -31,11 +31,11 @@ import Testing
         return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    func setRules() async throws {
+    func setRules(_ document: String = #"{"rules": {"users": {"$uid": {".read": "auth.uid === $uid", ".write": "auth.uid === $uid"}}}}"#) async throws {
         var request = URLRequest(url: URL(string: self.daemon.httpURL + "/.settings/rules.json")!)
         request.httpMethod = "PUT"
         request.setValue("Bearer \(self.admin)", forHTTPHeaderField: "Authorization")
-        request.httpBody = Data(#"{"rules": {"users": {"$uid": {".read": "auth.uid === $uid", ".write": "auth.uid === $uid"}}}}"#.utf8)
+        request.httpBody = Data(document.utf8)
         let (_, response) = try await URLSession.shared.data(for: request)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
     }
@@ -63,5 +63,28 @@ import Testing
         database.setAuthToken(self.admin)
         let bob = try await users.child("bob").getData()
         #expect(!bob.exists(), "the denied write left nothing")
+    }
+
+    /// A rules change that takes an observer's read away cancels it with permission denied, as
+    /// Firebase's SDK does; over HTTP through the stream's `cancel` event (its data null, the
+    /// reason in a comment line).
+    @Test(arguments: ["unix", "http"]) func aRulesChangeThatTakesTheReadAwayCancelsTheObserver(transport: String) async throws {
+        try await self.setRules()
+        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.httpURL)
+        database.callbackQueue = self.queue
+        database.setAuthToken(try self.token("carol"))
+        let carol = database.reference().child("users/carol")
+        try await carol.setValue(["name": "Carol"])
+        let heard = Recorder<String>()
+        carol.observe(.value) { snapshot in
+            heard.add("value \((snapshot.value as? [String: Any])?["name"] as? String ?? "-")")
+        } withCancel: { error in
+            heard.add("cancel \((error as? DatabaseError)?.code.rawValue ?? "\(error)")")
+        }
+        #expect(try await heard.wait(for: 1) == ["value Carol"])
+        try await self.setRules(#"{"rules": {"users": {"$uid": {".read": false, ".write": "auth.uid === $uid"}}}}"#)
+        let after = try await heard.wait(for: 2, seconds: 10)
+        #expect(after == ["value Carol", "cancel permission_denied"], "\(after)")
+        try await self.setRules()
     }
 }

@@ -199,6 +199,31 @@ import Testing
         #expect((equal.children.allObjects as! [DataSnapshot]).map(\.key) == ["p1"])
     }
 
+    /// The index a live query needs is removed from the rules: eddyd ends the listen (a `cancel`
+    /// event), and the view subscribes again, is refused for the missing index and evaluates
+    /// the query itself, so its observers keep hearing another client's writes (they were
+    /// left without events over the native protocol, and cancelled as if denied over HTTP).
+    @Test(arguments: ["unix", "http"]) func aQueryWhoseIndexIsRemovedKeepsItsObservers(transport: String) async throws {
+        try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "dropidx": {"$t": {".indexOn": "n"}}}}"#)
+        let database = transport == "unix" ? self.database() : Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let list = database.reference().child("dropidx/\(transport)")
+        try await list.setValue(["a": ["n": 3], "b": ["n": 1], "c": ["n": 2]])
+        let window = Recorder<[String]>()
+        list.queryOrdered(byChild: "n").queryLimited(toFirst: 2).observe(.value) { snapshot in
+            window.add((snapshot.children.allObjects as! [DataSnapshot]).map(\.key))
+        } withCancel: { error in
+            window.add(["cancel \(error)"])
+        }
+        #expect(try await window.wait(for: 1) == [["b", "c"]])
+        try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true}}"#)
+        let other = Database.database(url: self.daemon.tcpURL)
+        try await other.reference().child("dropidx/\(transport)/a/n").setValue(0)
+        let deadline = Date().addingTimeInterval(30)
+        while window.all.last != ["a", "b"], Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(window.all.last == ["a", "b"], "\(window.all)")
+        #expect(!window.all.contains { $0.first?.hasPrefix("cancel") == true }, "\(window.all)")
+    }
+
     /// Firebase's default order once a query has bounds is priority order; Eddy stores no
     /// priorities, so every child's is null: a null bound narrows by key, a non-null start
     /// selects nothing (FIRDatabaseQueryTests testIntegerKeysBehaveNumerically1,

@@ -204,8 +204,10 @@ def test_streams_are_checked_at_start_and_cancelled_when_rules_change(ruled):
         doc = json.loads(json.dumps(RULES))
         doc["rules"]["users"]["$uid"][".read"] = False
         assert requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data=json.dumps(doc)).status_code == 200
-        event, _, data, _ = stream.next_data()
-        assert (event, data) == ("cancel", "Permission denied")
+        event, _, data, raw = stream.next_data()
+        # Firebase's docs: the data is null; the reason rides in a comment line.
+        assert (event, data) == ("cancel", None)
+        assert raw == "event: cancel\n: Permission denied\ndata: null\n"
     finally:
         stream.close()
         requests.put(ruled.base_url + "/.settings/rules.json", headers=admin(), data=json.dumps(RULES))

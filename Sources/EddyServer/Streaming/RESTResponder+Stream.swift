@@ -9,15 +9,15 @@
 // the live ones; a query stream gets the changes of its result, which the engine derives by
 // rebuilding the state at that id. An id the log cannot answer (unknown, pruned, newer than
 // every entry) gets the full put. A client that falls more than `EventBuffer` allows
-// behind gets `cancel` naming the last id it was sent, and the connection ends; reconnecting
-// with that id resumes without a gap.
+// behind gets `cancel` (its reason, in a comment line, names the last id it was sent), and the
+// connection ends; reconnecting with that id resumes without a gap.
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
 //
 // Access: a client the rules do not let read the location is refused before the stream starts,
 // `401 {"error": "Permission denied"}` as a denied GET (firebase-admin's `listen()` then raises
 // `UnauthenticatedError`; an EventSource reports an error); a stream whose read the rules stop
-// allowing (a rules change) gets `cancel` with
-// "Permission denied"; a stream opened with an ID token gets `auth_revoked` when the token
+// allowing (a rules change) gets `cancel` (data `null`, as Firebase's docs say, the reason
+// "Permission denied" in a comment line); a stream opened with an ID token gets `auth_revoked` when the token
 // expires (reconnect with a fresh one), as Firebase's REST streaming does.
 
 import Foundation

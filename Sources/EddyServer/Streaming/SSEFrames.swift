@@ -5,7 +5,9 @@
 //   event: put            data: {"path":"/a/b","data":<value>}   the value at a path replaced
 //   event: patch          data: {"path":"/a","data":{k: v, ...}} children merged (null deletes)
 //   event: keep-alive     data: null
-//   event: cancel         data: "<reason>"                        the listen ended
+//   event: cancel         data: null                              the listen ended; the reason
+//                                                                  rides in a comment line
+//                                                                  (`: <reason>`) before the data
 //   event: auth_revoked   data: credential is no longer valid    (plain text) the token expired
 // Paths are relative to the listened location. Beyond Firebase, every put/patch caused by a log
 // entry carries `id: <log id>` (and the first put the id it is current after), so a client can
@@ -34,10 +36,14 @@ enum SSEFrames {
     /// JSON: firebase-admin reconnects on exactly `credential is no longer valid`.
     static let authRevoked = Array("event: auth_revoked\ndata: credential is no longer valid\n\n".utf8)
 
+    /// Firebase's REST docs give `cancel` the data `null`, and firebase-admin drops an event
+    /// whose data is `null` (any other data reaches the callback, whose `event.data` then fails):
+    /// it then sees the stream end and reconnects with `Last-Event-ID`. Eddy's reason (which
+    /// names the id to resume after when the stream fell behind) goes in an SSE comment line,
+    /// which every SSE parser skips.
     static func cancel(_ reason: String) -> [UInt8] {
-        var data: [UInt8] = []
-        JSONWriter.writeString(reason, into: &data)
-        return self.frame(event: "cancel", id: nil, data: data)
+        let oneLine = reason.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return Array("event: cancel\n: \(oneLine)\ndata: null\n\n".utf8)
     }
 
     private static func body(path: String, data: [UInt8]) -> [UInt8] {
