@@ -17,10 +17,25 @@ import Testing
         try self.daemon.start()
     }
 
+    private func url(_ transport: String, _ namespace: String) -> String {
+        transport == "http" ? self.daemon.httpURL + "/?ns=\(namespace)" : self.daemon.socketURL + "?ns=\(namespace)"
+    }
+
     /// A fresh instance on its own namespace, over the native socket or HTTP.
     func database(_ transport: String, _ namespace: String) -> Database {
-        let url = transport == "http" ? self.daemon.httpURL + "/?ns=\(namespace)" : self.daemon.socketURL + "?ns=\(namespace)"
-        return Database.database(url: url, callingBackOn: self.queue)
+        Database.database(url: self.url(transport, namespace), callingBackOn: self.queue)
+    }
+
+    /// A second client of the same namespace: another app's instance, with its own connection
+    /// and nothing loaded.
+    func otherClient(_ transport: String, _ namespace: String) -> Database {
+        let app = FirebaseApp.app(name: namespace) ?? {
+            FirebaseApp.configure(name: namespace, options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
+            return FirebaseApp.app(name: namespace)!
+        }()
+        let database = Database.database(app: app, url: self.url(transport, namespace))
+        database.callbackQueue = self.queue
+        return database
     }
 
     /// testUseTransactionToCreateANodeMakeSureExactlyOneEventIsReceived: an observer added just
@@ -66,14 +81,7 @@ import Testing
     @Test(arguments: ["socket", "http"]) func aSetAbortsASentTransactionThatComesBackStale(transport: String) async throws {
         let writer = self.database(transport, "tx-stale-set-\(transport)")
         try await writer.reference().child("node").setValue(5)
-        let app = FirebaseApp.app(name: "tx-stale-set-\(transport)") ?? {
-            FirebaseApp.configure(name: "tx-stale-set-\(transport)", options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
-            return FirebaseApp.app(name: "tx-stale-set-\(transport)")!
-        }()
-        let url = transport == "http" ? self.daemon.httpURL + "/?ns=tx-stale-set-\(transport)" : self.daemon.socketURL + "?ns=tx-stale-set-\(transport)"
-        let reader = Database.database(app: app, url: url)
-        reader.callbackQueue = self.queue
-        let ref = reader.reference().child("node")
+        let ref = self.otherClient(transport, "tx-stale-set-\(transport)").reference().child("node")
         let seen = Recorder<String>()
         let outcome = Recorder<String>()
         ref.runTransactionBlock({ data in
@@ -92,13 +100,7 @@ import Testing
     @Test(arguments: ["socket", "http"]) func aFirstRunOnNullIsRunAgainOnTheServersData(transport: String) async throws {
         let writer = self.database(transport, "tx-null-first-\(transport)")
         try await writer.reference().child("counter").setValue(5)
-        let app = FirebaseApp.app(name: "tx-null-first-\(transport)") ?? {
-            FirebaseApp.configure(name: "tx-null-first-\(transport)", options: FirebaseOptions(googleAppID: "1:1:ios:1", gcmSenderID: "1"))
-            return FirebaseApp.app(name: "tx-null-first-\(transport)")!
-        }()
-        let url = transport == "http" ? self.daemon.httpURL + "/?ns=tx-null-first-\(transport)" : self.daemon.socketURL + "?ns=tx-null-first-\(transport)"
-        let reader = Database.database(app: app, url: url)
-        reader.callbackQueue = self.queue
+        let reader = self.otherClient(transport, "tx-null-first-\(transport)")
         let seen = Recorder<String>()
         let (committed, snapshot) = try await reader.reference().child("counter").runTransactionBlock { data in
             seen.add("\(data.value ?? "nil")")
