@@ -67,10 +67,12 @@ import Testing
             data.value = "hi!"
             return TransactionResult.success(withValue: data)
         }) { error, committed, _ in outcome.add("\(error == nil ? "nil" : "\(error!)") \(committed)") }
-        ref.setValue("foo") { _, _ in }
-        ref.setValue("bar") { _, _ in }
+        let setsDone = Recorder<String>()
+        ref.setValue("foo") { error, _ in setsDone.add(error.map { "\($0)" } ?? "nil") }
+        ref.setValue("bar") { error, _ in setsDone.add(error.map { "\($0)" } ?? "nil") }
         #expect(try await outcome.wait(for: 1) == ["nil true"])
         #expect(seen.all == ["<null>"])
+        #expect(try await setsDone.wait(for: 2) == ["nil", "nil"])
         #expect(try await ref.getData().value as? String == "bar")
     }
 
@@ -89,9 +91,11 @@ import Testing
             data.value = 72
             return TransactionResult.success(withValue: data)
         }) { error, committed, _ in outcome.add("\((error as? DatabaseError)?.code.rawValue ?? "nil") \(committed)") }
-        ref.setValue(32) { _, _ in }
+        let setDone = Recorder<String>()
+        ref.setValue(32) { error, _ in setDone.add(error.map { "\($0)" } ?? "nil") }
         #expect(try await outcome.wait(for: 1) == ["set false"])
         #expect(seen.all == ["<null>"], "aborted before a second run: \(seen.all)")
+        #expect(try await setDone.wait(for: 1) == ["nil"])
         #expect(try await writer.reference().child("node").getData().value as? Int == 32)
     }
 
