@@ -39,8 +39,6 @@ final class TransactionRun: Sendable {
     /// The local write of a run whose write came back stale: shown until the next run's write
     /// takes its place, or taken back when the transaction ends without one.
     private let staleWrite = Mutex<PendingWrite?>(nil)
-    /// The block ran on the client's data already (once per transaction).
-    private let ranOnCachedData = Mutex(false)
     /// Its place in the database's `TransactionQueue`, once queued.
     private let queueID = Mutex<UInt64?>(nil)
     /// Whether it left its queue's wait (`start` ran once).
@@ -80,12 +78,9 @@ final class TransactionRun: Sendable {
         // results included), and shows its result; it is sent in its turn.
         guard self.localEvents, !self.started.withLock({ $0 }), !database.info.isConnected else { return }
         database.deliver {
+            // Its start delivers `runFirst` on this same queue, after this: a start that came
+            // first leaves nothing to do here.
             guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }), let cached = database.cachedValue(of: self.ref) else { return }
-            let first = self.ranOnCachedData.withLock { ran in
-                defer { ran = true }
-                return !ran
-            }
-            guard first else { return }
             _ = self.showRun(on: cached)
         }
     }
@@ -183,7 +178,6 @@ final class TransactionRun: Sendable {
             self.write(provisional.output, over: provisional.input, etag: ETag.of(provisional.input), replacing: provisional.write)
             return
         }
-        self.ranOnCachedData.withLock { $0 = true }
         let held = (self.ref.database.cachedValue(of: self.ref) ?? .null).normalized()
         guard let output = self.runBlock(on: held) else { return }
         self.write(output, over: held, etag: ETag.of(held), replacing: nil)
