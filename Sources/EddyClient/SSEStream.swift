@@ -2,9 +2,8 @@
 // into the native protocol's frames. The answer's headers give `subscribed`; each `put` or
 // `patch` becomes a `value` event with that change and the frame's log id (`id:`), the events
 // parsed from one read arriving as one `events` frame; `cancel` (its data null, as Firebase's
-// docs say, eddyd's reason in a comment line) becomes a `permissionDenied` error when the rules
-// took the read away, else `behind` (subscribe again from the last id); the end of the stream
-// `onEnd`.
+// docs say, eddyd's reason in a comment line) becomes the native protocol's `cancel` event with
+// that reason; the end of the stream `onEnd`.
 // Resumes from a log id with `Last-Event-ID`. At most `bufferBytesMax` bytes of an unfinished
 // event are held; more ends the stream.
 
@@ -168,16 +167,10 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         }
         guard first else { return }
         self.state.withLock { $0.session }?.invalidateAndCancel()
-        var message = "the server ended the stream"
-        if case .string(let text) = reason { message = text }
-        if message.hasPrefix("Permission denied") {
-            self.subscription.onFrame(.error, .object(["code": .string("permissionDenied"), "message": .string(message)]))
-        } else {
-            // Fell behind (the reason names the id to resume after), or the query's index went:
-            // subscribe again from the last id; a query the server no longer answers is refused
-            // then, with the reason.
-            self.subscription.onFrame(.behind, .object(["message": .string(message)]))
-        }
+        // The native protocol's shape, a `cancel` event with the reason: the view decides what
+        // it means (`QueryView.listenEnded`).
+        let message: Value = if case .string = reason { reason } else { .string("the server ended the stream") }
+        self.subscription.onFrame(.events, .object(["events": .object(["0": .object(["kind": .string("cancel"), "value": message])])]))
     }
 
     /// One `events` frame of `value` events, one per put/patch.
