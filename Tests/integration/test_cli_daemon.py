@@ -5,6 +5,7 @@ and offline work when no daemon answers."""
 
 import json
 import subprocess
+import socket
 import time
 
 import pytest
@@ -182,3 +183,23 @@ def test_request_log_lines(daemon_factory):
     log = open(daemon.log_path).read()
     assert "request eddy.method=GET eddy.ms=" in log and "eddy.path=/a.json" in log and "eddy.status=200" in log
     assert "not-in-the-log" not in log
+
+
+def test_request_log_names_a_stalled_body_408(daemon_factory):
+    """A body that stops short of its Content-Length is answered 408 (`HTTPTimeoutState`); the
+    request's log line says 408 too, not 400 for the body the timeout cut short."""
+    daemon = daemon_factory("--log-requests", "--http-body-timeout-seconds", "1")
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(b"PUT /stalled.json HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer[:200]
+    assert answer.count(b"HTTP/1.1") == 1, answer
+    deadline = time.monotonic() + 10
+    while b"eddy.path=/stalled.json" not in open(daemon.log_path, "rb").read():
+        assert time.monotonic() < deadline, daemon.log_tail()
+        time.sleep(0.05)
+    line = next(l for l in open(daemon.log_path).read().splitlines() if "eddy.path=/stalled.json" in l)
+    assert "eddy.status=408" in line, line
+    assert requests.get(daemon.url("/stalled")).json() is None

@@ -160,10 +160,19 @@ final class HTTPTimeoutState {
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
         buffer.writeString(head)
         buffer.writeBytes(body)
+        // A handler reading the stalled body learns why it ended (its answer is the 408 below,
+        // and `--log-requests` logs that, not a malformed body).
+        if self.reading == .body { context.fireErrorCaught(HTTPRequestTimedOut(reason: reason)) }
         self.reading = .idle
         self.answersOwed = 0
         context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
     }
+}
+
+/// The request's body stopped arriving: the connection answered 408 and closes.
+struct HTTPRequestTimedOut: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { "request timed out: \(self.reason)" }
 }
 
 /// At the front of the pipeline: notes every arrival of bytes, and writes the 408.

@@ -127,6 +127,11 @@ public struct RESTResponder: HTTPResponder {
                 RESTError(
                     status: 413,
                     message: "request body is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max"))
+        } catch let error as HTTPRequestTimedOut {
+            // The 408 is already written (`HTTPTimeoutState`); this answer only names it.
+            var refusal = RESTError(status: 408, message: error.description)
+            refusal.closesConnection = true
+            return Self.error(refusal)
         } catch let error as HTTPParserError {
             // The client's framing is broken (a bad chunk size, a chunk without its CRLF, a body
             // cut short): a client error; 5xx means a server fault only.
