@@ -110,11 +110,18 @@ import Testing
         }
     }
 
-    @Test func clientEventsMatchTheReferenceModel() async throws {
+    /// The transports the writing client and the other client use: the native protocol (Unix
+    /// socket and TCP), and HTTP for both (REST and SSE, as after Firebase's `useEmulator`).
+    enum Transports: String, CaseIterable, CustomTestStringConvertible {
+        case native, http
+        var testDescription: String { self.rawValue }
+    }
+
+    @Test(arguments: Transports.allCases) func clientEventsMatchTheReferenceModel(_ transports: Transports) async throws {
         let seed = ProcessInfo.processInfo.environment["EDDY_CLIENT_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        print("ClientModelTests seed \(seed) (rerun with EDDY_CLIENT_MODEL_SEED=\(seed))")
+        print("ClientModelTests \(transports) seed \(seed) (rerun with EDDY_CLIENT_MODEL_SEED=\(seed))")
         var g = SeededGenerator(seed: seed)
-        let database = Database.database(url: self.daemon.socketURL)
+        let database = Database.database(url: transports == .native ? self.daemon.socketURL : self.daemon.httpURL)
         database.callbackQueue = self.queue
         let location = Path(validatedKeys: ["model", "items"])
         let list = database.reference().child("model/items")
@@ -140,7 +147,8 @@ import Testing
             }
         }
         // Another client observes the plain location: it hears only the server's batches.
-        let remoteDatabase = Database.database(url: self.daemon.tcpURL)
+        // Over HTTP a second instance needs a URL of its own (instances are kept per URL).
+        let remoteDatabase = Database.database(url: transports == .native ? self.daemon.tcpURL : self.daemon.httpURL.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
         remoteDatabase.callbackQueue = self.queue
         let remote = EventLog()
         let remoteList = remoteDatabase.reference().child("model/items")
