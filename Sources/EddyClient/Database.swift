@@ -399,9 +399,13 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The server answered the write. Refused (`logID` nil), it leaves the waiting writes and
-    /// the views take it back. Accepted, the views' server copies already hold it (eddyd sends a
-    /// write's events before its answer), so they show no change, unless a server value was
-    /// estimated; it stays only for views still catching up, and the list is pruned now and then.
+    /// the views take it back. Accepted, the views' server copies usually hold it already
+    /// (eddyd sends a write's events before its answer), so they show no change. They look
+    /// again when a server value was estimated, or when the server's data moved on before the
+    /// answer came: another client's write of the same location, committed after this one,
+    /// whose events arrived while this write was still shown over them (Firebase's clients
+    /// raise those events when the write is acknowledged, too). The write stays only for
+    /// views still catching up, and the list is pruned now and then.
     func endLocalWrite(_ write: PendingWrite, logID: String?, streamed: Bool = false) {
         guard let logID else {
             self.pendingWrites.remove(write.id)
@@ -417,8 +421,9 @@ public final class Database: NSObject, Sendable {
         // (which holds it) instead of showing it again over newer data.
         let viewsNow = self.views(touching: write.location)
         if let answered = self.pendingWrites.write(write.id), !viewsNow.contains(where: { $0.needs(answered) }) {
+            let changed = write.estimated ? viewsNow : viewsNow.filter { $0.showsOtherwiseWithout(answered) }
             self.pendingWrites.remove(write.id)
-            if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
+            for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
             return
         }
         if streamed {
@@ -426,7 +431,10 @@ public final class Database: NSObject, Sendable {
             return
         }
         if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
-        if write.estimated { self.refreshViews(touching: write.location, cause: nil) }
+        // Views still catching up show it yet; the live ones look again if their data moved on.
+        let answered = self.pendingWrites.write(write.id) ?? write
+        let changed = write.estimated ? viewsNow : viewsNow.filter { view in !view.needs(answered) && view.showsOtherwiseWithout(answered) }
+        for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
     }
 
     /// Over HTTP: takes an answered write back from the views once their streams passed it, or

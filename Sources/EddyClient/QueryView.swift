@@ -335,6 +335,28 @@ final class QueryView: Sendable {
         self.state.withLock { state in state.started || state.valueShownFromWrites ? state.shownValue : nil }
     }
 
+    /// Whether taking the answered `write` off this view can change what it shows: its server
+    /// copy does not hold the write's values (a later change came from the server before the
+    /// answer: another client's write of the same location, committed after this one), or
+    /// other waiting writes lie under or over it. Otherwise the copy already shows the write.
+    func showsOtherwiseWithout(_ write: PendingWrite) -> Bool {
+        let location = self.query.path
+        let others = self.database.pendingWrites.touching(location)
+        return self.state.withLock { state in
+            guard state.started, !state.ended else { return false }
+            if others.contains(where: { $0.id != write.id && self.shows($0, state) }) { return true }
+            return write.puts.contains { put in
+                if location.isAncestorOrSelf(of: put.path) {
+                    let below = Path(validatedKeys: Array(put.path.keys.dropFirst(location.depth)))
+                    return state.cache.child(at: below) != put.value.normalized()
+                }
+                guard put.path.isAncestorOrSelf(of: location) else { return false }
+                let below = Path(validatedKeys: Array(location.keys.dropFirst(put.path.depth)))
+                return put.value.normalized().child(at: below) != state.cache
+            }
+        }
+    }
+
     /// Whether this view still shows `write` on top of its server copy.
     func needs(_ write: PendingWrite) -> Bool {
         self.state.withLock { state in self.shows(write, state) }
