@@ -428,10 +428,11 @@ public final class Database: NSObject, Sendable {
         }
         if streamed {
             self.takeBackOnceStreamed(write)
-            return
+        } else if write.estimated || acknowledged >= 256 {
+            self.pruneAcknowledgedWrites()
         }
-        if write.estimated || acknowledged >= 256 { self.pruneAcknowledgedWrites() }
-        // Views still catching up show it yet; the live ones look again if their data moved on.
+        // Views still catching up (over HTTP: whose streams have not passed it) show it yet; the
+        // others look again if their data moved on.
         let answered = self.pendingWrites.write(write.id) ?? write
         let changed = write.estimated ? viewsNow : viewsNow.filter { view in !view.needs(answered) && view.showsOtherwiseWithout(answered) }
         for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
@@ -444,7 +445,11 @@ public final class Database: NSObject, Sendable {
     private func takeBackOnceStreamed(_ write: PendingWrite) {
         DispatchQueue.global().asyncAfter(deadline: .now() + PendingWrite.streamedGraceSeconds + 0.05) { [weak self] in
             guard let self, let answered = self.pendingWrites.write(write.id) else { return }
-            if self.views(touching: write.location).contains(where: { $0.needs(answered) }) {
+            let views = self.views(touching: write.location)
+            if views.contains(where: { $0.needs(answered) }) {
+                // Views whose grace ran out without their stream passing it stop showing it now.
+                let changed = views.filter { !$0.needs(answered) && $0.showsOtherwiseWithout(answered) }
+                for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
                 self.takeBackOnceStreamed(write)
                 return
             }
@@ -480,11 +485,22 @@ public final class Database: NSObject, Sendable {
         check()
     }
 
-    /// Drops the acknowledged writes that no view catching up needs.
+    /// Drops the acknowledged writes that no view catching up needs. A view that showed one
+    /// until now (its stream passed it, or its grace ran out, while another view still needed
+    /// it) looks again if its data moved on since.
     func pruneAcknowledgedWrites() {
         guard !self.pendingWrites.isEmpty else { return }
         let views = self.state.withLock { Array($0.views.values) }
-        self.pendingWrites.prune { write in views.contains { $0.needs(write) } }
+        let pruned = self.pendingWrites.prune { write in views.contains { $0.needs(write) } }
+        guard !pruned.isEmpty else { return }
+        let changed = views.filter { view in
+            pruned.contains { write in
+                let location = view.query.path
+                return (location.isAncestorOrSelf(of: write.location) || write.location.isAncestorOrSelf(of: location))
+                    && view.showsOtherwiseWithout(write)
+            }
+        }
+        for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
     }
 
     /// The views of locations at, above or below `location`.

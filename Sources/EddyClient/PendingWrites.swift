@@ -93,14 +93,21 @@ final class PendingWrites: Sendable {
         }
     }
 
-    /// Drops the acknowledged writes `needed` says no view needs any more.
-    func prune(_ needed: (PendingWrite) -> Bool) {
+    /// Drops the acknowledged writes `needed` says no view needs any more; returns them.
+    @discardableResult
+    func prune(_ needed: (PendingWrite) -> Bool) -> [PendingWrite] {
         let acknowledged = self.state.withLock { $0.byID.values.filter { $0.acknowledged != nil } }
-        let unneeded = acknowledged.filter { !needed($0) }.map(\.id)
-        guard !unneeded.isEmpty else { return }
-        self.state.withLock { state in
-            for id in unneeded where state.byID.removeValue(forKey: id) != nil { state.acknowledged -= 1 }
+        let unneeded = acknowledged.filter { !needed($0) }
+        guard !unneeded.isEmpty else { return [] }
+        return self.state.withLock { state in
+            var removed: [PendingWrite] = []
+            for write in unneeded {
+                guard let gone = state.byID.removeValue(forKey: write.id) else { continue }
+                state.acknowledged -= 1
+                removed.append(gone)
+            }
             Self.compact(&state)
+            return removed
         }
     }
 

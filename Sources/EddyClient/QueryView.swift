@@ -65,7 +65,8 @@ final class QueryView: Sendable {
         /// A value event was raised before the server's first batch, from a waiting write that
         /// replaced the location whole (`writesDetermine`).
         var valueShownFromWrites = false
-        /// False from each (re)subscribe until its first batch is applied.
+        /// False from each loss of the subscription (and each subscribe) until the first batch
+        /// of the next is applied.
         var caughtUp = false
         var lastLogID: String?
         /// When the last events frame arrived: a stream still delivering older entries is
@@ -190,6 +191,10 @@ final class QueryView: Sendable {
     private func resubscribe(after milliseconds: Int) {
         let ended = self.state.withLock { state -> Bool in
             state.subscription = nil
+            // Not caught up from now until the new subscription's first batch: the server's
+            // events of this client's writes answered meanwhile do not reach the copy, so the
+            // view shows those writes until then (`shows`).
+            state.caughtUp = false
             return state.ended
         }
         guard !ended else { return }

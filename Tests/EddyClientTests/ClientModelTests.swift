@@ -5,7 +5,7 @@
 // server's own events must add nothing. For limit windows (where the client cannot see past
 // the window until the server answers), the events must replay to the window the value events
 // show, and end at the reference's window; the Realm change sets must replay likewise. The
-// seed is printed; rerun one with EDDY_CLIENT_MODEL_SEED.
+// seed is printed; rerun one with EDDY_CLIENT_MODEL_SEED (and EDDY_CLIENT_MODEL_WRITES steps).
 
 import Dispatch
 import EddyModel
@@ -185,7 +185,9 @@ import Testing
             if Int.random(in: 0..<5, using: &g) > 0 { child["score"] = .number(Double(Int.random(in: 0..<10, using: &g))) }
             return .object(child)
         }
-        let writes = 300
+        // 150 steps per transport in `make test`, where every suite runs at once on 2 cores;
+        // EDDY_CLIENT_MODEL_WRITES runs more.
+        let writes = ProcessInfo.processInfo.environment["EDDY_CLIENT_MODEL_WRITES"].flatMap(Int.init) ?? 150
         for step in 0..<writes {
             let before = model.root
             let key = keys[Int.random(in: 0..<keys.count, using: &g)]
@@ -199,18 +201,41 @@ import Testing
                 // takes the server's result; the events of this step are only checked to replay
                 // consistently and to end there.
                 exact = false
-                let mine = keys.shuffled(using: &g).prefix(3)
-                let theirs = keys.shuffled(using: &g).prefix(3)
-                let values = (0..<6).map { _ in randomChild() }
-                description = "both clients set \(Array(mine)) and \(Array(theirs)) at once"
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for (k, v) in zip(mine, values) {
-                        let value = FoundationValue.foundation(v)
-                        group.addTask { _ = try await list.child(k).setValue(value) }
+                // Six writes, three from each client, each a set, a remove, a score or an update of
+                // two children, on keys drawn apart for each (so some are the same).
+                var writes: [(remote: Bool, path: String, values: [String: Value])] = []
+                for i in 0..<6 {
+                    let k = keys[Int.random(in: 0..<keys.count, using: &g)]
+                    switch Int.random(in: 0..<4, using: &g) {
+                    case 0: writes.append((i >= 3, k, ["": randomChild()]))
+                    case 1: writes.append((i >= 3, k, ["": .null]))
+                    case 2: writes.append((i >= 3, k, ["score": .number(Double(Int.random(in: 0..<10, using: &g)))]))
+                    default:
+                        let other = keys[Int.random(in: 0..<keys.count, using: &g)]
+                        var children = [k: randomChild()]
+                        children[other] = randomChild()
+                        writes.append((i >= 3, "", children))
                     }
-                    for (k, v) in zip(theirs, values.suffix(3)) {
-                        let value = FoundationValue.foundation(v)
-                        group.addTask { _ = try await remoteList.child(k).setValue(value) }
+                }
+                description = "both clients write at once: \(writes.map { "\($0.remote ? "other" : "this") \($0.path) \($0.values.keys.sorted())" })"
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for write in writes {
+                        let base = write.path.isEmpty ? (write.remote ? remoteList : list) : (write.remote ? remoteList : list).child(write.path)
+                        if let whole = write.values[""] {
+                            if whole == .null {
+                                group.addTask { _ = try await base.removeValue() }
+                            } else {
+                                let value = FoundationValue.foundation(whole)
+                                group.addTask { _ = try await base.setValue(value) }
+                            }
+                        } else if write.path.isEmpty {
+                            let update = FoundationValue.foundation(.object(write.values)) as! [String: Any]
+                            group.addTask { _ = try await base.updateChildValues(update) }
+                        } else {
+                            let (k, v) = write.values.first!
+                            let value = FoundationValue.foundation(v)
+                            group.addTask { _ = try await base.child(k).setValue(value) }
+                        }
                     }
                     try await group.waitForAll()
                 }
@@ -283,6 +308,10 @@ import Testing
         #expect(remote.replayErrors.count == 0, "the other client: \(remote.replayErrors.prefix(3)) (seed \(seed))")
         #expect(remote.events.filter { $0.kind == .value }.count > writes / 2, "the other client heard the changes")
         withExtendedLifetime(tokens) {}
+        // Instances are kept per URL for the process: once this suite's eddyd is gone, they must
+        // not reconnect to another suite's eddyd that reuses its port.
+        database.goOffline()
+        remoteDatabase.goOffline()
     }
 
     /// Waits until the child events of every unlimited view replay to `root`'s window: a change

@@ -50,8 +50,13 @@ import Testing
         let secondSeen = Recorder<String>()
         first.reference(withPath: "race/k").observe(.value) { firstSeen.add("\($0.value ?? "nil")") }
         second.reference(withPath: "race/k").observe(.value) { secondSeen.add("\($0.value ?? "nil")") }
+        // A second view of the first client over the same location (over HTTP its own stream,
+        // which may pass the writes at another time than the first view's).
+        let parentSeen = Recorder<String>()
+        first.reference(withPath: "race").observe(.value) { parentSeen.add("\($0.childSnapshot(forPath: "k").value ?? "nil")") }
         _ = try await firstSeen.wait(for: 1)
         _ = try await secondSeen.wait(for: 1)
+        _ = try await parentSeen.wait(for: 1)
         for round in 0..<30 {
             async let a: DatabaseReference = first.reference(withPath: "race/k").setValue("first-\(round)")
             async let b: DatabaseReference = second.reference(withPath: "race/k").setValue("second-\(round)")
@@ -59,11 +64,15 @@ import Testing
             let server = try await self.serverValue(transport, "race/k")
             let expected = server.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
             #expect(expected.hasSuffix("-\(round)"), "the server holds one of this round's writes: \(server)")
-            for (name, seen) in [("first", firstSeen), ("second", secondSeen)] {
+            for (name, seen) in [("first", firstSeen), ("second", secondSeen), ("first's parent view", parentSeen)] {
                 let deadline = Date().addingTimeInterval(60)
                 while seen.all.last != expected, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
                 #expect(seen.all.last == expected, "round \(round): the \(name) client shows \(seen.all.last ?? "nothing"), the server holds \(expected)")
             }
         }
+        // Instances are kept per URL for the process: once this suite's eddyd is gone, they must
+        // not reconnect to another suite's eddyd that reuses its port.
+        first.goOffline()
+        second.goOffline()
     }
 }
