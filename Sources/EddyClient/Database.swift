@@ -494,11 +494,7 @@ public final class Database: NSObject, Sendable {
         let pruned = self.pendingWrites.prune { write in views.contains { $0.needs(write) } }
         guard !pruned.isEmpty else { return }
         let changed = views.filter { view in
-            pruned.contains { write in
-                let location = view.query.path
-                return (location.isAncestorOrSelf(of: write.location) || write.location.isAncestorOrSelf(of: location))
-                    && view.showsOtherwiseWithout(write)
-            }
+            pruned.contains { write in view.query.path.overlaps(write.location) && view.showsOtherwiseWithout(write) }
         }
         for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
     }
@@ -506,7 +502,7 @@ public final class Database: NSObject, Sendable {
     /// The views of locations at, above or below `location`.
     private func views(touching location: Path) -> [QueryView] {
         self.state.withLock { state in
-            state.views.values.filter { $0.query.path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: $0.query.path) }
+            state.views.values.filter { $0.query.path.overlaps(location) }
         }
     }
 

@@ -151,7 +151,7 @@ final class PendingWrites: Sendable {
             guard !state.byID.isEmpty else { return [] }
             return state.order.compactMap { id in
                 guard let write = state.byID[id] else { return nil }
-                return write.location.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: write.location) ? write : nil
+                return write.location.overlaps(location) ? write : nil
             }
         }
     }

@@ -317,7 +317,7 @@ final class QueryView: Sendable {
     /// id: it loads the server's data in full when it subscribes again, which replaces these.
     func showServerWrites(_ puts: [PendingWrite.Put], now: Double) {
         let location = self.query.path
-        let relevant = puts.filter { location.isAncestorOrSelf(of: $0.path) || $0.path.isAncestorOrSelf(of: location) }
+        let relevant = puts.filter { location.overlaps($0.path) }
         guard !relevant.isEmpty else { return }
         self.state.withLock { state in
             guard state.started, !state.ended else { return }

@@ -43,7 +43,7 @@ final class TransactionQueue: Sendable {
             let id = state.nextID
             state.nextID += 1
             state.entries.append(Entry(id: id, location: location, start: start, abort: abort))
-            let blocked = state.entries.dropLast().contains { Self.overlap($0.location, location) }
+            let blocked = state.entries.dropLast().contains { $0.location.overlaps(location) }
             if !blocked { state.entries[state.entries.count - 1].started = true }
             return (id, !blocked)
         }
@@ -62,14 +62,9 @@ final class TransactionQueue: Sendable {
     /// told to abort (each decides how, by how far it got).
     func abort(overlapping paths: [Path], with error: DatabaseError) {
         let aborts = self.state.withLock { state in
-            state.entries.filter { entry in paths.contains { Self.overlap($0, entry.location) } }.map(\.abort)
+            state.entries.filter { entry in paths.contains { $0.overlaps(entry.location) } }.map(\.abort)
         }
         for abort in aborts { abort(error) }
-    }
-
-    /// Whether two locations are at, above or below each other.
-    private static func overlap(_ a: Path, _ b: Path) -> Bool {
-        a.isAncestorOrSelf(of: b) || b.isAncestorOrSelf(of: a)
     }
 
     /// Marks started, and returns, the entries no earlier entry overlaps.
@@ -77,7 +72,7 @@ final class TransactionQueue: Sendable {
         var ready: [@Sendable () -> Void] = []
         for i in state.entries.indices where !state.entries[i].started {
             let location = state.entries[i].location
-            let blocked = state.entries[..<i].contains { Self.overlap($0.location, location) }
+            let blocked = state.entries[..<i].contains { $0.location.overlaps(location) }
             guard !blocked else { continue }
             state.entries[i].started = true
             ready.append(state.entries[i].start)
