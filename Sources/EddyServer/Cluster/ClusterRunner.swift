@@ -76,6 +76,18 @@ public enum ClusterRunner {
                 return (try? data.engine(namespace: DataDirectory.defaultNamespace, create: false).newestTerm) ?? onDiskTerm
             },
             onChange: { events.continuation.yield(.role($0)) })
+        // The node's own signal handling: a run's service group traps SIGTERM and SIGINT while it
+        // runs, but between runs (no leader elected yet, a role change, a follower run starting
+        // again) they would be ignored (ServiceLifecycle leaves them SIG_IGN), so the node listens
+        // to them for its whole life too. Trapped before the election starts: a SIGTERM as soon
+        // as the node tries etcd must end it cleanly, not by the signal's default action.
+        let signalSequence = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let signals = Task {
+            for await _ in signalSequence {
+                events.continuation.yield(.terminate)
+            }
+        }
+        defer { signals.cancel() }
         // Finished when the election's thread ends (after a graceful stop, its lease revoked).
         let electionEnded = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         Thread.detachNewThread {
@@ -137,16 +149,6 @@ public enum ClusterRunner {
             }
         }
 
-        // The node's own signal handling: a run's service group traps SIGTERM and SIGINT while it
-        // runs, but between runs (no leader elected yet, a role change, a follower run starting
-        // again) they would be ignored (ServiceLifecycle leaves them SIG_IGN), so the node listens
-        // to them for its whole life too.
-        let signals = Task {
-            for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
-                events.continuation.yield(.terminate)
-            }
-        }
-        defer { signals.cancel() }
         var terminating = false
 
         for await event in events.stream {
