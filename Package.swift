@@ -191,7 +191,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
-        .testTarget(name: "EddyClientTests", dependencies: ["EddyClient", "EddyModel", "EddyTesting", "Firebase", "FirebaseCore", "FirebaseDatabase"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EddyClientTests",
+            dependencies: [
+                "EddyClient", "EddyModel", "EddyTesting", "Firebase", "FirebaseCore", "FirebaseDatabase",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings),
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
         .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),

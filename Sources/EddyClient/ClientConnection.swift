@@ -51,6 +51,9 @@ final class ClientConnection: Transport {
 
     static let writesWaitingMax = 100_000
     static let writesWaitingBytesMax = 256 << 20
+    /// How long a read waits for a connection after losing one (Firebase's iOS SDK fails a get
+    /// that finds no connection after 3 s, `kPersistentConnectionGetConnectTimeout`).
+    static let readWaitSeconds = 3
 
     typealias Answer = @Sendable (Result<(kind: Frame.Kind, payload: Value), DatabaseError>) -> Void
 
@@ -80,6 +83,13 @@ final class ClientConnection: Transport {
         /// transaction would run its block again on its own result.
         var conditionalWrites: Set<UInt64> = []
         var writesBytes = 0
+        /// Unanswered reads (`get`, `query`). When the connection drops (or cannot be made), a
+        /// read waits for the next one and is sent again there, as Firebase's JS SDK restores
+        /// its outstanding gets, for `readWaitSeconds` after its first loss (`readsLostAt`);
+        /// then, or at once after `goOffline`, it fails with `disconnected` (and answers from a
+        /// live view's copy when there is one).
+        var reads: [UInt64: Frame] = [:]
+        var readsLostAt: [UInt64: ContinuousClock.Instant] = [:]
         var subscriptions: [UInt64: Subscription] = [:]
         /// Frames made while not connected, sent in order once connected.
         var waiting: [Frame] = []
@@ -148,7 +158,8 @@ final class ClientConnection: Transport {
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
         let bytes = JSONWriter.bytes(self.inNamespace(payload, kind))
         // Writes and onDisconnect requests wait for the connection and are sent again on a new
-        // one until answered, as Firebase queues both; other requests fail while offline.
+        // one until answered, as Firebase queues both; reads wait a while (`State.reads`); all
+        // but writes fail while offline.
         let kept = kind == .write || kind == .onDisconnect || kind == .cancelDisconnect
         if kept {
             let refused = self.state.withLock { state -> Bool in
@@ -168,8 +179,10 @@ final class ClientConnection: Transport {
             return
         }
         let conditional = kind == .write && payload["ifMatch"] != nil
+        let read = kind == .get || kind == .query
         self.send(kind, bytes) { state, id, frame in
             state.answers[id] = answer
+            if read { state.reads[id] = frame }
             if kept {
                 state.writes[id] = frame
                 state.writesBytes += frame.payload.count
@@ -342,12 +355,25 @@ final class ClientConnection: Transport {
                 }
                 state.conditionalWrites.removeAll()
             }
+            // Reads wait for the next connection, for a while (see `reads`).
+            let now = ContinuousClock.now
+            var carried: [UInt64: Frame] = [:]
+            if !state.offline {
+                for (id, frame) in state.reads {
+                    let lostAt = state.readsLostAt[id] ?? now
+                    guard now - lostAt < .seconds(Self.readWaitSeconds) else { continue }
+                    carried[id] = frame
+                    state.readsLostAt[id] = lostAt
+                }
+            }
+            state.reads = carried
+            state.readsLostAt = state.readsLostAt.filter { carried[$0.key] != nil }
             var failed: [Answer] = []
-            for (id, answer) in state.answers where state.writes[id] == nil { failed.append(answer) }
-            state.answers = state.answers.filter { state.writes[$0.key] != nil }
+            for (id, answer) in state.answers where state.writes[id] == nil && carried[id] == nil { failed.append(answer) }
+            state.answers = state.answers.filter { state.writes[$0.key] != nil || carried[$0.key] != nil }
             let subscriptions = Array(state.subscriptions.values)
             state.subscriptions.removeAll()
-            state.waiting = state.writes.keys.sorted().map { state.writes[$0]! }
+            state.waiting = state.writes.merging(carried) { write, _ in write }.sorted { $0.key < $1.key }.map(\.value)
             var retry: Int?
             if !state.waiting.isEmpty && !state.offline && !state.retryScheduled {
                 retry = state.retryMilliseconds
@@ -410,6 +436,8 @@ final class ClientConnection: Transport {
             if let answer = state.answers.removeValue(forKey: frame.requestID) {
                 if let write = state.writes.removeValue(forKey: frame.requestID) { state.writesBytes -= write.payload.count }
                 state.conditionalWrites.remove(frame.requestID)
+                state.reads.removeValue(forKey: frame.requestID)
+                state.readsLostAt.removeValue(forKey: frame.requestID)
                 return .answer(answer)
             }
             return .none

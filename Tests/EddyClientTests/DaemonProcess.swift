@@ -28,6 +28,15 @@ final class DaemonProcess: Sendable {
         return root.appendingPathComponent(".build/debug/eddyd").path
     }
 
+    /// eddyd's standard error (its log), appended to across restarts.
+    var logPath: String { self.directory + "/eddyd.log" }
+
+    /// The last `lines` lines of eddyd's log that contain `containing` (for a failure message).
+    func logTail(containing: String, lines: Int = 20) -> String {
+        let text = (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains(containing) }.suffix(lines).joined(separator: "\n")
+    }
+
     var socketURL: String { "eddy+unix://" + self.dataDirectory + "/eddyd.sock" }
     var tcpURL: String { "eddy://" + (self.state.withLock { $0.nativeTCP } ?? "?") }
     /// The HTTP listener, "http://127.0.0.1:PORT".
@@ -38,7 +47,8 @@ final class DaemonProcess: Sendable {
     /// `http` and `nativeTCP`: the addresses to listen on (a free port by default).
     func start(_ extra: [String] = [], command: String = "serve", http httpAddress: String = "127.0.0.1:0", nativeTCP tcpAddress: String = "127.0.0.1:0") throws {
         let process = try SpawnedProcess(
-            Self.binary, [command, "--data", self.dataDirectory, "--http", httpAddress, "--native-listen", tcpAddress] + extra)
+            Self.binary, [command, "--data", self.dataDirectory, "--http", httpAddress, "--native-listen", tcpAddress] + extra,
+            errorPath: self.logPath)
         var text = ""
         let deadline = Date().addingTimeInterval(30)
         while !text.contains("eddyd: listening on") {
@@ -73,12 +83,29 @@ final class DaemonProcess: Sendable {
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw DaemonError("rules refused: \(response)") }
     }
 
+    /// The JSON eddyd holds at `path`, read over HTTP with a plain GET (no client, no cache):
+    /// what a failing test reports as the server's truth.
+    func serverJSON(_ path: String) async -> String {
+        guard let http = self.state.withLock({ $0.http }), let url = URL(string: http + "/" + path + ".json") else { return "(no HTTP address)" }
+        do {
+            let (body, _) = try await URLSession.shared.data(from: url)
+            return String(decoding: body, as: UTF8.self)
+        } catch {
+            return "(GET failed: \(error))"
+        }
+    }
+
     /// Stops it (SIGTERM) and starts it again on the same addresses, so clients find it again.
     func restart() throws {
         let (http, tcp) = self.state.withLock { ($0.http, $0.nativeTCP) }
         guard let http, let tcp else { throw DaemonError("not started") }
         self.stop()
         try self.start(http: String(http.dropFirst("http://".count)), nativeTCP: tcp)
+    }
+
+    /// Sends `signal` to the running eddyd (SIGSTOP and SIGCONT pause and resume it).
+    func signal(_ signal: Int32) {
+        self.state.withLock { $0.process }?.signal(signal)
     }
 
     /// SIGKILL (a crash), or SIGTERM when `graceful`.
@@ -111,12 +138,16 @@ final class Recorder<T: Sendable>: Sendable {
     /// Waits until at least `count` items arrived (at most `seconds`); returns them. The bound
     /// is for liveness, not speed: `make test` runs every suite at once on 2 cores, where a
     /// server's reaction has been seen to take more than 15 s.
-    func wait(for count: Int, seconds: Double = 60) async throws -> [T] {
+    /// `explain`: more to say when it times out (what the server holds, say).
+    func wait(for count: Int, seconds: Double = 60, explain: (@Sendable () async -> String)? = nil) async throws -> [T] {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let now = self.all
             if now.count >= count { return now }
-            guard Date() < deadline else { throw DaemonError("waited for \(count) items, got \(now.count): \(now)") }
+            guard Date() < deadline else {
+                let more = await explain?() ?? ""
+                throw DaemonError("waited for \(count) items, got \(now.count): \(now)" + (more.isEmpty ? "" : "; \(more)"))
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }

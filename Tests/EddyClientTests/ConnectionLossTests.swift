@@ -1,0 +1,70 @@
+// Reads across a lost native connection, against a real eddyd behind a TCP proxy: a read in
+// flight when the connection drops is sent again on the next connection and answered there
+// (as Firebase's JS SDK restores its outstanding gets); a read that finds no connection for
+// a while fails with `disconnected` rather than waiting for good.
+
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct ConnectionLossTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.connection-loss.tests")
+
+    init() throws {
+        self.daemon = try DaemonProcess()
+        try self.daemon.start()
+    }
+
+    private func proxy() throws -> TCPProxy {
+        let address = self.daemon.tcpURL.dropFirst("eddy://".count)
+        let parts = address.split(separator: ":")
+        return try TCPProxy(toHost: String(parts[0]), port: Int(parts[1])!)
+    }
+
+    /// The get reaches eddyd while it is stopped (SIGSTOP), so it is unanswered when the proxy
+    /// cuts the connection; the client connects again and eddyd, resumed, answers it there.
+    @Test func aReadInFlightWhenTheConnectionDropsIsAnsweredOnTheNextOne() async throws {
+        let proxy = try self.proxy()
+        let database = Database.database(url: proxy.url, callingBackOn: self.queue)
+        let ref = database.reference().child("carried")
+        try await ref.setValue("kept")
+        self.daemon.signal(SIGSTOP)
+        defer { self.daemon.signal(SIGCONT) }
+        let outcome = Recorder<String>()
+        ref.getData { error, snapshot in outcome.add(error.map { "\($0)" } ?? "\(snapshot?.value ?? "none")") }
+        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
+        proxy.cutAll()
+        try await Task.sleep(for: .milliseconds(300))  // the client connects again (eddyd's backlog takes it)
+        #expect(outcome.all.isEmpty, "the read waits for the next connection: \(outcome.all)")
+        self.daemon.signal(SIGCONT)
+        #expect(try await outcome.wait(for: 1) == ["kept"])
+    }
+
+    /// With eddyd gone, a read fails with `disconnected` once it has waited for a connection
+    /// for a while (3 s, as Firebase's iOS SDK), and a later read after eddyd is back succeeds.
+    @Test func aReadWithoutAConnectionFailsAfterAWhile() async throws {
+        let proxy = try self.proxy()
+        let database = Database.database(url: proxy.url, callingBackOn: self.queue)
+        let ref = database.reference().child("gone")
+        try await ref.setValue(1)
+        self.daemon.signal(SIGSTOP)
+        let outcome = Recorder<String>()
+        ref.getData { error, snapshot in outcome.add(error.map { "\($0)" } ?? "\(snapshot?.value ?? "none")") }
+        try await Task.sleep(for: .milliseconds(200))
+        // Every connection through the proxy is cut, and so is every new one: the read never
+        // finds a connection that answers.
+        let cutting = Task {
+            while !Task.isCancelled {
+                proxy.cutAll()
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        defer { cutting.cancel() }
+        let failed = try await outcome.wait(for: 1, seconds: 30)
+        #expect(failed.first?.contains("disconnected") == true, "\(failed)")
+        cutting.cancel()
+        self.daemon.signal(SIGCONT)
+        #expect(try await ref.getData().value as? Int == 1)
+    }
+}
