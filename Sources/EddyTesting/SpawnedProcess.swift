@@ -4,9 +4,10 @@
 // and crash (swift-corelibs-foundation #5472, in Swift 6.3.1), about one run in five of a
 // suite that starts many daemons while others hold many descriptors open.
 //
-// The pipe is made close-on-exec, and children are started one at a time, so a child started
-// by another thread never holds this one's write end (the reader would not see the end of the
-// output).
+// The child gets standard output and error and no other descriptor of this process (it
+// closes every one from 3 up before it runs). The pipe is also made close-on-exec, and children
+// are started one at a time, so a child started by another thread never holds this one's write
+// end (the reader would not see the end of the output).
 
 import Foundation
 
@@ -33,6 +34,11 @@ public final class SpawnedProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        // Nothing else of this process reaches the child: a socket a test's client holds would
+        // otherwise stay open in the child after the client closed it, and its server would
+        // never see the connection end (an onDisconnect that never ran, a cut connection that
+        // stayed up); NIO's sockets are not close-on-exec.
+        Self.closeFrom3(&actions)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -47,6 +53,23 @@ public final class SpawnedProcess: @unchecked Sendable {
     }
 
     /// False once the child has exited (and was reaped).
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 on; Swift's Glibc module does
+    /// not declare it), looked up once.
+    private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+
+    /// Has the child close every descriptor from 3 up: with glibc's closefrom action, else one
+    /// close action per descriptor open now (under `spawning`).
+    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
+        if let addCloseFrom = Self.addCloseFrom, addCloseFrom(&actions, 3) == 0 { return }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap({ Int32($0) }) where fd >= 3 && fcntl(fd, F_GETFD) >= 0 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
+    }
+
     public var isRunning: Bool {
         self.lock.lock()
         defer { self.lock.unlock() }
