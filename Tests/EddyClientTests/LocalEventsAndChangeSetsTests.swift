@@ -531,6 +531,9 @@ import Testing
     // Realm: no notification after invalidate(), even of change sets already queued.
     @Test func anActorObserverInvalidatedInItsBlockHearsNothingMore() async throws {
         actor Sink {
+            // Blocked on purpose below: on its own thread, not one of the few the tests share.
+            let executor = ThreadExecutor(label: "sink-invalidated")
+            nonisolated var unownedExecutor: UnownedSerialExecutor { self.executor.asUnownedSerialExecutor() }
             var seen: [String] = []
             var token: NotificationToken?
             func keep(_ token: NotificationToken) { self.token = token }
@@ -564,6 +567,9 @@ import Testing
     /// write(withoutNotifying:).
     @Test func anActorObserversTokenSilencesAndStopsIt() async throws {
         actor Sink {
+            // Blocked on purpose below: on its own thread, not one of the few the tests share.
+            let executor = ThreadExecutor(label: "sink-token")
+            nonisolated var unownedExecutor: UnownedSerialExecutor { self.executor.asUnownedSerialExecutor() }
             var seen: [String] = []
             func take(_ change: DatabaseCollectionChange) {
                 switch change {
