@@ -31,10 +31,11 @@ final class DaemonProcess: Sendable {
     /// eddyd's standard error (its log), appended to across restarts.
     var logPath: String { self.directory + "/eddyd.log" }
 
-    /// The last `lines` lines of eddyd's log that contain `containing` (for a failure message).
-    func logTail(containing: String, lines: Int = 20) -> String {
+    /// The last `lines` lines of eddyd's log that contain one of `containing` (for a failure
+    /// message).
+    func logTail(containing: [String], lines: Int = 20) -> String {
         let text = (try? String(contentsOfFile: self.logPath, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").filter { $0.contains(containing) }.suffix(lines).joined(separator: "\n")
+        return text.split(separator: "\n").filter { line in containing.contains { line.contains($0) } }.suffix(lines).joined(separator: "\n")
     }
 
     var socketURL: String { "eddy+unix://" + self.dataDirectory + "/eddyd.sock" }

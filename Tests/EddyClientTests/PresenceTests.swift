@@ -15,7 +15,7 @@ import Testing
 
     init() throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try self.daemon.start(["--log-level", "debug"])
     }
 
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
@@ -45,7 +45,7 @@ import Testing
         watcher.reference().child("presence/ada-\(transport)/status").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
-        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        #expect(try await seen.wait(for: 2, explain: { "eddyd's log: " + self.daemon.logTail(containing: ["connection closed", "onDisconnect writes"]) + "; eddyd holds " + (await self.daemon.serverJSON("presence/ada-\(transport)")) }) == ["online", "offline"])
         // The writes run as one change: once "status" is seen, the rest is there too.
         let after = try #require(try await watcher.reference().child("presence/ada-\(transport)").getData().value as? [String: Any])
         #expect(after["session"] == nil)
@@ -147,7 +147,7 @@ import Testing
         watcher.reference().child("presence/grace-\(transport)").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
-        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        #expect(try await seen.wait(for: 2, explain: { "eddyd's log: " + self.daemon.logTail(containing: ["connection closed", "onDisconnect writes"]) + "; eddyd holds " + (await self.daemon.serverJSON("presence/grace-\(transport)")) }) == ["online", "offline"])
         user.goOnline()
         #expect(try await connected.wait(for: 4) == [false, true, false, true])
         // Online again: the observer registered the write again and wrote "online".
@@ -231,7 +231,7 @@ import Testing
         laptop.reference().child("devices/\(transport)/phone").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         phone.goOffline()
-        #expect(try await seen.wait(for: 2) == ["online", "offline"], "the laptop stays online and hears the phone's onDisconnect write")
+        #expect(try await seen.wait(for: 2, explain: { "eddyd's log: " + self.daemon.logTail(containing: ["connection closed", "onDisconnect writes"]) + "; eddyd holds " + (await self.daemon.serverJSON("devices/\(transport)")) }) == ["online", "offline"], "the laptop stays online and hears the phone's onDisconnect write")
         let laptopConnected = Recorder<Bool>()
         laptop.reference(withPath: ".info/connected").observeSingleEvent(of: .value) { laptopConnected.add($0.value as? Bool ?? false) }
         #expect(try await laptopConnected.wait(for: 1) == [true])
@@ -262,7 +262,7 @@ import Testing
         watcher.reference().child("queued/\(transport)").observe(.value) { seen.add($0.value as? String ?? "none") }
         #expect(try await seen.wait(for: 1) == ["online"])
         user.goOffline()
-        #expect(try await seen.wait(for: 2) == ["online", "offline"])
+        #expect(try await seen.wait(for: 2, explain: { "eddyd's log: " + self.daemon.logTail(containing: ["connection closed", "onDisconnect writes"]) + "; eddyd holds " + (await self.daemon.serverJSON("queued/\(transport)")) }) == ["online", "offline"])
         user.goOnline()
     }
 

@@ -655,6 +655,7 @@ final class NativeConnection: Sendable {
             // Taken once: a second call (a cut-off connection closing later) finds none.
             return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect.takeAll(budget: self.onDisconnectRuns.budget))
         }
+        self.logger.debug("native connection closed", metadata: ["eddy.onDisconnectWrites": "\(onDisconnect.count)"])
         self.onDisconnectRuns.run(onDisconnect, data: self.data, logger: self.logger)
         for tail in tails {
             self.doorbells.remove(tail.token)

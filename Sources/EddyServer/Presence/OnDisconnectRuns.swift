@@ -63,6 +63,7 @@ final class OnDisconnectRuns: Sendable {
                 guard let whole = Self.oneWrite(parts) else { continue }
                 do throws(EddyError) {
                     _ = try await engine.write(whole, access: access)
+                    logger.debug("onDisconnect writes made", metadata: ["eddy.ns": "\(namespace)", "eddy.writes": "\(parts.count)"])
                 } catch {
                     for (path, value) in parts {
                         await Self.make(.set(path, value), access: access, engine: engine, namespace: namespace, logger: logger)
