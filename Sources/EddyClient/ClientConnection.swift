@@ -178,7 +178,9 @@ final class ClientConnection: Transport {
             answer(.failure(DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")))
             return
         }
-        let conditional = kind == .write && payload["ifMatch"] != nil
+        // (`Value`'s subscript answers .null for a missing member, never nil.)
+        var conditional = false
+        if kind == .write, case .string = payload["ifMatch"] { conditional = true }
         let read = kind == .get || kind == .query
         self.send(kind, bytes) { state, id, frame in
             state.answers[id] = answer

@@ -11,9 +11,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.connection-loss.tests")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     private func proxy() throws -> TCPProxy {
@@ -39,6 +39,26 @@ import Testing
         #expect(outcome.all.isEmpty, "the read waits for the next connection: \(outcome.all)")
         self.daemon.signal(SIGCONT)
         #expect(try await outcome.wait(for: 1) == ["kept"])
+    }
+
+    /// A plain write sent just before the connection drops is sent again on the next one and
+    /// succeeds (sets are idempotent); only a transaction's write fails then (see README).
+    @Test func aWriteInFlightWhenTheConnectionDropsIsSentAgain() async throws {
+        let proxy = try self.proxy()
+        let database = Database.database(url: proxy.url, callingBackOn: self.queue)
+        let ref = database.reference().child("resent")
+        try await ref.setValue("before")
+        self.daemon.signal(SIGSTOP)
+        defer { self.daemon.signal(SIGCONT) }
+        let outcome = Recorder<String>()
+        ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
+        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
+        proxy.cutAll()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(outcome.all.isEmpty, "the write waits for the next connection: \(outcome.all)")
+        self.daemon.signal(SIGCONT)
+        #expect(try await outcome.wait(for: 1) == ["ok"])
+        #expect(try await ref.getData().value as? String == "after")
     }
 
     /// With eddyd gone, a read fails with `disconnected` once it has waited for a connection
