@@ -16,11 +16,11 @@ import Testing
     let admin = "client-admin-secret-0123456789"
     let queue = DispatchQueue(label: "eddy.client.auth")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
         try "client-admin-secret-0123456789\n".write(toFile: self.daemon.directory + "/admin", atomically: true, encoding: .utf8)
         try "client-jwt-secret-0123456789-0123456789\n".write(toFile: self.daemon.directory + "/jwt", atomically: true, encoding: .utf8)
-        try self.daemon.start(["--admin-token-file", self.daemon.directory + "/admin", "--jwt-secret-file", self.daemon.directory + "/jwt"])
+        try await self.daemon.start(["--admin-token-file", self.daemon.directory + "/admin", "--jwt-secret-file", self.daemon.directory + "/jwt"])
     }
 
     func token(_ uid: String) throws -> String {

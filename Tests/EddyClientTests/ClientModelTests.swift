@@ -24,9 +24,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.model")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     /// A query as the client builds it and as the model takes it.

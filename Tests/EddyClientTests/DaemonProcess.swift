@@ -43,10 +43,20 @@ final class DaemonProcess: Sendable {
     /// The HTTP listener, "http://127.0.0.1:PORT".
     var httpURL: String { self.state.withLock { $0.http } ?? "http://?" }
 
-    /// Starts it and waits until it listens (its READY line).
+    /// Starts it and waits until it listens (its READY line), on a thread of its own: the wait
+    /// reads eddyd's output, and blocking one of Swift's cooperative threads with it (two on a
+    /// 2-core machine, shared by every suite) would stall the other suites' async work.
     /// `extra`: more `eddyd serve` arguments (credentials, ...).
     /// `http` and `nativeTCP`: the addresses to listen on (a free port by default).
-    func start(_ extra: [String] = [], command: String = "serve", http httpAddress: String = "127.0.0.1:0", nativeTCP tcpAddress: String = "127.0.0.1:0") throws {
+    func start(_ extra: [String] = [], command: String = "serve", http httpAddress: String = "127.0.0.1:0", nativeTCP tcpAddress: String = "127.0.0.1:0") async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                continuation.resume(with: Result { try self.startWaiting(extra, command: command, http: httpAddress, nativeTCP: tcpAddress) })
+            }.start()
+        }
+    }
+
+    private func startWaiting(_ extra: [String], command: String, http httpAddress: String, nativeTCP tcpAddress: String) throws {
         let process = try SpawnedProcess(
             Self.binary, [command, "--data", self.dataDirectory, "--http", httpAddress, "--native-listen", tcpAddress] + extra,
             errorPath: self.logPath)
@@ -97,11 +107,11 @@ final class DaemonProcess: Sendable {
     }
 
     /// Stops it (SIGTERM) and starts it again on the same addresses, so clients find it again.
-    func restart() throws {
+    func restart() async throws {
         let (http, tcp) = self.state.withLock { ($0.http, $0.nativeTCP) }
         guard let http, let tcp else { throw DaemonError("not started") }
         self.stop()
-        try self.start(http: String(http.dropFirst("http://".count)), nativeTCP: tcp)
+        try await self.start(http: String(http.dropFirst("http://".count)), nativeTCP: tcp)
     }
 
     /// Sends `signal` to the running eddyd (SIGSTOP and SIGCONT pause and resume it).

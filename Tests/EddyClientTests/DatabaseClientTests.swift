@@ -13,9 +13,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.tests")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     func database(tcp: Bool = false) -> Database {
@@ -306,7 +306,7 @@ import Testing
     /// outlasts the wait.
     @Test func aQueryWhileItsIndexBuildsIsAnsweredAnyway() async throws {
         self.daemon.stop()
-        try self.daemon.start(["--index-build-chunk", "100", "--index-build-pause-ms", "1000"])
+        try await self.daemon.start(["--index-build-chunk", "100", "--index-build-pause-ms", "1000"])
         var children: [String: Any] = [:]
         for i in 0..<1000 { children[String(format: "k%04d", i)] = ["n": (i * 7919) % 1000] }
         let location = self.database().reference().child("building")
@@ -535,7 +535,7 @@ import Testing
         for i in 0..<5 { try await feed.child(String(format: "k%02d", i)).setValue(i) }
         _ = try await seen.wait(for: 5)
         self.daemon.stop(graceful: false)
-        try self.daemon.start()
+        try await self.daemon.start()
         // Writes from another process while the observer reconnects.
         let writer = Database.database(url: self.daemon.tcpURL)
         writer.callbackQueue = DispatchQueue(label: "writer")
@@ -550,7 +550,7 @@ import Testing
 @Suite struct DefaultCallbackQueueTests {
     @Test func callbacksArriveOnTheMainQueueByDefault() async throws {
         let daemon = try DaemonProcess()
-        try daemon.start()
+        try await daemon.start()
         let ref = Database.database(url: daemon.socketURL).reference().child("main")
         // On Linux the main queue may be drained by a thread other than the process's first,
         // so the queue is recognised by a specific value, not Thread.isMainThread.

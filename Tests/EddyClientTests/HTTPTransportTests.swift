@@ -13,9 +13,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.http")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     func database() -> Database {

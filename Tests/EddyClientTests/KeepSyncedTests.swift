@@ -12,9 +12,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.kept.tests")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     @Test func aKeptLocationAnswersReadsWhileOffline() async throws {

@@ -13,9 +13,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.local-events")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     func database() -> Database {
@@ -447,7 +447,7 @@ import Testing
         ref.child("last").setValue("x") { error, _ in if error == nil { done.add(99) } }
         try await Task.sleep(for: .milliseconds(300))
         #expect(done.all.isEmpty, "nothing is acknowledged while the daemon is down")
-        try self.daemon.start()
+        try await self.daemon.start()
         let got = try await done.wait(for: 21, seconds: 20)
         #expect(got == Array(1...20) + [99], "completions come in the order the writes were made")
         let snapshot = try await ref.getData()
@@ -726,7 +726,7 @@ import Testing
 @Suite(.serialized) struct LiveResultsTests {
     @MainActor @Test func liveResultsFollowTheQueryOnTheMainActor() async throws {
         let daemon = try DaemonProcess()
-        try daemon.start()
+        try await daemon.start()
         let database = Database.database(url: daemon.socketURL)  // callbacks on the main queue
         let ref = database.reference().child("live/items")
         try await ref.setValue(["b": 2, "a": 1])
@@ -743,7 +743,7 @@ import Testing
     // Realm's Results are live: keyPaths limit when views are told, never what they read.
     @MainActor @Test func liveResultsWithKeyPathsHoldTheNewestDataAndTellOnlyObservedChanges() async throws {
         let daemon = try DaemonProcess()
-        try daemon.start()
+        try await daemon.start()
         let database = Database.database(url: daemon.socketURL)
         let ref = database.reference().child("live/people")
         try await ref.setValue(["p": ["name": "Ann", "age": 1]])

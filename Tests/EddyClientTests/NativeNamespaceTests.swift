@@ -10,9 +10,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.namespace.tests")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start()
+        try await self.daemon.start()
     }
 
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }

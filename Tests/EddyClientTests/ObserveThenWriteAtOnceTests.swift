@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct ObserveThenWriteAtOnceTests {
     @Test(arguments: [false, true]) func eventsOfWritesMadeRightAfterObservingArrive(freshDatabase: Bool) async throws {
         let daemon = try DaemonProcess()
-        try daemon.start()
+        try await daemon.start()
         let database = Database.database(url: freshDatabase ? daemon.tcpURL : daemon.socketURL)
         database.callbackQueue = DispatchQueue(label: "eddy.client.at-once")
         let comments = database.reference().child("at-once/comments")
@@ -26,7 +26,7 @@ import Testing
 
     @Test func theListsOfDataExampleRuns() async throws {
         let daemon = try DaemonProcess()
-        try daemon.start()
+        try await daemon.start()
         let binary = URL(fileURLWithPath: DaemonProcess.binary).deletingLastPathComponent().appendingPathComponent("eddy-example-lists")
         let process = try SpawnedProcess(binary.path, [daemon.socketURL])
         let data = process.output.readDataToEndOfFile()

@@ -13,9 +13,9 @@ import Testing
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.presence.tests")
 
-    init() throws {
+    init() async throws {
         self.daemon = try DaemonProcess()
-        try self.daemon.start(["--log-level", "debug"])
+        try await self.daemon.start(["--log-level", "debug"])
     }
 
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
@@ -299,7 +299,7 @@ import Testing
         // Registered: a cancel on the same connection finds it.
         try await me.cancelDisconnectOperations()
         try await me.onDisconnectSetValue("offline")
-        try self.daemon.restart()
+        try await self.daemon.restart()
         #expect(try await connected.wait(for: 4) == [false, true, false, true])
         // Back: "offline" ran at the stop, "online" was written again, and the write registered
         // on the new connection runs when it ends.

@@ -13,9 +13,9 @@ import Testing
 
     @Test func writesRefusedByAFollowerGoToTheLeaderInOrder() async throws {
         let leader = try DaemonProcess()
-        try leader.start()
+        try await leader.start()
         let follower = try DaemonProcess()
-        try follower.start(["--leader", leader.dataDirectory + "/replication.sock"], command: "follow")
+        try await follower.start(["--leader", leader.dataDirectory + "/replication.sock"], command: "follow")
         defer {
             follower.stop()
             leader.stop()
@@ -40,7 +40,7 @@ import Testing
 
     @Test func anEndpointThatCannotBeReachedIsSkipped() async throws {
         let leader = try DaemonProcess()
-        try leader.start()
+        try await leader.start()
         defer { leader.stop() }
         let database = Database.database(url: "eddy+unix://\(leader.directory)/nobody-listens.sock,\(leader.dataDirectory)/eddyd.sock")
         database.callbackQueue = self.queue
