@@ -268,7 +268,7 @@ final class ClientConnection: Transport {
             register(&state, id, frame)
             switch state.phase {
             case .connected(let channel):
-                channel.writeAndFlush(ByteBuffer(bytes: frame.encoded()), promise: nil)
+                Self.enqueue([frame], on: channel)
             case .connecting:
                 state.waiting.append(frame)
             case .idle:
@@ -311,15 +311,14 @@ final class ClientConnection: Transport {
                     state.leaving = false
                     state.retryMilliseconds = 100
                     // The credential first: the server handles a connection's frames in order.
+                    var frames: [Frame] = []
                     if let token = state.authToken {
                         let id = state.nextRequestID
                         state.nextRequestID += 1
-                        let frame = Frame(kind: .auth, requestID: id, payload: JSONWriter.bytes(.object(["token": .string(token)])))
+                        frames.append(Frame(kind: .auth, requestID: id, payload: JSONWriter.bytes(.object(["token": .string(token)]))))
                         state.answers[id] = { _ in }
-                        channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil)
                     }
-                    for frame in state.waiting { channel.write(ByteBuffer(bytes: frame.encoded()), promise: nil) }
-                    channel.flush()
+                    Self.enqueue(frames + state.waiting, on: channel)
                     state.waiting.removeAll()
                     return (false, state.onState)
                 }
@@ -390,6 +389,19 @@ final class ClientConnection: Transport {
         for subscription in subscriptions { subscription.onEnd(error) }
         if let retry {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(retry)) { [weak self] in self?.retry() }
+        }
+    }
+
+    /// Writes `frames` to `channel` in a task of its event loop, called under the state lock:
+    /// tasks run in the order enqueued, so frames go out in the order their requests took the
+    /// lock; and never within the lock, where a write that fails at once (eddyd closed the
+    /// connection) would report the channel's end, whose handler takes the lock again.
+    private static func enqueue(_ frames: [Frame], on channel: any Channel) {
+        guard !frames.isEmpty else { return }
+        let buffers = frames.map { ByteBuffer(bytes: $0.encoded()) }
+        channel.eventLoop.execute {
+            for buffer in buffers { channel.write(buffer, promise: nil) }
+            channel.flush()
         }
     }
 
