@@ -52,7 +52,6 @@ public final class SpawnedProcess: @unchecked Sendable {
         self.output = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
     }
 
-    /// False once the child has exited (and was reaped).
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 on; Swift's Glibc module does
@@ -70,6 +69,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
     }
 
+    /// False once the child has exited (and was reaped).
     public var isRunning: Bool {
         self.lock.lock()
         defer { self.lock.unlock() }
