@@ -1,7 +1,7 @@
-// Reads across a lost native connection, against a real eddyd behind a TCP proxy: a read in
-// flight when the connection drops is sent again on the next connection and answered there
-// (as Firebase's JS SDK restores its outstanding gets); a read that finds no connection for
-// a while fails with `disconnected` rather than waiting for good.
+// Requests across a lost native connection, against a real eddyd behind a TCP proxy: a read or
+// a plain write in flight when the connection drops is sent again on the next connection and
+// answered there (as Firebase's SDKs restore outstanding gets and puts); a read that finds no
+// connection for a while fails with `disconnected` rather than waiting for good.
 
 import EddyClient
 import Foundation
