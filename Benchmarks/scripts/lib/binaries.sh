@@ -43,15 +43,19 @@ build_eddy() {
     for product in "$@"; do require_binary "$eddy_bin/$product"; done
 }
 
-# build_profile PRODUCT...: the same for the Benchmarks package's products (the profiles).
+# build_profile PRODUCT...: the same for the Benchmarks package's products (the profiles). More
+# than one product builds the whole package in one invocation: its products share most of the
+# graph, and one build keeps every core busy (233 s instead of 267 s for both, debug, 2 cores).
 build_profile() {
     local product
     if [ -z "${EDDY_SKIP_BUILD:-}" ]; then
         # SwiftPM may keep the main package's old file list here after files were added to it.
         rm -f Benchmarks/.build/workspace-state.json
-        for product in "$@"; do
-            quiet_build swift build -c "$bench_config" --package-path Benchmarks --product "$product"
-        done
+        if [ $# -gt 1 ]; then
+            quiet_build swift build -c "$bench_config" --package-path Benchmarks
+        else
+            quiet_build swift build -c "$bench_config" --package-path Benchmarks --product "$1"
+        fi
     fi
     for product in "$@"; do require_binary "$profile_bin/$product"; done
 }
