@@ -11,6 +11,8 @@
 #
 # Usage (from anywhere):  Benchmarks/scripts/client-bench.sh [ROUNDS]   (default 3)
 #   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
+#   PUSH_COUNT=N pushes N per transport in the push figure instead of the driver's defaults
+#   (50,000 native, 10,000 REST); the smoke run in `make test` uses a small one.
 set -euo pipefail
 
 rounds=${1:-3}
@@ -45,7 +47,9 @@ for round in $(seq 1 "$rounds"); do
     if [ $((round % 2)) = 1 ]; then order="unix tcp rest"; else order="rest tcp unix"; fi
     for figure in rtt push event; do
         for transport in $order; do
-            line=$("$driver" "$figure" "$transport" --socket "$socket" --tcp "$tcp" --http "$http")
+            count=()
+            if [ "$figure" = push ] && [ -n "${PUSH_COUNT:-}" ]; then count=(--count "$PUSH_COUNT"); fi
+            line=$("$driver" "$figure" "$transport" --socket "$socket" --tcp "$tcp" --http "$http" ${count[@]+"${count[@]}"})
             echo "round $round: $line"
             echo "$line" >> "$results"
         done
