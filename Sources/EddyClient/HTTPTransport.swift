@@ -7,7 +7,8 @@
 //   and `query` are GET (with `X-Firebase-ETag: true` when the ETag is asked for);
 // - a write that cannot reach the server waits at the head of the queue and is tried again with
 //   backoff (100 ms doubling to 5 s); reads fail with `disconnected`, and so does a conditional
-//   write (a transaction's) whose request failed once it may have reached the server;
+//   write (a transaction's) whose request failed once it may have reached the server; an HTTP
+//   408 (eddyd did not get the whole request, so applied none of it) counts as not reaching it;
 // - each subscription is one SSE stream (`SSEStream`), resumed with `Last-Event-ID`;
 // - onDisconnect writes are registered on eddyd's onDisconnect connection (`GET
 //   /.ondisconnect.json`, an SSE stream that names itself), opened by the first of them and
@@ -43,7 +44,11 @@ final class HTTPTransport: Transport {
         var waitsOffline: Bool { self.kind == .write || self.isOnDisconnect }
         /// A transaction's write (`if-match`): once it may have reached the server, it is not
         /// tried again (see `ClientConnection`).
-        var isConditionalWrite: Bool { self.kind == .write && self.payload["ifMatch"] != nil }
+        /// (`Value`'s subscript answers .null for a missing member, never nil.)
+        var isConditionalWrite: Bool {
+            guard self.kind == .write, case .string = self.payload["ifMatch"] else { return false }
+            return true
+        }
     }
 
     private struct State {
@@ -175,6 +180,14 @@ final class HTTPTransport: Transport {
             }
             guard let http = response as? HTTPURLResponse else {
                 self.unreachable(job, DatabaseError(.disconnected, "eddyd at \(self.base) sent no HTTP answer"))
+                return
+            }
+            if http.statusCode == 408 {
+                // eddyd timed the request out before it had all of it, so nothing of it was
+                // applied: tried again like a request that did not reach it. (URLSession on
+                // Linux sends a request again by itself when its reused connection dies before
+                // an answer, but without the body: eddyd then answers 408.)
+                self.unreachable(job, DatabaseError(.disconnected, "eddyd at \(self.base) timed the request out before it had all of it (HTTP 408)"))
                 return
             }
             self.setConnected(true)

@@ -1,4 +1,4 @@
-// A TCP proxy in front of a real eddyd's native listener, so a test can cut a client's
+// A TCP proxy in front of a real eddyd's native or HTTP listener, so a test can cut a client's
 // connection at a chosen moment (`cutAll`) while eddyd keeps running. Each accepted connection
 // is joined to a new connection to the target; closing either side closes the other.
 
@@ -14,6 +14,9 @@ final class TCPProxy: Sendable {
     init(toHost host: String, port: Int) throws {
         let accepted = self.accepted
         self.server = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            // The client's first bytes are read only once they can be forwarded: read before
+            // the connection to the target is made, they would reach no handler and be lost.
+            .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { inbound in
                 accepted.add(inbound)
                 return ClientBootstrap(group: inbound.eventLoop)
@@ -22,6 +25,7 @@ final class TCPProxy: Sendable {
                     }
                     .connect(host: host, port: port)
                     .flatMapThrowing { outbound in try inbound.pipeline.syncOperations.addHandler(Forward(to: outbound)) }
+                    .flatMap { inbound.setOption(.autoRead, value: true) }
             }
             .bind(host: "127.0.0.1", port: 0)
             .wait()
@@ -29,6 +33,8 @@ final class TCPProxy: Sendable {
 
     /// The native URL that reaches the target through the proxy.
     var url: String { "eddy://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
+    /// The same as an HTTP URL, for a proxy in front of eddyd's HTTP listener.
+    var httpURL: String { "http://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
 
     /// Closes every connection made through the proxy so far (new ones are still accepted).
     func cutAll() {
