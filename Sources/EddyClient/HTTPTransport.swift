@@ -17,7 +17,8 @@
 //   and true again, so presence code registers its writes again, as with Firebase.
 // A write's answer and its events come on different connections, so an acknowledged write
 // stays shown until the view's stream passes its log id (eddyd's `X-Eddy-Log-ID` header), or
-// has been quiet for `PendingWrite.streamedGraceSeconds` without passing it.
+// has been quiet for `PendingWrite.streamedGraceSeconds` without passing it while the view's
+// server copy holds the write's values (up to `PendingWrite.streamedHoldMaxSeconds` otherwise).
 //
 // Bounds: as the native connection, at most `ClientConnection.writesWaitingMax` requests wait.
 

@@ -36,10 +36,15 @@ struct PendingWrite: Sendable {
     var acknowledged: String? = nil
     /// Acknowledged on another connection than the events (HTTP): shown until the view's
     /// stream passes `acknowledged`, or until it has been quiet for `streamedGraceSeconds`
-    /// without (the write changed nothing it shows).
+    /// without and the view's server copy holds the write's values already (the write changed
+    /// nothing it shows); at most `streamedHoldMaxSeconds` after the answer.
     var streamedSince: Date? = nil
 
     static let streamedGraceSeconds = 2.0
+    /// How long a view keeps showing an answered write whose values its server copy lacks
+    /// while its stream stays quiet: a starved process reads its stream late, and the write's
+    /// events are on their way (eddyd hands them to every stream before it answers).
+    static let streamedHoldMaxSeconds = 30.0
 
     struct Put: Sendable {
         let path: Path

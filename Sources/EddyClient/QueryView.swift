@@ -350,15 +350,22 @@ final class QueryView: Sendable {
         return self.state.withLock { state in
             guard state.started, !state.ended else { return false }
             if others.contains(where: { $0.id != write.id && self.shows($0, state) }) { return true }
-            return write.puts.contains { put in
-                if location.isAncestorOrSelf(of: put.path) {
-                    let below = Path(validatedKeys: Array(put.path.keys.dropFirst(location.depth)))
-                    return state.cache.child(at: below) != put.value.normalized()
-                }
-                guard put.path.isAncestorOrSelf(of: location) else { return false }
-                let below = Path(validatedKeys: Array(location.keys.dropFirst(put.path.depth)))
-                return put.value.normalized().child(at: below) != state.cache
+            return !self.copyHolds(write, state)
+        }
+    }
+
+    /// Whether the server copy already holds every value `write` puts under this view's
+    /// location (so taking the write off shows the same).
+    private func copyHolds(_ write: PendingWrite, _ state: State) -> Bool {
+        let location = self.query.path
+        return !write.puts.contains { put in
+            if location.isAncestorOrSelf(of: put.path) {
+                let below = Path(validatedKeys: Array(put.path.keys.dropFirst(location.depth)))
+                return state.cache.child(at: below) != put.value.normalized()
             }
+            guard put.path.isAncestorOrSelf(of: location) else { return false }
+            let below = Path(validatedKeys: Array(location.keys.dropFirst(put.path.depth)))
+            return put.value.normalized().child(at: below) != state.cache
         }
     }
 
@@ -370,13 +377,18 @@ final class QueryView: Sendable {
     private func shows(_ write: PendingWrite, _ state: State) -> Bool {
         guard let logID = write.acknowledged else { return true }
         if let since = write.streamedSince {
-            // Over HTTP: until the stream passes the write's entry. A stream that delivered
-            // nothing for the grace period after the answer will not (the write changed nothing
-            // this view shows); one still delivering older entries is behind, and is waited for.
+            // Over HTTP: until the stream passes the write's entry. One still delivering older
+            // entries is behind, and is waited for. One that delivered nothing for the grace
+            // period after the answer will not, if the write changed nothing this view shows:
+            // its copy holds the write's values. A copy that lacks them means the stream is
+            // behind after all (its bytes wait to be read in a starved process): the write
+            // stays shown, up to `streamedHoldMaxSeconds`, so no event takes it back and
+            // raises it again.
             guard (state.lastLogID ?? "") < logID else { return false }
             let now = Date()
             let grace = PendingWrite.streamedGraceSeconds
-            return now.timeIntervalSince(since) < grace || state.lastFrameAt.map { now.timeIntervalSince($0) < grace } == true
+            if now.timeIntervalSince(since) < grace || state.lastFrameAt.map({ now.timeIntervalSince($0) < grace }) == true { return true }
+            return now.timeIntervalSince(since) < PendingWrite.streamedHoldMaxSeconds && state.started && !state.ended && !self.copyHolds(write, state)
         }
         return !state.caughtUp && (state.lastLogID ?? "") < logID
     }

@@ -66,6 +66,35 @@ import Testing
         #expect(added.all.count == count)
     }
 
+    /// The same, made certain: the view's stream is held back (a proxy keeps eddyd's bytes)
+    /// while the writes are answered, for longer than the quiet-stream grace. The writes stay
+    /// shown, as the view's copy lacks them, and the stream's events, released, remove nothing.
+    @Test func aStreamHeldBackPastTheGraceRemovesNothing() async throws {
+        let address = self.daemon.httpURL.dropFirst("http://".count).split(separator: ":")
+        let proxy = try TCPProxy(toHost: String(address[0]), port: Int(address[1])!)
+        let database = Database.database(url: proxy.httpURL)
+        database.callbackQueue = DispatchQueue(label: "eddy.client.http.held-stream")
+        let list = database.reference().child("http/held")
+        let added = Recorder<String>()
+        let removed = Recorder<String>()
+        let loaded = Recorder<Bool>()
+        list.observe(.childAdded) { added.add($0.key) }
+        list.observe(.childRemoved) { removed.add($0.key) }
+        list.observeSingleEvent(of: .value) { _ in loaded.add(true) }
+        _ = try await loaded.wait(for: 1)
+        proxy.holdStreams()
+        let answered = Recorder<Bool>()
+        for i in 0..<3 { list.childByAutoId().setValue(["n": i]) { error, _ in answered.add(error == nil) } }
+        #expect(try await answered.wait(for: 3).allSatisfy { $0 })
+        try await Task.sleep(for: .seconds(3.5))  // past the 2 s grace
+        #expect(removed.all.isEmpty, "taken back while the stream was held: \(removed.all)")
+        proxy.releaseStreams()
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(removed.all.isEmpty, "removed once the stream came: \(removed.all)")
+        #expect(added.all.count == 3, "\(added.all)")
+        database.goOffline()
+    }
+
     /// FData.m testOnAfterSetWaitsForLatestData: a write answered before any observer is not
     /// shown again to an observer added later, over data another client changed meanwhile.
     @Test func anAnsweredWriteIsNotShownToALaterObserver() async throws {
