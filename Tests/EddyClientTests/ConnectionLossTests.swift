@@ -1,4 +1,4 @@
-// Requests across a lost native connection, against a real eddyd behind a TCP proxy: a read or
+// Requests across a lost connection (native, and HTTP for writes), against a real eddyd behind a TCP proxy: a read or
 // a plain write in flight when the connection drops is sent again on the next connection and
 // answered there (as Firebase's SDKs restore outstanding gets and puts; over HTTP, a plain
 // write whose request is cut is tried again); a read that finds no connection for a while
@@ -14,22 +14,11 @@ import Testing
 
     init() async throws {
         self.daemon = try DaemonProcess()
-        // A request whose body stalls is answered 408 after 2 s instead of 30 (the HTTP test).
+        // A request whose body stalls is answered 408 after 2 s instead of 30 (the HTTP write test).
         try await self.daemon.start(["--http-body-timeout-seconds", "2"])
     }
 
-    private func proxy() throws -> TCPProxy {
-        let address = self.daemon.tcpURL.dropFirst("eddy://".count)
-        let parts = address.split(separator: ":")
-        return try TCPProxy(toHost: String(parts[0]), port: Int(parts[1])!)
-    }
-
-    /// A proxy in front of eddyd's HTTP listener (the client's fallback transport).
-    private func httpProxy() throws -> TCPProxy {
-        let address = self.daemon.httpURL.dropFirst("http://".count)
-        let parts = address.split(separator: ":")
-        return try TCPProxy(toHost: String(parts[0]), port: Int(parts[1])!)
-    }
+    private func proxy() throws -> TCPProxy { try TCPProxy(to: self.daemon.tcpURL) }
 
     /// The get reaches eddyd while it is stopped (SIGSTOP), so it is unanswered when the proxy
     /// cuts the connection; the client connects again and eddyd, resumed, answers it there.
@@ -51,11 +40,14 @@ import Testing
     }
 
     /// A plain write sent just before the connection drops is sent again on the next one and
-    /// succeeds (sets are idempotent); only a transaction's write fails then (see README).
-    @Test func aWriteInFlightWhenTheConnectionDropsIsSentAgain() async throws {
-        let proxy = try self.proxy()
-        let database = Database.database(url: proxy.url, callingBackOn: self.queue)
-        let ref = database.reference().child("resent")
+    /// succeeds (sets are idempotent); only a transaction's write fails then (see README). Over
+    /// HTTP the same holds for a write whose request is cut on its way. (URLSession on Linux
+    /// resends the request by itself on a new connection but without its body; eddyd answers
+    /// that one 408 once the body timeout passes, and the client tries again.)
+    @Test(arguments: ["native", "http"]) func aWriteInFlightWhenTheConnectionDropsIsSentAgain(transport: String) async throws {
+        let proxy = try TCPProxy(to: transport == "http" ? self.daemon.httpURL : self.daemon.tcpURL)
+        let database = Database.database(url: transport == "http" ? proxy.httpURL : proxy.url, callingBackOn: self.queue)
+        let ref = database.reference().child("resent-\(transport)")
         try await ref.setValue("before")
         self.daemon.signal(SIGSTOP)
         defer { self.daemon.signal(SIGCONT) }
@@ -65,29 +57,6 @@ import Testing
         proxy.cutAll()
         try await Task.sleep(for: .milliseconds(300))
         #expect(outcome.all.isEmpty, "the write waits for the next connection: \(outcome.all)")
-        self.daemon.signal(SIGCONT)
-        #expect(try await outcome.wait(for: 1) == ["ok"])
-        #expect(try await ref.getData().value as? String == "after")
-    }
-
-    /// The same over HTTP: a plain write whose request is cut on its way is tried again (the
-    /// request may have been applied; a set applied twice is the same set) and succeeds once
-    /// eddyd answers; only a transaction's write fails then. (URLSession on Linux resends the
-    /// request by itself on a new connection but without its body; eddyd answers that one 408
-    /// once the body timeout passes, and the client tries again.)
-    @Test func aWriteOverHTTPWhoseRequestIsCutIsSentAgain() async throws {
-        let proxy = try self.httpProxy()
-        let database = Database.database(url: proxy.httpURL, callingBackOn: self.queue)
-        let ref = database.reference().child("resent-http")
-        try await ref.setValue("before")
-        self.daemon.signal(SIGSTOP)
-        defer { self.daemon.signal(SIGCONT) }
-        let outcome = Recorder<String>()
-        ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
-        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
-        proxy.cutAll()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(outcome.all.isEmpty, "the write waits to be tried again: \(outcome.all)")
         self.daemon.signal(SIGCONT)
         #expect(try await outcome.wait(for: 1, seconds: 30) == ["ok"])
         #expect(try await ref.getData().value as? String == "after")

@@ -70,8 +70,7 @@ import Testing
     /// while the writes are answered, for longer than the quiet-stream grace. The writes stay
     /// shown, as the view's copy lacks them, and the stream's events, released, remove nothing.
     @Test func aStreamHeldBackPastTheGraceRemovesNothing() async throws {
-        let address = self.daemon.httpURL.dropFirst("http://".count).split(separator: ":")
-        let proxy = try TCPProxy(toHost: String(address[0]), port: Int(address[1])!)
+        let proxy = try TCPProxy(to: self.daemon.httpURL)
         let database = Database.database(url: proxy.httpURL)
         database.callbackQueue = DispatchQueue(label: "eddy.client.http.held-stream")
         let list = database.reference().child("http/held")

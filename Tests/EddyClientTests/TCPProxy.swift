@@ -40,6 +40,12 @@ final class TCPProxy: Sendable {
             .wait()
     }
 
+    /// Forwards to the host and port of `url` ("eddy://host:port" or "http://host:port").
+    convenience init(to url: String) throws {
+        let address = url.split(separator: "/")[1].split(separator: ":")  // ["scheme:", "host:port"]
+        try self.init(toHost: String(address[0]), port: Int(address[1])!)
+    }
+
     /// The native URL that reaches the target through the proxy.
     var url: String { "eddy://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
     /// The same as an HTTP URL, for a proxy in front of eddyd's HTTP listener.
