@@ -1,8 +1,8 @@
-// Requests across a lost connection (native, and HTTP for writes), against a real eddyd behind a TCP proxy: a read or
-// a plain write in flight when the connection drops is sent again on the next connection and
+// Requests across a lost connection, against a real eddyd behind a TCP proxy: a read or a
+// plain write in flight when the connection drops is sent again on the next connection and
 // answered there (as Firebase's SDKs restore outstanding gets and puts; over HTTP, a plain
-// write whose request is cut is tried again); a read that finds no connection for a while
-// fails with `disconnected` rather than waiting for good.
+// write whose request is cut is tried again, and goOffline lets one on its way finish); a read
+// that finds no connection for a while fails with `disconnected` rather than waiting for good.
 
 import EddyClient
 import Foundation
