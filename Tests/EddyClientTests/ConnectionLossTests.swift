@@ -39,6 +39,23 @@ import Testing
         #expect(try await outcome.wait(for: 1) == ["kept"])
     }
 
+    /// Sets `ref` from "before" to "after" while eddyd is stopped (SIGSTOP), so the write is on
+    /// its way, unanswered, when `interrupt` runs; resumes eddyd after 300 ms. Answers the
+    /// write's completion outcomes before eddyd was resumed (`waiting`) and the first one after.
+    private func writeInterrupted(_ ref: DatabaseReference, by interrupt: () -> Void) async throws -> (waiting: [String], answered: [String]) {
+        try await ref.setValue("before")
+        self.daemon.signal(SIGSTOP)
+        defer { self.daemon.signal(SIGCONT) }
+        let outcome = Recorder<String>()
+        ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
+        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
+        interrupt()
+        try await Task.sleep(for: .milliseconds(300))
+        let waiting = outcome.all
+        self.daemon.signal(SIGCONT)
+        return (waiting, try await outcome.wait(for: 1, seconds: 30))
+    }
+
     /// A plain write sent just before the connection drops is sent again on the next one and
     /// succeeds (sets are idempotent); only a transaction's write fails then (see README). Over
     /// HTTP the same holds for a write whose request is cut on its way. (URLSession on Linux
@@ -48,17 +65,9 @@ import Testing
         let proxy = try TCPProxy(to: transport == "http" ? self.daemon.httpURL : self.daemon.tcpURL)
         let database = Database.database(url: transport == "http" ? proxy.httpURL : proxy.url, callingBackOn: self.queue)
         let ref = database.reference().child("resent-\(transport)")
-        try await ref.setValue("before")
-        self.daemon.signal(SIGSTOP)
-        defer { self.daemon.signal(SIGCONT) }
-        let outcome = Recorder<String>()
-        ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
-        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
-        proxy.cutAll()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(outcome.all.isEmpty, "the write waits for the next connection: \(outcome.all)")
-        self.daemon.signal(SIGCONT)
-        #expect(try await outcome.wait(for: 1, seconds: 30) == ["ok"])
+        let (waiting, answered) = try await self.writeInterrupted(ref) { proxy.cutAll() }
+        #expect(waiting.isEmpty, "the write waits for the next connection: \(waiting)")
+        #expect(answered == ["ok"])
         #expect(try await ref.getData().value as? String == "after")
     }
 
@@ -67,17 +76,9 @@ import Testing
     @Test func goOfflineOverHTTPLetsAPlainWriteOnItsWayFinish() async throws {
         let database = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
         let ref = database.reference().child("offline-http")
-        try await ref.setValue("before")
-        self.daemon.signal(SIGSTOP)
-        defer { self.daemon.signal(SIGCONT) }
-        let outcome = Recorder<String>()
-        ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
-        try await Task.sleep(for: .milliseconds(200))  // sent: eddyd holds it unread
-        database.goOffline()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(outcome.all.isEmpty, "the write is still on its way: \(outcome.all)")
-        self.daemon.signal(SIGCONT)
-        #expect(try await outcome.wait(for: 1, seconds: 30) == ["ok"])
+        let (waiting, answered) = try await self.writeInterrupted(ref) { database.goOffline() }
+        #expect(waiting.isEmpty, "the write is still on its way: \(waiting)")
+        #expect(answered == ["ok"])
         database.goOnline()
         #expect(try await ref.getData().value as? String == "after")
     }
