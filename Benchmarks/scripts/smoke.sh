@@ -7,9 +7,9 @@
 #
 # Debug builds: make test has built eddyd, eddy and the profiling drivers (targets of the main
 # package) already; this makes sure of them once, builds the Benchmarks package's two products
-# in one invocation (EngineBenchmarks and ClientProfile: about four minutes on 2 cores, as that
-# package compiles its own copy of the graph with async-http-client, BoringSSL and
-# package-benchmark) and runs each
+# in one invocation into the main package's .build (EngineBenchmarks and ClientProfile: about
+# 80 s on 2 cores, compiling only async-http-client and package-benchmark; see
+# lib/binaries.sh) and runs each
 # script with EDDY_BENCH_CONFIG=debug EDDY_SKIP_BUILD=1. engine-bench.sh then runs the benchmark
 # executable directly: package-benchmark's plugin builds release only.
 # A peer (redis-server, PostgreSQL, wrk, etcd) that is missing and cannot be installed skips the scripts

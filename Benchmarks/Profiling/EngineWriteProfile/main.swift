@@ -5,7 +5,7 @@
 //
 // Not a benchmark target (its directory is not `Benchmarks/<Name>`), so the benchmark plugin
 // ignores it. Usage (release, from the repository root):
-//   swift run -c release --package-path Benchmarks EngineWriteProfile <mode> [writes] [rounds] [sync|none]
+//   swift run -c release EngineWriteProfile <mode> [writes] [rounds] [sync|none]
 //   mode: raw | push1 | push64 | interleaved        writes per round: default 2000
 //   `none` (raw: no WAL; engine: durability .none) takes the fsync out, leaving the CPU and
 //   thread-handoff cost of each path.
