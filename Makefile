@@ -55,9 +55,10 @@ test-swift:
 	$(SWIFT) test --skip-build
 
 # The integration suite runs in PYTEST_WORKERS processes (pytest-xdist), each test file whole in
-# one of them so a file's module fixtures and test order stay as written: about 4.7 minutes
-# instead of 7 on the 2-core reference machine. PYTEST_WORKERS=0 runs it in this process.
-PYTEST_WORKERS ?= 2
+# one of them so a file's module fixtures and test order stay as written. On the 2-core reference
+# machine: 7 minutes in one process, 4.5 in two, 3.3-3.7 in three (its tests wait on daemons more
+# than they compute: about 1.6 cores busy). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 3
 
 test-integration: $(VENV)/.installed
 	EDDYD=$(CURDIR)/.build/debug/eddyd EDDY=$(CURDIR)/.build/debug/eddy \
