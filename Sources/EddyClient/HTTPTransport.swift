@@ -336,6 +336,7 @@ final class HTTPTransport: Transport {
         if case .string(let text) = body["error"] { message = text }
         let code: String
         switch status {
+        case 400 where message.contains("request-bytes-max"): code = "limitExceeded"
         case 400, 404: code = message.hasPrefix("Index not defined") ? "invalidArgument" : "invalidValue"
         case 401, 403: code = "permissionDenied"
         case 413: code = "limitExceeded"

@@ -1,7 +1,7 @@
 // Answers `Expect: 100-continue` (RFC 9110 §10.1.1), which curl sends with every body over
 // 1 KiB and then waits up to a second for: without the interim `100 Continue`, each such
 // write took a second longer than it should. A request whose `Content-Length` is over
-// `--request-bytes-max` gets no 100: the responder refuses it with 413 at once, and the client
+// `--request-bytes-max` gets no 100: the responder refuses it with 400 at once, and the client
 // never sends the body. Hummingbird does not do this itself; it sits after its HTTP codec.
 
 import HTTPTypes

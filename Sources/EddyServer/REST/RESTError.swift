@@ -10,13 +10,23 @@ struct RESTError: Error {
     /// For logging only; never sent.
     var underlying: EddyError?
     /// The answer ends the connection (`Connection: close`): what follows on it cannot be read
-    /// as requests (a refused body still arriving, broken framing). Every 413 does.
+    /// as requests (a refused body still arriving, broken framing, a body over
+    /// `--request-bytes-max`).
     var closesConnection = false
 
     init(status: Int, message: String) {
         self.status = status
         self.message = message
-        self.closesConnection = status == 413
+    }
+
+    /// A body over `--request-bytes-max`: 400, as Firebase's REST reference lists "an attempt to
+    /// PUT or POST data which is too large" among its 400 conditions (firebase-admin raises
+    /// `InvalidArgumentError` for it). The rest of the body may still be arriving, so the
+    /// connection ends.
+    static func bodyTooLarge(_ message: String) -> RESTError {
+        var refusal = RESTError(status: 400, message: message)
+        refusal.closesConnection = true
+        return refusal
     }
 
     init(_ error: EddyError) {

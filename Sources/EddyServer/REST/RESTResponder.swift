@@ -124,9 +124,8 @@ public struct RESTResponder: HTTPResponder {
             return Self.error(error)
         } catch is NIOTooManyBytesError {
             return Self.error(
-                RESTError(
-                    status: 413,
-                    message: "request body is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max"))
+                RESTError.bodyTooLarge(
+                    "request body is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max"))
         } catch let error as HTTPRequestTimedOut {
             // The 408 is already written (`HTTPTimeoutState`); this answer only names it.
             var refusal = RESTError(status: 408, message: error.description)
@@ -146,7 +145,7 @@ public struct RESTResponder: HTTPResponder {
 
     /// Calls `body` with the request body, at most `requestBytesMax` bytes: a `Content-Length`
     /// above it is refused before any byte is read, and a body (chunked) that grows past it as
-    /// soon as it does (413). The body's bytes are held in `bodyBudget` until `body` returns
+    /// soon as it does (400, `RESTError.bodyTooLarge`). The body's bytes are held in `bodyBudget` until `body` returns
     /// (parsed and applied); one the budget cannot take is refused with 503 (the connection
     /// closes, as the rest of the body is not read).
     func withBody<T>(_ request: Request, _ body: (ByteBuffer) async throws -> T) async throws -> T {
@@ -165,11 +164,8 @@ public struct RESTResponder: HTTPResponder {
         var collected = ByteBuffer()
         if let declared = request.headers[.contentLength], let length = Int(declared) {
             guard length <= self.requestBytesMax else {
-                var refusal = RESTError(
-                    status: 413,
-                    message: "request body of \(length) bytes (Content-Length) is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max")
-                refusal.closesConnection = true
-                throw refusal
+                throw RESTError.bodyTooLarge(
+                    "request body of \(length) bytes (Content-Length) is larger than request-bytes-max (\(self.requestBytesMax) bytes); see --request-bytes-max")
             }
             try reserve(length)
             collected.reserveCapacity(length)
@@ -649,8 +645,8 @@ public struct RESTResponder: HTTPResponder {
         let body = JSONWriter.bytes(.object(["error": .string(error.message)]))
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if error.status == 405 { headers[.allow] = "GET, PUT, POST, PATCH, DELETE" }
-        // A refused body may still be arriving (413) or its framing is broken (400 from the
-        // parser): the rest of the connection cannot be read as requests, so it ends here.
+        // A refused body may still be arriving (over request-bytes-max) or its framing is broken
+        // (400 from the parser): the rest of the connection cannot be read as requests, so it ends here.
         if error.closesConnection { headers[.connection] = "close" }
         return Response(
             status: HTTPResponse.Status(code: error.status), headers: headers,
