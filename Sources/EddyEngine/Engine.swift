@@ -390,9 +390,13 @@ public final class Engine: Sendable {
             try WriteValidator.validateLocation(path)
             return .remove(path)
         case .push(let path, let value):
-            // The child key is a 20-character push ID.
-            let probe = path.appending("--------------------")
-            return .push(path, try WriteValidator.validate(value, at: probe, approximateBytes: &approximateBytes))
+            // The child key is a 20-character push ID; an error names it "<push id>".
+            let placeholder = "--------------------"
+            do {
+                return .push(path, try WriteValidator.validate(value, at: path.appending(placeholder), approximateBytes: &approximateBytes))
+            } catch {
+                throw EddyError(error.code, error.message.replacing(placeholder, with: "<push id>"))
+            }
         case .update(let path, let changes):
             if changes.count > Limits.updatePathsCountMax {
                 throw EddyError(

@@ -26,7 +26,12 @@ public enum WriteOperation: Sendable {
         var changes: [LogEntry.Change] = []
         changes.reserveCapacity(members.count)
         for (key, child) in members {
-            let path = try Path(key)
+            let path: Path
+            do {
+                path = try Path(key)
+            } catch {
+                throw EddyError(error.code, "update at \(location.abbreviated): \(error.message)")
+            }
             guard !path.isRoot else {
                 throw EddyError(.invalidKey, "update key \"\(key)\" at \(location.abbreviated) names no child")
             }
