@@ -96,8 +96,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await self.write("set", value)
     }
 
+    /// The priority is `(any Sendable)?` here, not Firebase's `Any?`: in an async function,
+    /// Swift prefers async overloads, and with `Any?` Firebase's documented
+    /// `ref.setValue(v) { (error: Error?, ref: DatabaseReference) in ... }` chose this method,
+    /// taking the completion block for a priority, and failed to compile. A closure is not
+    /// Sendable, so the completion-block form is chosen; priorities (strings, numbers) are.
     @discardableResult
-    public func setValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
+    public func setValue(_ value: Any?, andPriority priority: (any Sendable)?) async throws -> DatabaseReference {
         try await self.write("set", value)
     }
 
@@ -308,8 +313,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     public func onDisconnectSetValue(_ value: Any?) async throws -> DatabaseReference {
         try await self.awaitCompletion { self.onDisconnectSetValue(value, withCompletionBlock: $0) }
     }
+    /// `(any Sendable)?` for the reason `setValue(_:andPriority:) async` gives.
     @discardableResult
-    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) async throws -> DatabaseReference {
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: (any Sendable)?) async throws -> DatabaseReference {
         try await self.awaitCompletion { self.onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: $0) }
     }
     @discardableResult

@@ -49,6 +49,29 @@ import Testing
         #expect(result.0 && result.1.value as? Int == 7)
     }
 
+    /// Firebase's "Read and Write Data" completion-block forms, typed closure parameters and all,
+    /// written inside an async function (where Swift prefers async overloads): they must choose
+    /// the completion-block methods, not the async `andPriority:` forms with the block taken for a
+    /// priority (which did not compile). Priorities still go to the async form.
+    @Test func completionBlockFormsCompileAndRunInsideAnAsyncFunction() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("forms/blocks")
+        let answers = Recorder<String>()
+        ref.child("users/u1").setValue(["username": "ada"]) { (error: Error?, ref: DatabaseReference) in
+            answers.add(error == nil ? "set \(ref.key ?? "")" : "set failed: \(error!)")
+        }
+        ref.child("presence").onDisconnectSetValue("offline") { (error: Error?, ref: DatabaseReference) in
+            answers.add(error == nil ? "onDisconnect \(ref.key ?? "")" : "onDisconnect failed: \(error!)")
+        }
+        #expect(try await answers.wait(for: 2).sorted() == ["onDisconnect presence", "set u1"])
+        try await ref.child("ranked").setValue("first", andPriority: 1)
+        try await ref.child("presence").onDisconnectSetValue("gone", andPriority: "p")
+        let stored = try #require(try await ref.getData().value as? [String: Any])
+        #expect((stored["users"] as? [String: Any])?["u1"] as? [String: String] == ["username": "ada"])
+        #expect(stored["ranked"] as? String == "first")
+    }
+
     /// FData.m testSettingInvalidObjectsThrow: a `.value` wrapper holds a leaf; an object in it
     /// is refused naming its path, and nothing is written.
     @Test func aWrappedObjectIsRefused() async throws {
