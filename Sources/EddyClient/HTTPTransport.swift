@@ -339,7 +339,7 @@ final class HTTPTransport: Transport {
         case 400 where message.contains("request-bytes-max"): code = "limitExceeded"
         case 400, 404: code = message.hasPrefix("Index not defined") ? "invalidArgument" : "invalidValue"
         case 401, 403: code = "permissionDenied"
-        case 413: code = "limitExceeded"
+        case 413: code = "limitExceeded"  // a proxy's body limit (eddyd answers 400, above)
         case 507: code = "insufficientStorage"
         default: code = "http\(status)"
         }

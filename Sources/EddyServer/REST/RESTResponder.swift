@@ -145,9 +145,9 @@ public struct RESTResponder: HTTPResponder {
 
     /// Calls `body` with the request body, at most `requestBytesMax` bytes: a `Content-Length`
     /// above it is refused before any byte is read, and a body (chunked) that grows past it as
-    /// soon as it does (400, `RESTError.bodyTooLarge`). The body's bytes are held in `bodyBudget` until `body` returns
-    /// (parsed and applied); one the budget cannot take is refused with 503 (the connection
-    /// closes, as the rest of the body is not read).
+    /// soon as it does (400, `RESTError.bodyTooLarge`). The body's bytes are held in `bodyBudget`
+    /// until `body` returns (parsed and applied); one the budget cannot take is refused with 503
+    /// (the connection closes, as the rest of the body is not read).
     func withBody<T>(_ request: Request, _ body: (ByteBuffer) async throws -> T) async throws -> T {
         var reserved = 0
         defer { if reserved > 0 { self.bodyBudget.release(reserved) } }
@@ -646,7 +646,8 @@ public struct RESTResponder: HTTPResponder {
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if error.status == 405 { headers[.allow] = "GET, PUT, POST, PATCH, DELETE" }
         // A refused body may still be arriving (over request-bytes-max) or its framing is broken
-        // (400 from the parser): the rest of the connection cannot be read as requests, so it ends here.
+        // (400 from the parser): the rest of the connection cannot be read as requests, so it
+        // ends here.
         if error.closesConnection { headers[.connection] = "close" }
         return Response(
             status: HTTPResponse.Status(code: error.status), headers: headers,
