@@ -10,12 +10,12 @@ import EddyModel
 import Synchronization
 
 final class ChangeSetCoalescer: Sendable {
-    private let keyPaths: [Path]?
+    private let keyPaths: ChangeSetKeyPathGroup
     /// The results of the last change set that went into the buffer (nil before the first), and
     /// whether later change sets were left out since.
     private let state = Mutex<(handed: DatabaseResults?, behind: Bool)>((nil, false))
 
-    init(keyPaths: [Path]?) {
+    init(keyPaths: ChangeSetKeyPathGroup) {
         self.keyPaths = keyPaths
     }
 
@@ -40,7 +40,7 @@ final class ChangeSetCoalescer: Sendable {
                     }
                     let diff = ChangeSetDiff(
                         from: handed.children.map { (key: $0.key, value: $0.data) },
-                        to: newest.children.map { (key: $0.key, value: $0.data) }, keyPaths: self.keyPaths)
+                        to: newest.children.map { (key: $0.key, value: $0.data) }, keyPaths: self.keyPaths.effective)
                     guard !diff.isEmpty else {
                         // Only unobserved fields changed meanwhile: nothing to tell.
                         state.behind = false

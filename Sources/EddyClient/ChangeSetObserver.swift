@@ -7,7 +7,8 @@
 // As Realm computes `.initial` after the registering code's turn, the first value is reported
 // one pass of the callback queue later, folding in the events queued meanwhile (a write made
 // right after `observe`, on a location another observer had loaded already, is in `.initial`
-// and raises no `.update`).
+// and raises no `.update`). Its key paths are its view's group's (`ChangeSetKeyPathGroup`): as
+// Realm's, the filters of one collection's observers do not filter exclusively.
 
 import Dispatch
 import Foundation
@@ -17,7 +18,7 @@ import Synchronization
 final class ChangeSetObserver: Sendable {
     typealias Block = @Sendable (DatabaseCollectionChange) -> Void
 
-    private let keyPaths: [Path]?
+    private let keyPaths: ChangeSetKeyPathGroup
     private let queue: DispatchQueue?
     private let block: Block
     /// Runs a body after what the callback queue holds now (the database's `deliver`).
@@ -33,10 +34,10 @@ final class ChangeSetObserver: Sendable {
     private let live = Atomic<Bool>(true)
 
     init(
-        keyPaths: [String]?, queue: DispatchQueue?, requeue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        keyPaths: ChangeSetKeyPathGroup, queue: DispatchQueue?, requeue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
         block: @escaping Block
     ) {
-        self.keyPaths = Self.parseKeyPaths(keyPaths)
+        self.keyPaths = keyPaths
         self.queue = queue
         self.requeue = requeue
         self.block = block
@@ -88,7 +89,7 @@ final class ChangeSetObserver: Sendable {
             return
         case .diff(let previous):
             guard !silently else { return }
-            let diff = ChangeSetDiff(from: previous, to: entries, keyPaths: self.keyPaths)
+            let diff = ChangeSetDiff(from: previous, to: entries, keyPaths: self.keyPaths.effective)
             guard !diff.isEmpty else { return }
             self.emit(.update(results, deletions: diff.deletions, insertions: diff.insertions, modifications: diff.modifications))
         }

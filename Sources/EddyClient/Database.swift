@@ -171,6 +171,8 @@ public final class Database: NSObject, Sendable {
         /// Views by id (path and query), and the view of each observer handle.
         var views: [String: QueryView] = [:]
         var viewOfHandle: [DatabaseHandle: QueryView] = [:]
+        /// The key-path filters of each view's Realm-style observers, by view id.
+        var changeSetKeyPaths: [String: ChangeSetKeyPathGroup] = [:]
     }
 
     /// Views in the order Firebase raises one change's events across locations (eddyd sends
@@ -575,6 +577,25 @@ public final class Database: NSObject, Sendable {
     /// The view a query's observers share: its path and its constraints.
     static func viewID(_ query: DatabaseQuery) -> String {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
+    }
+
+    /// The key-path group of the Realm-style observers of `query`'s view (made when missing).
+    func changeSetKeyPaths(of query: DatabaseQuery) -> ChangeSetKeyPathGroup {
+        let id = Self.viewID(query)
+        return self.state.withLock { state in
+            if let group = state.changeSetKeyPaths[id] { return group }
+            let group = ChangeSetKeyPathGroup()
+            state.changeSetKeyPaths[id] = group
+            return group
+        }
+    }
+
+    /// Takes `member` out of `group`, dropping the group once it is empty.
+    func leaveChangeSetKeyPaths(_ group: ChangeSetKeyPathGroup, of query: DatabaseQuery, member: ObjectIdentifier) {
+        let id = Self.viewID(query)
+        self.state.withLock { state in
+            if group.leave(member), state.changeSetKeyPaths[id] === group { state.changeSetKeyPaths.removeValue(forKey: id) }
+        }
     }
 
     /// Adds an observer to the view of `query` (made when it is the first).

@@ -28,7 +28,7 @@ extension DatabaseQuery {
     ) async -> NotificationToken {
         let (stream, continuation) = AsyncStream.makeStream(
             of: DatabaseCollectionChange.self, bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax))
-        let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
+        let coalescer = ChangeSetCoalescer(keyPaths: self.database.changeSetKeyPaths(of: self))
         // Checked on the actor before each delivery: change sets still buffered, or waiting
         // for the busy actor, when the token is invalidated (even from inside `block`) are
         // dropped, as Realm promises.
@@ -70,7 +70,7 @@ extension DatabaseQuery {
     /// into one `.update` (as Realm coalesces notifications); a refused query ends it with the error.
     public func changes(keyPaths: [String]? = nil) -> AsyncThrowingStream<DatabaseCollectionChange, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
-            let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
+            let coalescer = ChangeSetCoalescer(keyPaths: self.database.changeSetKeyPaths(of: self))
             let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
                 if case .error(let error) = change {
                     continuation.finish(throwing: error)
@@ -91,7 +91,10 @@ extension DatabaseQuery {
         _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void
     ) -> NotificationToken {
         let database = self.database
-        let observer = ChangeSetObserver(keyPaths: keyPaths, queue: queue, requeue: { database.deliver($0) }, block: block)
+        let group = database.changeSetKeyPaths(of: self)
+        let member = ObjectIdentifier(token)
+        group.join(member, keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
+        let observer = ChangeSetObserver(keyPaths: group, queue: queue, requeue: { database.deliver($0) }, block: block)
         let handle = self.database.nextHandle()
         let registration = QueryView.Registration(
             handle: handle, eventType: .value, once: false,
@@ -101,6 +104,7 @@ extension DatabaseQuery {
             silent: UncheckedSendable({ snapshot, _ in observer.received(snapshot, silently: true) }))
         token.onInvalidate {
             observer.stop()
+            database.leaveChangeSetKeyPaths(group, of: self, member: member)
             database.removeObserver(handle)
         }
         database.observe(self, registration)

@@ -18,7 +18,7 @@ import Testing
         print("ChangeSetCoalescerTests: EDDY_SEED=\(seed)")
         var g = SeededGenerator(seed: seed)
         for round in 0..<100 {
-            let coalescer = ChangeSetCoalescer(keyPaths: nil)
+            let coalescer = ChangeSetCoalescer(keyPaths: ChangeSetKeyPathGroup())
             var consumer: [(key: String, value: Value)] = []  // what the consumer holds
             var observed: [(key: String, value: Value)] = []  // the observer's previous results
             let steps = 40

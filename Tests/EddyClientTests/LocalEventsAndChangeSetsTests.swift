@@ -505,27 +505,62 @@ import Testing
     }
 
     // Realm: "If nil or empty, every property change counts"; nested key paths are dotted.
+    /// Realm: nil or an empty list is no filter, "meta.views" is a key path; and the filters of
+    /// one collection's tokens do not filter exclusively ("If one key path change is satisfied
+    /// for one notification token, then all notification token blocks for that object will
+    /// execute"): with an unfiltered token beside it, a "meta.views" token hears every change.
     @Test func emptyOrDottedKeyPathsAsRealm() async throws {
         let items = self.database().reference().child("local/keypaths")
         try await items.setValue(["a": ["meta": ["views": 1, "likes": 1], "name": "x"]])
         let everything = Recorder<String>()
         let dotted = Recorder<String>()
-        func describe(_ change: DatabaseCollectionChange) -> String {
-            switch change {
-            case .initial(let results): return "initial \(results.count)"
-            case .update(_, let d, let i, let m): return "update d\(d) i\(i) m\(m)"
-            case .error(let error): return "error \(error)"
-            }
-        }
-        let all = items.observe(keyPaths: []) { everything.add(describe($0)) }
-        let views = items.observe(keyPaths: ["meta.views"]) { dotted.add(describe($0)) }
+        let all = items.observe(keyPaths: []) { everything.add(Self.describe($0)) }
+        let views = items.observe(keyPaths: ["meta.views"]) { dotted.add(Self.describe($0)) }
         _ = try await everything.wait(for: 1)
         _ = try await dotted.wait(for: 1)
-        try await items.child("a/name").setValue("y")  // counts for [], not for meta.views
-        try await items.child("a/meta/views").setValue(2)  // counts for both
+        try await items.child("a/name").setValue("y")  // only [] asks for it; both hear it
+        try await items.child("a/meta/views").setValue(2)
         #expect(try await everything.wait(for: 3) == ["initial 1", "update d[] i[] m[0]", "update d[] i[] m[0]"])
-        #expect(try await dotted.wait(for: 2) == ["initial 1", "update d[] i[] m[0]"])
-        withExtendedLifetime((all, views)) {}
+        #expect(try await dotted.wait(for: 3) == ["initial 1", "update d[] i[] m[0]", "update d[] i[] m[0]"])
+        // Without the unfiltered token, "meta.views" filters again.
+        all.invalidate()
+        try await items.child("a/name").setValue("z")
+        try await items.child("a/meta/views").setValue(3)
+        #expect(try await dotted.wait(for: 4) == ["initial 1", "update d[] i[] m[0]", "update d[] i[] m[0]", "update d[] i[] m[0]"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(dotted.all.count == 4, "the name change alone raised an update: \(dotted.all)")
+        withExtendedLifetime(views) {}
+    }
+
+    /// Realm's union of two filtered tokens on one collection: "name" and "age" tokens both hear
+    /// a name change and both hear an age change; a "likes" change neither asked for is heard by
+    /// neither.
+    @Test func keyPathFiltersOfOneQueryAreNotExclusive() async throws {
+        let dogs = self.database().reference().child("local/keypaths-union")
+        try await dogs.setValue(["d1": ["name": "Rex", "age": 3, "likes": 0]])
+        let names = Recorder<String>()
+        let ages = Recorder<String>()
+        let a = dogs.observe(keyPaths: ["name"]) { names.add(Self.describe($0)) }
+        let b = dogs.observe(keyPaths: ["age"]) { ages.add(Self.describe($0)) }
+        _ = try await names.wait(for: 1)
+        _ = try await ages.wait(for: 1)
+        try await dogs.child("d1/likes").setValue(1)
+        try await dogs.child("d1/name").setValue("Max")
+        try await dogs.child("d1/age").setValue(4)
+        let expected = ["initial 1", "update d[] i[] m[0]", "update d[] i[] m[0]"]
+        #expect(try await names.wait(for: 3) == expected)
+        #expect(try await ages.wait(for: 3) == expected)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(names.all == expected && ages.all == expected, "the likes change raised an update: \(names.all) \(ages.all)")
+        withExtendedLifetime((a, b)) {}
+    }
+
+    static func describe(_ change: DatabaseCollectionChange) -> String {
+        switch change {
+        case .initial(let results): return "initial \(results.count)"
+        case .update(_, let d, let i, let m): return "update d\(d) i\(i) m\(m)"
+        case .error(let error): return "error \(error)"
+        }
     }
 
     // Realm: no notification after invalidate(), even of change sets already queued.
