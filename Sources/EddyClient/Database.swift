@@ -360,7 +360,7 @@ public final class Database: NSObject, Sendable {
     /// `write(withoutNotifying:)`), so a screen that made a change does not hear it back. Their
     /// next notification starts from the data with these writes in. Firebase-style observers
     /// and other tokens hear the writes as usual.
-    public func write<Result>(withoutNotifying tokens: [NotificationToken], _ block: () throws -> Result) rethrows -> Result {
+    public func write<Result>(withoutNotifying tokens: [NotificationToken] = [], _ block: () throws -> Result) rethrows -> Result {
         let silenced = Database.silencedTokens.union(tokens.map { ObjectIdentifier($0) })
         return try Database.$silencedTokens.withValue(silenced) { try block() }
     }

@@ -38,4 +38,11 @@ public struct DatabaseResults: RandomAccessCollection, Sendable {
 
     /// The position of the child with `key`, if it is in the results.
     public func index(ofKey key: String) -> Int? { self.children.firstIndex { $0.key == key } }
+
+    /// Realm's frozen results: these already are an immutable snapshot, so they are always
+    /// frozen, `freeze()` answers them as they are, and they are never invalidated. (The live
+    /// counterpart is `LiveResults`, or the next change set.)
+    public var isFrozen: Bool { true }
+    public func freeze() -> DatabaseResults { self }
+    public var isInvalidated: Bool { false }
 }

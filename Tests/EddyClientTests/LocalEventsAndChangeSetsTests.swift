@@ -555,6 +555,25 @@ import Testing
         withExtendedLifetime((a, b)) {}
     }
 
+    /// Realm's frozen-results API on the immutable results a change set carries, and
+    /// `write(withoutNotifying:)` with its default (no token silenced).
+    @Test func resultsAreFrozenSnapshots() async throws {
+        let database = self.database()
+        let list = database.reference().child("local/frozen")
+        try await list.setValue(["a": 1, "b": 2])
+        let seen = Recorder<DatabaseResults>()
+        let token = list.observe { change in
+            if case .initial(let results) = change { seen.add(results) }
+            if case .update(let results, _, _, _) = change { seen.add(results) }
+        }
+        let initial = try await seen.wait(for: 1)[0]
+        #expect(initial.isFrozen && !initial.isInvalidated && initial.freeze().keys == ["a", "b"])
+        database.write { list.child("c").setValue(3) }
+        let updated = try await seen.wait(for: 2)[1]
+        #expect(updated.keys == ["a", "b", "c"] && initial.keys == ["a", "b"], "a change set's results never change later")
+        withExtendedLifetime(token) {}
+    }
+
     static func describe(_ change: DatabaseCollectionChange) -> String {
         switch change {
         case .initial(let results): return "initial \(results.count)"
