@@ -3,7 +3,8 @@
 // changed their place among the others are a deletion and an insertion (the ones outside the
 // longest run that kept its relative order; of several such runs, the one with the most
 // unchanged children, as Realm's core chooses), and children that stayed in place with changed
-// data are modifications. With key paths, only changes of those fields count.
+// data are modifications. With key paths, only changes of those fields count; a key path is
+// followed through nested collections as Realm follows one through a to-many link (`seen`).
 
 import EddyModel
 
@@ -56,7 +57,29 @@ struct ChangeSetDiff: Equatable {
     static func changed(_ old: Value, _ new: Value, _ keyPaths: [Path]?) -> Bool {
         guard old != new else { return false }
         guard let keyPaths, case .object = old, case .object = new else { return true }
-        return keyPaths.contains { old.child(at: $0) != new.child(at: $0) }
+        return keyPaths.contains { Self.seen(through: $0.keys[...], of: old) != Self.seen(through: $0.keys[...], of: new) }
+    }
+
+    /// Collections a key path is followed through, at most (Realm notifies nothing deeper than
+    /// four levels).
+    static let keyPathCollectionsMax = 4
+
+    /// What a key path sees of a child. Its first key is a field of the child. Past it, where a
+    /// value holds the next key, the path goes on into that field; where it does not, the value
+    /// is taken as a collection of objects (Realm's "toys.brand" on a dog's list of toys) and
+    /// the path is followed into each of its children that is an object, keyed by child, so
+    /// a child entering or leaving the collection counts too, as Realm's does.
+    static func seen(through keys: ArraySlice<String>, of value: Value, collections: Int = 0, first: Bool = true) -> Value {
+        guard let key = keys.first else { return value }
+        guard case .object(let children) = value else { return .null }
+        if let child = children[key] { return Self.seen(through: keys.dropFirst(), of: child, collections: collections, first: false) }
+        guard !first, collections < Self.keyPathCollectionsMax else { return .null }
+        var each: [String: Value] = [:]
+        for (name, child) in children {
+            guard case .object = child else { continue }
+            each[name] = Self.seen(through: keys, of: child, collections: collections + 1, first: false)
+        }
+        return .object(each)
     }
 
     /// Positions (in `values`, distinct integers in 0..<values.count or any range) of a longest

@@ -13,6 +13,30 @@ import Testing
 
     func entries(_ pairs: [(String, Double)]) -> [Entry] { pairs.map { (key: $0.0, value: Value.number($0.1)) } }
 
+    /// Realm's key-path example, a dog's list of toys: "toys.brand" counts a toy's brand changing
+    /// and a toy entering or leaving, not another field of a toy; a plain dotted path
+    /// ("meta.views") stays a path; a parent path ("toys") counts any change below it.
+    @Test func keyPathsFollowNestedCollectionsAsRealm() throws {
+        func changed(_ old: String, _ new: String, _ keyPath: String) throws -> Bool {
+            ChangeSetDiff.changed(try JSONParser.parse(old), try JSONParser.parse(new), [try Path(keyPath)])
+        }
+        let dog = #"{"name":"Rex","toys":{"t1":{"brand":"A","color":"red"}},"meta":{"views":1,"likes":1}}"#
+        let brand = #"{"name":"Rex","toys":{"t1":{"brand":"B","color":"red"}},"meta":{"views":1,"likes":1}}"#
+        let color = #"{"name":"Rex","toys":{"t1":{"brand":"A","color":"blue"}},"meta":{"views":1,"likes":1}}"#
+        let added = #"{"name":"Rex","toys":{"t1":{"brand":"A","color":"red"},"t2":{"color":"red"}},"meta":{"views":1,"likes":1}}"#
+        let likes = #"{"name":"Rex","toys":{"t1":{"brand":"A","color":"red"}},"meta":{"views":1,"likes":2}}"#
+        let views = #"{"name":"Rex","toys":{"t1":{"brand":"A","color":"red"}},"meta":{"views":2,"likes":1}}"#
+        #expect(try changed(dog, brand, "toys/brand"))
+        #expect(try changed(dog, added, "toys/brand"))
+        #expect(try !changed(dog, color, "toys/brand"))
+        #expect(try !changed(dog, likes, "toys/brand"))
+        #expect(try changed(dog, color, "toys"))
+        #expect(try changed(dog, views, "meta/views"))
+        #expect(try !changed(dog, likes, "meta/views"))
+        // The first key is a field of the child, never a collection of it.
+        #expect(try !changed(#"{"a":{"brand":1}}"#, #"{"a":{"brand":2}}"#, "brand"))
+    }
+
     // realm-core keeps unchanged rows in place: [e, d, c] -> [c, d, e] with e and c rescored
     // moves e and c, not d.
     @Test func anUnchangedChildStaysInPlace() {
