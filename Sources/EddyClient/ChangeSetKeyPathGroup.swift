@@ -6,8 +6,8 @@
 // the union of its callbacks' key paths, and a callback without a filter unfilters them all).
 //
 // Invariant: `effective` is nil (every field counts) when any member has no filter or there is
-// no member, otherwise the union of the members' paths. Members join when they observe and leave when their token
-// is invalidated; `Database` drops a group once it is empty.
+// no member, otherwise the union of the members' paths. Members join when they observe and
+// leave when their token is invalidated; `Database` drops a group once it is empty.
 
 import EddyModel
 import Synchronization

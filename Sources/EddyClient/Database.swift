@@ -579,13 +579,15 @@ public final class Database: NSObject, Sendable {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
     }
 
-    /// The key-path group of the Realm-style observers of `query`'s view (made when missing).
-    func changeSetKeyPaths(of query: DatabaseQuery) -> ChangeSetKeyPathGroup {
+    /// Puts `member` (an observer's token) with its filter into the key-path group of the
+    /// Realm-style observers of `query`'s view (made when missing) and answers the group. Under
+    /// the state lock, as leaving is, so a group is never dropped while a member joins it.
+    func joinChangeSetKeyPaths(of query: DatabaseQuery, member: ObjectIdentifier, keyPaths: [Path]?) -> ChangeSetKeyPathGroup {
         let id = Self.viewID(query)
         return self.state.withLock { state in
-            if let group = state.changeSetKeyPaths[id] { return group }
-            let group = ChangeSetKeyPathGroup()
+            let group = state.changeSetKeyPaths[id] ?? ChangeSetKeyPathGroup()
             state.changeSetKeyPaths[id] = group
+            group.join(member, keyPaths: keyPaths)
             return group
         }
     }

@@ -28,7 +28,6 @@ extension DatabaseQuery {
     ) async -> NotificationToken {
         let (stream, continuation) = AsyncStream.makeStream(
             of: DatabaseCollectionChange.self, bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax))
-        let coalescer = ChangeSetCoalescer(keyPaths: self.database.changeSetKeyPaths(of: self))
         // Checked on the actor before each delivery: change sets still buffered, or waiting
         // for the busy actor, when the token is invalidated (even from inside `block`) are
         // dropped, as Realm promises.
@@ -37,6 +36,7 @@ extension DatabaseQuery {
         // it silences this observer.
         let token = NotificationToken()
         token.onInvalidate { live.value = false }
+        let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token))
         self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in
             coalescer.offer(change) { change in
                 if case .dropped = continuation.yield(change) { return false }
@@ -70,8 +70,9 @@ extension DatabaseQuery {
     /// into one `.update` (as Realm coalesces notifications); a refused query ends it with the error.
     public func changes(keyPaths: [String]? = nil) -> AsyncThrowingStream<DatabaseCollectionChange, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
-            let coalescer = ChangeSetCoalescer(keyPaths: self.database.changeSetKeyPaths(of: self))
-            let token = self.observeChanges(keyPaths: keyPaths, queue: nil) { change in
+            let token = NotificationToken()
+            let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token))
+            self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in
                 if case .error(let error) = change {
                     continuation.finish(throwing: error)
                     return
@@ -91,9 +92,8 @@ extension DatabaseQuery {
         _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void
     ) -> NotificationToken {
         let database = self.database
-        let group = database.changeSetKeyPaths(of: self)
+        let group = self.joinChangeSetKeyPaths(keyPaths, token: token)
         let member = ObjectIdentifier(token)
-        group.join(member, keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
         let observer = ChangeSetObserver(keyPaths: group, queue: queue, requeue: { database.deliver($0) }, block: block)
         let handle = self.database.nextHandle()
         let registration = QueryView.Registration(
@@ -109,5 +109,11 @@ extension DatabaseQuery {
         }
         database.observe(self, registration)
         return token
+    }
+
+    /// The key-path group of this query's view with `token`'s observer in it (joining again
+    /// answers the same group: a group with a member is never dropped).
+    private func joinChangeSetKeyPaths(_ keyPaths: [String]?, token: NotificationToken) -> ChangeSetKeyPathGroup {
+        self.database.joinChangeSetKeyPaths(of: self, member: ObjectIdentifier(token), keyPaths: ChangeSetObserver.parseKeyPaths(keyPaths))
     }
 }
