@@ -504,7 +504,6 @@ import Testing
         #expect(changes.all.count == 5, "nothing after invalidate()")
     }
 
-    // Realm: "If nil or empty, every property change counts"; nested key paths are dotted.
     /// Realm: nil or an empty list is no filter, "meta.views" is a key path; and the filters of
     /// one collection's tokens do not filter exclusively ("If one key path change is satisfied
     /// for one notification token, then all notification token blocks for that object will
