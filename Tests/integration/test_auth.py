@@ -322,6 +322,30 @@ def test_a_write_rule_on_newData_above_the_written_location_sees_the_stored_sibl
         assert db.reference("/docs/d1", app=bob).get() == {"owner": "alice", "title": "z", "tags": {"a": True}}
 
 
+def test_a_failed_conditional_write_shows_the_value_only_to_a_reader(daemon):
+    """A 412 answers the current value and its ETag (Firebase's conditional requests): a caller
+    the rules let write but not read gets Firebase's denial instead (the value stays hidden, as
+    from a GET), and nothing is written. A caller who may read gets the 412 as before."""
+    rules = {"rules": {"drop": {".write": True, ".read": False}, "open": {".write": True, ".read": True}}}
+    owner = bearer("owner")
+    assert requests.put(daemon.url("/.settings/rules", ns="cond"), headers=owner, data=json.dumps(rules)).status_code == 200
+    for place in ("drop", "open"):
+        assert requests.put(daemon.url(f"/{place}", ns="cond"), headers=owner, data='{"secret": "s3"}').status_code == 200
+    for tag in ("stale", "null_etag"):
+        r = requests.put(daemon.url("/drop", ns="cond"), headers={"if-match": tag}, data='"x"')
+        assert r.status_code == 401 and r.json() == {"error": "Permission denied"}, r.text
+        assert "s3" not in r.text and "ETag" not in r.headers
+        r = requests.delete(daemon.url("/drop", ns="cond"), headers={"if-match": tag})
+        assert r.status_code == 401 and "s3" not in r.text, r.text
+    assert requests.get(daemon.url("/drop", ns="cond"), headers=owner).json() == {"secret": "s3"}
+    r = requests.put(daemon.url("/open", ns="cond"), headers={"if-match": "stale"}, data='"x"')
+    assert r.status_code == 412 and r.json() == {"secret": "s3"} and r.headers["ETag"], r.text
+    # The write-only caller's matching ETag still writes (the write rule allows it).
+    etag = requests.get(daemon.url("/drop", ns="cond"), headers={**owner, "X-Firebase-ETag": "true"}).headers["ETag"]
+    assert requests.put(daemon.url("/drop", ns="cond"), headers={"if-match": etag}, data='"x"').status_code == 200
+    assert requests.get(daemon.url("/drop", ns="cond"), headers=owner).json() == "x"
+
+
 def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
     """As the emulator reads the Auth emulator's unsigned tokens: `auth.provider` is the token's
     firebase.sign_in_provider in the rules reference's names (`google.com` is `google`; custom

@@ -40,14 +40,21 @@ extension Committer {
         }
     }
 
-    /// Whether `access` may read the whole location (between groups: the committed tree).
-    func canRead(_ location: Path, query: Query?, _ access: Access) -> Bool {
+    /// Whether `access` may read the whole location: between groups over the committed tree;
+    /// `inGroup`, over the tree as the group's earlier writes left it.
+    func canRead(_ location: Path, query: Query?, _ access: Access, inGroup: Bool = false) -> Bool {
         if access.isAdmin { return true }
-        let database = self.database
-        let family = database.columnFamily(ColumnFamilies.tree)
-        let tree = RuleTree(reading: { path in
-            try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value
-        })
+        let tree: RuleTree
+        if inGroup {
+            let writer = self.treeWriter
+            tree = RuleTree(reading: { path in try writer.currentValue(at: path) })
+        } else {
+            let database = self.database
+            let family = database.columnFamily(ColumnFamilies.tree)
+            tree = RuleTree(reading: { path in
+                try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value
+            })
+        }
         // A plain listen (no query) has every `query` member null or false; one that named
         // `orderBy="$key"` alone has `query.orderByKey` true, as on a GET.
         let context = RuleContext(auth: access.auth, now: Double(self.clock.nowMilliseconds()), tree: tree, newTree: tree)

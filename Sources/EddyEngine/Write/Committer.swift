@@ -382,7 +382,8 @@ final class Committer: @unchecked Sendable {
         let operation = write.operation
         let now = self.clock.nowMilliseconds()
         let id = self.ids.next(nowMilliseconds: now)
-        // Rules first: a 412 answers the current value, which a denied caller must not see.
+        // Rules first: a 412 answers the current value, which a caller denied the write or the
+        // read must not see.
         // A write checked before it was queued under the rules still in force needs no second
         // check (`Engine.precheck`); any other client write is checked here.
         if !write.access.isAdmin, write.checkedUnderRules != self.securityVersion {
@@ -391,7 +392,14 @@ final class Committer: @unchecked Sendable {
         if let ifMatch = write.ifMatch {
             let current = try writer.currentValue(at: operation.location)
             let etag = ETag.of(current)
-            if etag != ifMatch { return (.preconditionFailed(current: current, etag: etag), nil) }
+            if etag != ifMatch {
+                // The 412 answers the value and its ETag: only for a caller who may read them
+                // (a write-only caller gets Firebase's denial, and nothing is written).
+                guard write.access.isAdmin || self.canRead(operation.location, query: nil, write.access, inGroup: true) else {
+                    throw Engine.permissionDenied
+                }
+                return (.preconditionFailed(current: current, etag: etag), nil)
+            }
         }
         let listening = !self.events.isEmpty
         var before: [LogEntry.BeforeImage] = []
