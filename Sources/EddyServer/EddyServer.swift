@@ -209,7 +209,10 @@ public enum EddyServer {
             configuration: HTTP1Channel.Configuration(
                 // An autoclosure: new handlers for every connection.
                 additionalChannelHandlers: timeouts.handlers()
-                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()]))
+                    + [
+                        ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher(),
+                        EventStreamFraming(),
+                    ]))
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,
