@@ -159,11 +159,12 @@ import Testing
 
     /// As Firebase's clients do, the client shows its own onDisconnect writes when its
     /// connection ends, at once and while offline; once connected again the server's data
-    /// replaces them (a write the rules refused when it ran disappears).
+    /// replaces them (a write the rules refused when it ran disappears). A write the rules deny
+    /// when it is registered is refused then, as Firebase's server refuses it, and never shown.
     @Test(arguments: ["native", "http"])
     func theClientShowsItsOwnOnDisconnectWritesWhenItsConnectionEnds(transport: String) async throws {
-        // Writes granted above cannot be taken back below: "locked" is outside what is writable.
-        try await self.daemon.putRules(#"{"rules": {".read": true, "own": {".write": true}, "locked": {".write": false}}}"#)
+        // "locked" may be written while registering; the rules lock it before the writes run.
+        try await self.daemon.putRules(#"{"rules": {".read": true, "own": {".write": true}, "locked": {".write": true}}}"#)
         let user = self.database(self.userURL(transport))
         let me = user.reference().child("own/\(transport)")
         let locked = user.reference().child("locked/\(transport)")
@@ -185,6 +186,13 @@ import Testing
         try await me.child("kept").onDisconnectSetValue("changed")
         try await me.child("kept").cancelDisconnectOperations()
         try await locked.onDisconnectSetValue("denied when it runs")
+        // Writes granted above cannot be taken back below: "locked" is now outside what is writable.
+        try await self.daemon.putRules(#"{"rules": {".read": true, "own": {".write": true}, "locked": {".write": false}}}"#)
+        let refused = Recorder<String>()
+        locked.parent!.child("never").onDisconnectSetValue("denied when registered") { error, _ in
+            refused.add(error.map { "\(($0 as NSError).code) \($0.localizedDescription)" } ?? "registered")
+        }
+        #expect(try await refused.wait(for: 1) == ["1 Permission denied"])
         #expect(seen.all.count == 1 && lockedSeen.all.count == 1, "registered, not shown yet")
 
         user.goOffline()

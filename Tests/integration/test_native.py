@@ -570,13 +570,16 @@ ON_DISCONNECT, CANCEL_DISCONNECT = 13, 14
 
 def test_on_disconnect_writes_run_when_a_connection_ends_however_it_ends(daemon_factory):
     """Firebase's onDisconnect over the native protocol: validated at registration (a bad key or
-    a push is refused, naming it, and holds nothing), run in order when the connection ends
+    a push is refused, naming it, and a write the rules deny now is refused as Firebase refuses
+    it, permission denied; none of them holds anything), run in order when the connection ends
     (here a process that dies with its socket open: the kernel closes it), with the identity of
-    the registration and the rules as they are when they run; cancelled ones do not run."""
+    the registration and the rules as they are when they run (checked again: /presence/locked,
+    allowed when registered, is denied by then); cancelled ones do not run."""
     d = daemon_factory()
     requests.put(d.url("/presence"), data=json.dumps({"a": "online", "b": "here", "c": "keep", "locked": "x"})).raise_for_status()
+    write_rule = "$k != 'never' && ($k != 'locked' || !root.child('lockdown').exists())"
     requests.put(d.base_url + "/.settings/rules.json", data=json.dumps(
-        {"rules": {".read": True, "presence": {"$k": {".write": "$k != 'locked'"}}}})).raise_for_status()
+        {"rules": {".read": True, "presence": {"$k": {".write": write_rule}}}})).raise_for_status()
     script = f"""
 import json, os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -600,28 +603,43 @@ send({ON_DISCONNECT}, 6, {{"op": "set", "path": "/presence/a", "value": "offline
 send({CANCEL_DISCONNECT}, 7, {{"path": "/presence/c"}})
 send({ON_DISCONNECT}, 8, {{"op": "set", "path": "/presence/bad", "value": {{"a.b": 1}}}})
 send({ON_DISCONNECT}, 9, {{"op": "push", "path": "/presence", "value": 1}})
-for _ in range(9):
+send({ON_DISCONNECT}, 10, {{"op": "set", "path": "/presence/never", "value": "denied when registered"}})
+for _ in range(10):
     kind, payload = recv()
     print(kind, json.dumps(payload, sort_keys=True), flush=True)
+sys.stdin.readline()
 os.kill(os.getpid(), 9)
 """
     import subprocess, sys
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    lines = out.stdout.splitlines()
-    assert len(lines) == 9, (out.stdout, out.stderr)
-    answers = [(int(line.split(" ", 1)[0]), json.loads(line.split(" ", 1)[1])) for line in lines]
-    assert answers[:6] == [(VALUE, {"value": None})] * 6
-    assert answers[6] == (VALUE, {"value": {"cancelled": 1}})
-    assert answers[7][0] == ERROR and '"a.b"' in answers[7][1]["message"]
-    assert answers[8][0] == ERROR and "push" in answers[8][1]["message"]
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [child.stdout.readline() for _ in range(10)]
+        assert all(lines), lines
+        answers = [(int(line.split(" ", 1)[0]), json.loads(line.split(" ", 1)[1])) for line in lines]
+        assert answers[:6] == [(VALUE, {"value": None})] * 6
+        assert answers[6] == (VALUE, {"value": {"cancelled": 1}})
+        assert answers[7][0] == ERROR and '"a.b"' in answers[7][1]["message"]
+        assert answers[8][0] == ERROR and "push" in answers[8][1]["message"]
+        assert answers[9][0] == ERROR and answers[9][1]["code"] == "permissionDenied", answers[9]
+        # Registered, not run; now the rules deny /presence/locked.
+        assert requests.get(d.url("/presence/a")).json() == "online"
+        requests.put(d.url("/lockdown"), headers={"Authorization": "Bearer owner"}, data="true").raise_for_status()
+        child.stdin.write("\n")
+        child.stdin.flush()
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    # The rules refuse the one write of the whole list (/presence/locked), so its parts are made
+    # one at a time in path order: /presence/seen is the last of them.
     deadline = time.monotonic() + 20
-    while requests.get(d.url("/presence/a")).json() != "offline at last":
-        assert time.monotonic() < deadline, (requests.get(d.url("/presence")).json(), d.log_tail(2000))
+    while "seen" not in (after := requests.get(d.url("/presence")).json()):
+        assert time.monotonic() < deadline, (after, d.log_tail(2000))
         time.sleep(0.05)
-    after = requests.get(d.url("/presence")).json()
+    assert after["a"] == "offline at last"
     assert "b" not in after and after["c"] == "keep" and after["n"] == 1 and "bad" not in after
     assert abs(after["seen"] / 1000 - time.time()) < 60
     assert after["locked"] == "x", "the rules are checked when the write runs"
+    assert "never" not in after
     assert "an onDisconnect write was not made" in d.log_tail(4000)
 
 

@@ -61,8 +61,10 @@ def wait_for(daemon, path, expected, seconds=20):
 
 def test_writes_run_in_order_when_the_client_process_is_killed(daemon):
     requests.put(daemon.url("/presence"), data=json.dumps({"a": "online", "b": "here", "c": "keep", "locked": "x"})).raise_for_status()
+    # /presence/locked may be written until /lockdown exists; /presence/never not at all.
+    write_rule = "$k != 'never' && ($k != 'locked' || !root.child('lockdown').exists())"
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps(
-        {"rules": {".read": True, "presence": {"$k": {".write": "$k != 'locked'"}}}})).raise_for_status()
+        {"rules": {".read": True, "presence": {"$k": {".write": write_rule}}}})).raise_for_status()
     # The connection belongs to a separate process that dies with its socket open.
     script = f"""
 import socket, sys, time
@@ -93,8 +95,12 @@ time.sleep(600)
         assert bad.status_code == 400 and '"a.b"' in bad.json()["error"]
         push = register(daemon, connection_id, {"op": "push", "path": "/presence", "value": 1})
         assert push.status_code == 400 and "push" in push.json()["error"]
-        # Registered, not run.
+        # Firebase checks an onDisconnect write's rules when it is registered.
+        never = register(daemon, connection_id, {"op": "set", "path": "/presence/never", "value": "denied when registered"})
+        assert never.status_code == 401 and never.json() == {"error": "Permission denied"}, never.text
+        # Registered, not run; now the rules deny /presence/locked.
         assert requests.get(daemon.url("/presence/a")).json() == "online"
+        requests.put(daemon.url("/lockdown"), headers={"Authorization": "Bearer owner"}, data="true").raise_for_status()
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -108,6 +114,7 @@ time.sleep(600)
     assert "b" not in after and after["c"] == "keep" and after["n"] == 1 and "bad" not in after
     assert abs(after["seen"] / 1000 - time.time()) < 60
     assert after["locked"] == "x", "the rules are checked when the write runs"
+    assert "never" not in after
     assert "an onDisconnect write was not made" in daemon.log_tail(4000)
     # The connection is gone: nothing more registers on it.
     late = register(daemon, connection_id, {"op": "set", "path": "/presence/a", "value": 1})
@@ -130,7 +137,10 @@ def test_the_rules_are_checked_for_the_identity_that_registered(daemon):
     assert requests.put(daemon.base_url + "/.settings/rules.json", headers={"Authorization": "Bearer owner"}, data=json.dumps(rules)).status_code == 200
     alice = {"Authorization": "Bearer " + unsigned({"sub": "alice", "user_id": "alice"})}
     connection = Connection(daemon)
-    assert register(daemon, connection.id, {"op": "set", "path": "/status/bob", "value": "offline"}, headers=alice).status_code == 200
+    # Checked at registration (Firebase tells the client at once) for the registering identity...
+    bob = register(daemon, connection.id, {"op": "set", "path": "/status/bob", "value": "offline"}, headers=alice)
+    assert bob.status_code == 401 and bob.json() == {"error": "Permission denied"}, bob.text
+    # ...and run with it: the connection itself carries no identity, so an anonymous run would be denied.
     assert register(daemon, connection.id, {"op": "set", "path": "/status/alice", "value": "offline"}, headers=alice).status_code == 200
     connection.close()
     wait_for(daemon, "/status/alice", "offline")

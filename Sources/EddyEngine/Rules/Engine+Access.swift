@@ -147,6 +147,41 @@ extension Engine {
         return .allowed(version)
     }
 
+    /// Throws Firebase's "Permission denied" unless `access` may make `operation` now: the
+    /// committer's check (`Committer.authorize`) against the committed tree, server values
+    /// resolved as if written now, and nothing written. For writes registered to run later
+    /// (onDisconnect): Firebase checks them when they are registered and tells the client at
+    /// once; they are checked again when they run. Blocking: it may read the tree.
+    public func checkWrite(_ operation: WriteOperation, _ access: Access) throws(EddyError) {
+        if access.isAdmin { return }
+        let now = self.committer.clock.nowMilliseconds()
+        let before = RuleTree(reading: { [self] path in try self.readValue(path) })
+        func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
+            guard TreeWriter.containsServerValue(value) else { return value }
+            return try TreeWriter.resolve(value, old: try self.readValue(path), now: now, path: path)
+        }
+        var changes: [(path: Path, value: Value)] = []
+        switch operation {
+        case .set(let path, let value): changes = [(path, try resolved(value, at: path))]
+        case .remove(let path): changes = [(path, .null)]
+        case .push(let path, let value):
+            // The key is made when the write runs; a placeholder in the push id's form stands in.
+            let child = path.appending("-placeholder-push-id")
+            changes = [(child, try resolved(value, at: child))]
+        case .update(let path, let list):
+            for change in list {
+                let location = path.appending(change.path)
+                changes.append((location, try resolved(change.value, at: location)))
+            }
+        }
+        let after = RuleTree(base: before, writing: changes)
+        let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)
+        let rules = self.securityRules
+        for change in changes where !rules.canWrite(change.path, context) {
+            throw Self.permissionDenied
+        }
+    }
+
     /// Counts a write refused before it reached the engine (a body that is not JSON, a bad
     /// update): `eddy_writes_total{outcome=<code>}`, as the engine's own refusals.
     public func recordRefusedWrite(_ error: EddyError) {

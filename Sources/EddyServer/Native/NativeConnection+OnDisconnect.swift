@@ -25,10 +25,13 @@ import EddyProtocol
 import Synchronization
 
 extension NativeConnection {
-    func registerOnDisconnect(_ requestID: UInt64, _ body: Value, access: Access) throws(EddyError) {
+    func registerOnDisconnect(_ requestID: UInt64, _ body: Value, engine: Engine, access: Access) async throws(EddyError) {
         let namespace = try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
         let operation = try Self.operation(body, request: "onDisconnect", allowsPush: false)
         let write = try OnDisconnectList.write(operation, namespace: namespace, access: access)
+        // Firebase checks an onDisconnect write's rules when it is registered and reports a
+        // denial then (its completion gets permission_denied); it is checked again when it runs.
+        if !access.isAdmin { try await engine.onReaderPublic { () throws(EddyError) in try engine.checkWrite(operation, access) } }
         try self.state.withLock { (state: inout State) throws(EddyError) in try state.onDisconnect.append(write, budget: self.onDisconnectRuns.budget) }
         self.answer(.value, requestID, .object(["value": .null]))
     }

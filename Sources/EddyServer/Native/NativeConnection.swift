@@ -309,7 +309,7 @@ final class NativeConnection: Sendable {
             case .status:
                 self.answer(.value, frame.requestID, .object(["value": try self.replication.status(engine, namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace)]))
             case .onDisconnect:
-                try self.registerOnDisconnect(frame.requestID, body, access: access)
+                try await self.registerOnDisconnect(frame.requestID, body, engine: engine, access: access)
             case .cancelDisconnect:
                 try self.cancelOnDisconnect(frame.requestID, body)
             case .unsubscribe:

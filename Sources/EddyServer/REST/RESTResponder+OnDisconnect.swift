@@ -10,7 +10,8 @@
 //        the identity that registered them, on the data as it is then.
 //   POST /.ondisconnect/<id>.json?ns=NAME  with `{"op": "set"|"update"|"remove", "path", "value"}`
 //        registers a write (validated at once: a bad key or path is refused with 400 naming it,
-//        and nothing is registered); answers `null`. Nothing is written yet.
+//        and a write the rules deny now with 401, as Firebase checks an onDisconnect write when
+//        it is registered; nothing is registered then); answers `null`. Nothing is written yet.
 //   POST /.ondisconnect/<id>.json?ns=NAME  with `{"op": "cancel", "path"}`
 //        forgets the path (the writes at or below it, and what lies there in a write above
 //        it); answers `{"cancelled": n}`, the writes that went.
@@ -30,7 +31,7 @@ extension RESTResponder {
     static let connectionHeader = HTTPField.Name("X-Eddy-Connection")!
 
     func onDisconnect(
-        _ rest: RESTRequest, request: Request, identity: Authenticator.Identity, channel: any Channel
+        _ rest: RESTRequest, request: Request, identity: Authenticator.Identity, engine: Engine, channel: any Channel
     ) async throws -> Response {
         guard let id = rest.onDisconnectSession else {
             guard rest.method == .get, Self.wantsEventStream(request.headers) else {
@@ -59,6 +60,10 @@ extension RESTResponder {
                 }
                 let operation = try NativeConnection.operation(payload, request: "onDisconnect", allowsPush: false)
                 let write = try OnDisconnectList.write(operation, namespace: rest.namespace, access: identity.access)
+                // Checked under the rules now, as Firebase does at registration (401 when denied);
+                // again when it runs.
+                let access = identity.access
+                if !access.isAdmin { try await engine.onReaderPublic { () throws(EddyError) in try engine.checkWrite(operation, access) } }
                 try self.onDisconnectSessions.register(write, session: id, budget: self.onDisconnectRuns.budget)
                 return .null
             } catch {

@@ -231,7 +231,7 @@ public struct RESTResponder: HTTPResponder {
         }
         if rest.isStatus { return try self.status(rest, engine: engine) }
         if rest.isOnDisconnect {
-            return try await self.onDisconnect(rest, request: request, identity: identity, channel: channel)
+            return try await self.onDisconnect(rest, request: request, identity: identity, engine: engine, channel: channel)
         }
         if rest.isRules || rest.isFollowers || rest.isIndexes, !access.isAdmin, self.authenticator.isConfigured {
             // Firebase: the rules (and Eddy's other settings) are the admin's. Without any
