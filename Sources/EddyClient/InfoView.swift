@@ -1,8 +1,9 @@
 // The client's own locations under `.info`, as Firebase exposes them: `.info/connected` (true
 // while the connection to eddyd is up) and `.info/serverTimeOffset` (0: Eddy's client does not
 // estimate the server's clock). Observers of `.info/connected` hear false or true at once and
-// then every change; observing it makes the client connect, as in Firebase. Only `value`
-// events are raised (Firebase raises child events under `.info` too, which lists never need).
+// then every change; observing it makes the client connect, as in Firebase. An observer of
+// `.info` itself also gets child events, as Firebase's: `childAdded` for `connected` and
+// `serverTimeOffset` (key order) when it attaches, `childChanged` for `connected` at each change.
 
 import EddyModel
 import EddyProtocol
@@ -34,6 +35,16 @@ final class InfoView: Sendable {
             if registration.eventType == .value {
                 let snapshot = DataSnapshot(ref: ref, value: Self.value(at: path, connected: state.connected))
                 database.deliver { registration.block.value(snapshot, nil) }
+            } else if registration.eventType == .childAdded, path.keys.count == 1 {
+                // `.info`'s children in key order, each with the key before it.
+                var previous: String? = nil
+                for key in Self.childKeys {
+                    let child = DataSnapshot(ref: ref.child(key), value: Self.value(at: path.appending(key), connected: state.connected))
+                    let before = previous
+                    database.deliver { registration.block.value(child, before) }
+                    previous = key
+                    if registration.once { break }
+                }
             }
             return state.connected
         }
@@ -83,11 +94,20 @@ final class InfoView: Sendable {
         self.state.withLock { state in
             guard state.connected != connected else { return }
             state.connected = connected
-            for registration in state.registrations where registration.eventType == .value {
+            for registration in state.registrations {
                 guard let path = state.paths[registration.handle], path.keys.count == 1 || path.keys[1] == "connected" else { continue }
                 let ref = DatabaseReference(database: database, path: path)
-                let snapshot = DataSnapshot(ref: ref, value: Self.value(at: path, connected: connected))
-                database.deliver { registration.block.value(snapshot, nil) }
+                switch registration.eventType {
+                case .value:
+                    let snapshot = DataSnapshot(ref: ref, value: Self.value(at: path, connected: connected))
+                    database.deliver { registration.block.value(snapshot, nil) }
+                case .childChanged where path.keys.count == 1:
+                    // `connected` is `.info`'s first child: no key before it.
+                    let child = DataSnapshot(ref: ref.child("connected"), value: .bool(connected))
+                    database.deliver { registration.block.value(child, nil) }
+                default:
+                    continue
+                }
             }
         }
     }
@@ -96,6 +116,9 @@ final class InfoView: Sendable {
     func current(at path: Path) -> Value {
         Self.value(at: path, connected: self.isConnected)
     }
+
+    /// `.info`'s children, in key order.
+    private static let childKeys = ["connected", "serverTimeOffset"]
 
     private static func value(at path: Path, connected: Bool) -> Value {
         let info: Value = .object(["connected": .bool(connected), "serverTimeOffset": .number(0)])

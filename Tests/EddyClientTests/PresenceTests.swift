@@ -157,6 +157,27 @@ import Testing
         user.goOnline()
     }
 
+    /// `.info` is a location like any other to its observers, as in Firebase: child events for
+    /// `connected` and `serverTimeOffset`, `childChanged` when the connection comes and goes.
+    @Test func childEventsUnderInfo() async throws {
+        let user = self.database(self.daemon.socketURL)
+        let info = user.reference(withPath: ".info")
+        let added = Recorder<String>()
+        let changed = Recorder<String>()
+        let first = Recorder<String>()
+        info.observe(.childAdded) { snapshot, previous in added.add("\(snapshot.key ?? "-")<\(previous ?? "nil")") }
+        info.observe(.childChanged) { snapshot, _ in changed.add("\(snapshot.key ?? "-")=\(snapshot.value as? Bool ?? false)") }
+        info.observeSingleEvent(of: .childAdded) { snapshot in first.add(snapshot.key ?? "-") }
+        #expect(try await added.wait(for: 2) == ["connected<nil", "serverTimeOffset<connected"])
+        #expect(try await first.wait(for: 1) == ["connected"])
+        #expect(try await changed.wait(for: 1) == ["connected=true"])
+        user.goOffline()
+        #expect(try await changed.wait(for: 2) == ["connected=true", "connected=false"])
+        user.goOnline()
+        #expect(try await changed.wait(for: 3) == ["connected=true", "connected=false", "connected=true"])
+        #expect(added.all.count == 2 && first.all.count == 1)
+    }
+
     /// As Firebase's clients do, the client shows its own onDisconnect writes when its
     /// connection ends, at once and while offline; once connected again the server's data
     /// replaces them (a write the rules refused when it ran disappears). A write the rules deny
