@@ -346,6 +346,31 @@ def test_a_failed_conditional_write_shows_the_value_only_to_a_reader(daemon):
     assert requests.get(daemon.url("/drop", ns="cond"), headers=owner).json() == "x"
 
 
+def test_an_increment_answers_the_stored_number_only_to_a_reader(daemon):
+    """A PUT or PATCH answers the data written, server values resolved; an increment's result
+    is the stored number plus n, so a caller that may write but not read gets the values as it
+    sent them (and no ETag): `increment: 0` must not read a secret. Its overflow error does not
+    name the stored number either."""
+    rules = {"rules": {"vault": {".write": True, ".read": False}, "open": {".write": True, ".read": True}}}
+    owner = bearer("owner")
+    assert requests.put(daemon.url("/.settings/rules", ns="inc"), headers=owner, data=json.dumps(rules)).status_code == 200
+    for place in ("vault", "open"):
+        assert requests.put(daemon.url(f"/{place}", ns="inc"), headers=owner, data='{"pin": 1234, "big": 1.5e308}').status_code == 200
+    zero = {".sv": {"increment": 0}}
+    r = requests.put(daemon.url("/vault/pin", ns="inc"), headers={"X-Firebase-ETag": "true"}, data=json.dumps(zero))
+    assert r.status_code == 200 and r.json() == zero and "ETag" not in r.headers, (r.text, r.headers)
+    r = requests.patch(daemon.url("/vault", ns="inc"), data=json.dumps({"pin": zero}))
+    assert r.status_code == 200 and r.json() == {"pin": zero}, r.text
+    r = requests.put(daemon.url("/vault/big", ns="inc"), data=json.dumps({".sv": {"increment": 1.5e308}}))
+    assert r.status_code == 400 and "non-finite" in r.json()["error"] and "1.5e+308" not in r.text.replace("increment by 1.5e+308", ""), r.text
+    assert requests.get(daemon.url("/vault", ns="inc"), headers=owner).json() == {"pin": 1234, "big": 1.5e308}
+    # A reader gets the resolved value, as before.
+    r = requests.put(daemon.url("/open/pin", ns="inc"), headers={"X-Firebase-ETag": "true"}, data=json.dumps({".sv": {"increment": 1}}))
+    assert r.status_code == 200 and r.json() == 1235 and r.headers["ETag"], r.text
+    r = requests.patch(daemon.url("/open", ns="inc"), data=json.dumps({"pin": {".sv": {"increment": 1}}}))
+    assert r.status_code == 200 and r.json() == {"pin": 1236}, r.text
+
+
 def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
     """As the emulator reads the Auth emulator's unsigned tokens: `auth.provider` is the token's
     firebase.sign_in_provider in the rules reference's names (`google.com` is `google`; custom

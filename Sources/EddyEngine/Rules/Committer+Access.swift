@@ -15,29 +15,9 @@ import EddyTree
 extension Committer {
     func authorize(_ operation: WriteOperation, _ access: Access, nowMilliseconds now: UInt64, pushedKey: String) throws(EddyError) {
         let writer = self.treeWriter
-        let before = RuleTree(reading: { path in try writer.currentValue(at: path) })
-        func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
-            guard TreeWriter.containsServerValue(value) else { return value }
-            return try TreeWriter.resolve(value, old: try writer.currentValue(at: path), now: now, path: path)
-        }
-        var changes: [(path: Path, value: Value)] = []
-        switch operation {
-        case .set(let path, let value): changes = [(path, try resolved(value, at: path))]
-        case .remove(let path): changes = [(path, .null)]
-        case .push(let path, let value):
-            let child = path.appending(pushedKey)
-            changes = [(child, try resolved(value, at: child))]
-        case .update(let path, let list):
-            for change in list {
-                let location = path.appending(change.path)
-                changes.append((location, try resolved(change.value, at: location)))
-            }
-        }
-        let after = RuleTree(base: before, writing: changes)
-        let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)
-        for change in changes where !self.security.canWrite(change.path, context) {
-            throw Engine.permissionDenied
-        }
+        try WriteAuthorization.check(
+            operation, access, rules: self.security, nowMilliseconds: now, pushedKey: pushedKey,
+            read: { path throws(EddyError) in try writer.currentValue(at: path) })
     }
 
     /// Whether `access` may read the whole location: between groups over the committed tree;

@@ -154,32 +154,10 @@ extension Engine {
     /// once; they are checked again when they run. Blocking: it may read the tree.
     public func checkWrite(_ operation: WriteOperation, _ access: Access) throws(EddyError) {
         if access.isAdmin { return }
-        let now = self.committer.clock.nowMilliseconds()
-        let before = RuleTree(reading: { [self] path in try self.readValue(path) })
-        func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
-            guard TreeWriter.containsServerValue(value) else { return value }
-            return try TreeWriter.resolve(value, old: try self.readValue(path), now: now, path: path)
-        }
-        var changes: [(path: Path, value: Value)] = []
-        switch operation {
-        case .set(let path, let value): changes = [(path, try resolved(value, at: path))]
-        case .remove(let path): changes = [(path, .null)]
-        case .push(let path, let value):
-            // The key is made when the write runs; a placeholder in the push id's form stands in.
-            let child = path.appending("-placeholder-push-id")
-            changes = [(child, try resolved(value, at: child))]
-        case .update(let path, let list):
-            for change in list {
-                let location = path.appending(change.path)
-                changes.append((location, try resolved(change.value, at: location)))
-            }
-        }
-        let after = RuleTree(base: before, writing: changes)
-        let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)
-        let rules = self.securityRules
-        for change in changes where !rules.canWrite(change.path, context) {
-            throw Self.permissionDenied
-        }
+        // A push's key is made when the write runs; a placeholder in its form stands in.
+        try WriteAuthorization.check(
+            operation, access, rules: self.securityRules, nowMilliseconds: self.committer.clock.nowMilliseconds(),
+            pushedKey: "-placeholder-push-id", read: { [self] path throws(EddyError) in try self.readValue(path) })
     }
 
     /// Counts a write refused before it reached the engine (a body that is not JSON, a bad

@@ -196,7 +196,8 @@ final class TreeWriter: EventGroupReads {
                 guard sum.isFinite else {
                     throw EddyError(
                         .invalidValue,
-                        "increment by \(n) at \(path.abbreviated) would make \(current) non-finite; only finite numbers can be stored")
+                        // The stored value stays out of the message: the caller may not read it.
+                        "increment by \(n) at \(path.abbreviated) would make the stored number non-finite; only finite numbers can be stored")
                 }
                 return .number(sum)
             }

@@ -516,16 +516,47 @@ public struct RESTResponder: HTTPResponder {
             } catch {
                 throw RESTError(error)
             }
-            let newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.value)
+            var newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.value)
+            var written = committed.value
+            // An increment resolves against the stored number: the result (and its ETag) is
+            // answered only to a caller who may read the location; a write-only caller gets the
+            // values as it sent them, with no ETag.
+            if !access.isAdmin, let sent = Self.sentValues(of: operation) {
+                let location = rest.path
+                let readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
+                if !readable {
+                    written = sent
+                    newETag = nil
+                }
+            }
             var response: Response
             switch operation {
             case .push: response = Self.json(.object(["name": .string(committed.pushedKey!)]), rest, etag: newETag)
             case .remove: response = Self.json(.null, rest, etag: newETag)
-            case .set, .update: response = Self.json(committed.value, rest, etag: newETag)
+            case .set, .update: response = Self.json(written, rest, etag: newETag)
             }
             // Beyond Firebase: the write's log id, so a client can tell when a stream has passed it.
             response.headers[Self.logIDHeader] = committed.logID.rawValue
             return response
+        }
+    }
+
+    /// The values a set or update sent, as sent, when one of them holds an increment (whose
+    /// result depends on the stored number); nil otherwise.
+    static func sentValues(of operation: WriteOperation) -> Value? {
+        func increments(_ value: Value) -> Bool {
+            if case .increment = WriteValidator.serverValue(value) { return true }
+            guard case .object(let children) = value else { return false }
+            return children.values.contains(where: increments)
+        }
+        switch operation {
+        case .set(_, let value):
+            return increments(value) ? value : nil
+        case .update(_, let changes):
+            guard changes.contains(where: { increments($0.value) }) else { return nil }
+            return .object(Dictionary(changes.map { (String($0.path.description.dropFirst()), $0.value) }, uniquingKeysWith: { first, _ in first }))
+        case .push, .remove:
+            return nil
         }
     }
 
