@@ -31,8 +31,12 @@ package final class EventRouter {
     private var listeners: [ListenerID: ListenerWindow.ID] = [:]
     /// Listeners that are not the admin's, with whom they act for and the query they named (nil
     /// for a plain listen; the rules' `query` variable tells them apart even when they share a
-    /// window): a rules change checks them again (`cancelListenersNoLongerReadable`).
-    private var clientAccess: [ListenerID: (access: Access, query: Query?)] = [:]
+    /// window): a rules change checks them again (`cancelListenersNoLongerReadable`). `recheck`:
+    /// their read rules depend on the data or the time, so they are checked again each time they
+    /// are about to hear a change (`endWrite`).
+    private var clientAccess: [ListenerID: (access: Access, query: Query?, recheck: Bool)] = [:]
+    /// How many listeners of `clientAccess` have `recheck` (none: `endWrite` checks nothing).
+    private var recheckCount = 0
     /// Windows by location, to find one to share.
     private var windowsAt: [Path: [ListenerWindow.ID]] = [:]
     private let trie = ListenerTrie()
@@ -87,7 +91,7 @@ package final class EventRouter {
             self.nextListenerID += 1
             shared.addMember(id, spec.output)
             self.listeners[id] = shared.id
-            if !spec.access.isAdmin { self.clientAccess[id] = (spec.access, spec.query) }
+            self.setClientAccess(id, spec)
             return (id, [shared.initialDelivery(to: spec.output, current: current)])
         }
         let window = try self.load(spec)
@@ -106,7 +110,7 @@ package final class EventRouter {
         self.nextWindowID += 1
         window.addMember(id, spec.output)
         self.listeners[id] = window.id
-        if !spec.access.isAdmin { self.clientAccess[id] = (spec.access, spec.query) }
+        self.setClientAccess(id, spec)
         self.windows[window.id] = window
         self.windowsAt[spec.location, default: []].append(window.id)
         self.trie.add(window.id, at: spec.location)
@@ -200,8 +204,18 @@ package final class EventRouter {
         return window
     }
 
+    private func setClientAccess(_ id: ListenerID, _ spec: ListenerSpec) {
+        guard !spec.access.isAdmin else { return }
+        self.clientAccess[id] = (spec.access, spec.query, spec.recheckRead)
+        if spec.recheckRead { self.recheckCount += 1 }
+    }
+
+    private func forgetClientAccess(_ id: ListenerID) {
+        if self.clientAccess.removeValue(forKey: id)?.recheck == true { self.recheckCount -= 1 }
+    }
+
     package func remove(_ id: ListenerID) -> Bool {
-        self.clientAccess.removeValue(forKey: id)
+        self.forgetClientAccess(id)
         guard let windowID = self.listeners.removeValue(forKey: id), let window = self.windows[windowID] else { return false }
         _ = window.removeMember(id)
         if window.members.isEmpty { self.drop(window) }
@@ -212,7 +226,7 @@ package final class EventRouter {
     private func drop(_ window: ListenerWindow) {
         for member in window.members {
             self.listeners.removeValue(forKey: member.id)
-            self.clientAccess.removeValue(forKey: member.id)
+            self.forgetClientAccess(member.id)
         }
         self.windows.removeValue(forKey: window.id)
         self.windowsAt[window.location]?.removeAll { $0 == window.id }
@@ -240,10 +254,19 @@ package final class EventRouter {
     /// After a rules change: the listeners of clients that may no longer read what they listen to
     /// are removed and told "Permission denied" (Firebase cancels such a listen). Returns their
     /// cancel deliveries.
-    package func cancelListenersNoLongerReadable(_ canRead: (Path, Query?, Access) -> Bool) -> [Delivery] {
+    /// After a rules change: listeners the new rules no longer let read are removed and told
+    /// so; `recheck` says whose reads now depend on the data or the time.
+    package func cancelListenersNoLongerReadable(
+        _ canRead: (Path, Query?, Access) -> Bool, recheck: (Path) -> Bool
+    ) -> [Delivery] {
         var deliveries: [Delivery] = []
         for (id, client) in self.clientAccess {
             guard let windowID = self.listeners[id], let window = self.windows[windowID] else { continue }
+            let dependent = recheck(window.location)
+            if dependent != client.recheck {
+                self.clientAccess[id]?.recheck = dependent
+                self.recheckCount += dependent ? 1 : -1
+            }
             guard !canRead(window.location, client.query, client.access) else { continue }
             if let member = window.members.first(where: { $0.id == id }) {
                 deliveries.append(ListenerWindow.cancelDelivery("Permission denied", to: [member.output]))
@@ -294,9 +317,21 @@ package final class EventRouter {
 
     /// The current write committed as `logID`: its events join the group's deliveries, except
     /// for the `silenced` listeners (whose results still follow the write).
-    package func endWrite(logID: LogID, silenced: Set<ListenerID>) {
+    /// `canRead` (as the write left the tree) is asked for the listeners whose reads depend on
+    /// the data or the time: one that may no longer read is removed and told so (Firebase
+    /// cancels a listen whose permission is lost) instead of hearing the change.
+    package func endWrite(logID: LogID, silenced: Set<ListenerID>, canRead: (Path, Query?, Access) -> Bool) {
         for (id, old) in self.touchedInEventOrder() {
             guard let window = self.windows[id] else { continue }
+            if self.recheckCount > 0 {
+                for member in window.members {
+                    guard let client = self.clientAccess[member.id], client.recheck else { continue }
+                    guard !canRead(window.location, client.query, client.access) else { continue }
+                    self.deliveries.append(ListenerWindow.cancelDelivery("Permission denied", to: [member.output]))
+                    _ = self.remove(member.id)
+                }
+                guard self.windows[id] != nil else { continue }
+            }
             let entryChanges =
                 window.needsEntryChanges
                 ? AppliedChange.valueChanges(at: window.location, of: self.writeChanges, merge: self.writeIsUpdate) : nil

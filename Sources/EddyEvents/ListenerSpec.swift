@@ -33,6 +33,9 @@ package struct ListenerSpec: Sendable {
     package var replaysSince = true
     /// Whom the listener acts for: checked at attach and after every rules change.
     package var access: Access = .admin
+    /// Its read rules depend on the data or the time (set by the committer): checked again
+    /// each time it is about to hear a change.
+    package var recheckRead = false
     /// An `.events` listener that takes the events of several log entries in one batch: the
     /// live entries of one commit group come as one batch, in log order, each event naming its
     /// entry, handed over at the end of the group (after the group's per-entry batches of other

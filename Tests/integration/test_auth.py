@@ -371,6 +371,99 @@ def test_an_increment_answers_the_stored_number_only_to_a_reader(daemon):
     assert r.status_code == 200 and r.json() == {"pin": 1236}, r.text
 
 
+def unsigned_token(uid):
+    """An unsigned token, as the Auth emulator makes (eddyd's emulator mode reads them)."""
+    part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
+    return part({"alg": "none", "typ": "JWT"}) + "." + part({"sub": uid, "user_id": uid}) + "."
+
+
+def test_a_reader_that_loses_access_through_the_data_hears_nothing_more(daemon):
+    """Read rules that depend on the data (membership) can take a reader's access away without a
+    rules change. Its stream and native subscription are cancelled ("Permission denied") instead
+    of hearing the next change; the log is not replayed to it from an old id (Last-Event-ID,
+    since), so what was written while it could not read never reaches it; and a tail of the
+    change log there is for the admin."""
+    ns = "members"
+    owner = bearer("owner")
+    rules = {"rules": {"rooms": {"$r": {".read": "root.child('members').child($r).child(auth.uid).exists()"}}}}
+    assert requests.put(daemon.url("/.settings/rules", ns=ns), headers=owner, data=json.dumps(rules)).status_code == 200
+    requests.put(daemon.url("/", ns=ns), headers=owner, data=json.dumps({"members": {"r1": {"mallory": True}}, "rooms": {"r1": {"m1": "hello"}}})).raise_for_status()
+    mallory = bearer(unsigned_token("mallory"))
+    stream = SSEClient(daemon, "/rooms/r1", query=f"ns={ns}", headers=mallory)
+    client = Native(daemon)
+    try:
+        event, first_id, data, _ = stream.next_data()
+        assert (event, data) == ("put", {"path": "/", "data": {"m1": "hello"}})
+        client.send(8, 1, {"token": unsigned_token("mallory")})
+        assert client.recv()[0] == 20
+        client.send(4, 2, {"ns": ns, "path": "/rooms/r1"})
+        assert [client.recv()[0] for _ in range(2)] == [22, 23]
+        # A tail there: the read rule depends on the data, so the log is the admin's.
+        client.send(7, 3, {"ns": ns, "path": "/rooms/r1"})
+        kind, rid, payload = client.recv()
+        assert (kind, rid, payload["code"]) == (26, 3, "permissionDenied") and "admin" in payload["message"], payload
+        # Removed from the room, then a message: the stream and the subscription end instead.
+        requests.delete(daemon.url("/members/r1/mallory", ns=ns), headers=owner).raise_for_status()
+        requests.put(daemon.url("/rooms/r1/m2", ns=ns), headers=owner, data='"secret after removal"').raise_for_status()
+        event, _, data, raw = stream.next_data()
+        assert (event, data) == ("cancel", None) and "secret" not in raw, raw
+        kind, rid, payload = client.recv()
+        assert kind == 23 and rid == 2 and "secret" not in json.dumps(payload), payload
+        assert payload["events"][0]["kind"] == "cancel", payload
+    finally:
+        stream.close()
+        client.close()
+    # Back in the room: resuming from the old id starts from the current value (no replay).
+    requests.put(daemon.url("/members/r1/mallory", ns=ns), headers=owner, data="true").raise_for_status()
+    resumed = SSEClient(daemon, "/rooms/r1", query=f"ns={ns}", headers={**mallory, "Last-Event-ID": first_id})
+    try:
+        event, _, data, _ = resumed.next_data()
+        assert (event, data) == ("put", {"path": "/", "data": {"m1": "hello", "m2": "secret after removal"}})
+    finally:
+        resumed.close()
+    client = Native(daemon)
+    try:
+        client.send(8, 1, {"token": unsigned_token("mallory")})
+        assert client.recv()[0] == 20
+        client.send(4, 2, {"ns": ns, "path": "/rooms/r1", "since": first_id})
+        kind, rid, payload = client.recv()
+        assert (kind, rid, payload["code"]) == (26, 2, "notFound") and "without since" in payload["message"], payload
+    finally:
+        client.close()
+
+
+def test_a_tail_ends_when_its_reader_loses_access(daemon):
+    """A non-admin tail is checked again before every frame: a rules change, or the connection
+    dropping its credential, ends it with Permission denied instead of sending the next change."""
+    ns = "tailing"
+    owner = bearer("owner")
+    open_rules = {"rules": {"feed": {".read": "auth != null"}}}
+    assert requests.put(daemon.url("/.settings/rules", ns=ns), headers=owner, data=json.dumps(open_rules)).status_code == 200
+    requests.put(daemon.url("/feed/a", ns=ns), headers=owner, data="1").raise_for_status()
+    for revoke in ("rules", "credential"):
+        client = Native(daemon)
+        try:
+            client.send(8, 1, {"token": unsigned_token("mallory")})
+            assert client.recv()[0] == 20
+            client.send(7, 2, {"ns": ns, "path": "/feed"})
+            kind, rid, _ = client.recv()
+            assert (kind, rid) == (27, 2)  # tailing
+            assert client.recv()[0] == 28  # the history so far
+            if revoke == "rules":
+                closed = {"rules": {"feed": {".read": "auth.uid === 'owner1'"}}}
+                assert requests.put(daemon.url("/.settings/rules", ns=ns), headers=owner, data=json.dumps(closed)).status_code == 200
+            else:
+                client.send(8, 3, {"token": None})
+                kind, rid, _ = client.recv()
+                assert (kind, rid) == (20, 3), (kind, rid)
+            requests.put(daemon.url("/feed/x", ns=ns), headers=owner, data=json.dumps(f"after {revoke} revocation")).raise_for_status()
+            kind, rid, payload = client.recv()
+            assert (kind, rid, payload["code"]) == (26, 2, "permissionDenied") and "revocation" not in json.dumps(payload), payload
+        finally:
+            client.close()
+            assert requests.put(daemon.url("/.settings/rules", ns=ns), headers=owner, data=json.dumps(open_rules)).status_code == 200
+
+
 def test_emulator_mode_reads_the_provider_of_an_unsigned_token(daemon):
     """As the emulator reads the Auth emulator's unsigned tokens: `auth.provider` is the token's
     firebase.sign_in_provider in the rules reference's names (`google.com` is `google`; custom

@@ -13,9 +13,10 @@ extension Committer {
             let result = self.applyRules(rules)
             if case .success = result, !self.events.isEmpty {
                 var cancels = self.events.cancelListenersWithoutIndex()
-                cancels += self.events.cancelListenersNoLongerReadable { location, query, access in
-                    self.canRead(location, query: query, access)
-                }
+                let security = self.security
+                cancels += self.events.cancelListenersNoLongerReadable(
+                    { location, query, access in self.canRead(location, query: query, access) },
+                    recheck: { location in security.readDependsOnTreeOrTime(location) })
                 if !cancels.isEmpty { self.deliver(cancels) }
             }
             continuation.resume(returning: result)
@@ -28,6 +29,8 @@ extension Committer {
                 continuation.resume(returning: .failure(Engine.permissionDenied))
                 return
             }
+            var spec = spec
+            spec.recheckRead = !spec.access.isAdmin && self.security.readDependsOnTreeOrTime(spec.location)
             let added: (id: ListenerID, first: [Delivery])
             do {
                 added = try self.events.add(spec, newest: self.lastAssignedLogID)

@@ -54,7 +54,7 @@ extension Committer {
             )
         }
         self.batch.put(self.log, Array(entry.id.rawValue.utf8), stored ?? LogEntryCodec.encode(entry))
-        if listening { self.events.endWrite(logID: entry.id, silenced: []) }
+        if listening { self.events.endWrite(logID: entry.id, silenced: [], canRead: self.canReadInGroup) }
         self.lastAssignedLogID = entry.id
         self.newestTerm.store(entry.term, ordering: .relaxed)
         return (.committed(CommittedWrite(logID: entry.id, pushedKey: nil, value: .null)), entry)

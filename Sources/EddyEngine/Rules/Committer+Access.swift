@@ -20,6 +20,11 @@ extension Committer {
             read: { path throws(EddyError) in try writer.currentValue(at: path) })
     }
 
+    /// `canRead` over the tree as the group's writes so far left it (for `EventRouter.endWrite`).
+    func canReadInGroup(_ location: Path, _ query: Query?, _ access: Access) -> Bool {
+        self.canRead(location, query: query, access, inGroup: true)
+    }
+
     /// Whether `access` may read the whole location: between groups over the committed tree;
     /// `inGroup`, over the tree as the group's earlier writes left it.
     func canRead(_ location: Path, query: Query?, _ access: Access, inGroup: Bool = false) -> Bool {

@@ -67,6 +67,14 @@ extension Engine {
         return self.securityRules.canRead(path, context, query: { Self.ruleQuery(query) })
     }
 
+    /// Whether the log at `path` may be replayed to `access` (a resumed stream or subscription,
+    /// a tail): for the admin, and for a reader whose read rules there depend on neither the data
+    /// nor the time. Otherwise its access may have been lost and regained since the entries were
+    /// written, and what it missed meanwhile must not reach it: it starts from the current value.
+    public func mayReplayLog(at path: Path, _ access: Access) -> Bool {
+        access.isAdmin || !self.securityRules.readDependsOnTreeOrTime(path)
+    }
+
     /// Throws Firebase's "Permission denied" unless `canRead`.
     public func checkRead(_ path: Path, query: Query?, _ access: Access) throws(EddyError) {
         guard self.canRead(path, query: query, access) else { throw Self.permissionDenied }

@@ -446,7 +446,7 @@ final class Committer: @unchecked Sendable {
             term: self.groupTerm)
         self.newestTerm.store(self.groupTerm, ordering: .relaxed)
         self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
-        if listening { self.events.endWrite(logID: id, silenced: write.silenced) }
+        if listening { self.events.endWrite(logID: id, silenced: write.silenced, canRead: self.canReadInGroup) }
         self.lastAssignedLogID = id
         return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
     }

@@ -159,6 +159,18 @@ public struct SecurityRules: Sendable {
         return false
     }
 
+    /// Whether reading the location at `path` may be decided differently as the stored data or
+    /// the time change: a `.read` on the way down names `root`, `data` (or walks up with
+    /// `parent()`) or `now`. Such a reader's access can be lost without a rules change, so its
+    /// listeners are checked again whenever they are about to hear a change, and the log is
+    /// never replayed to it (what it missed may have been written while it could not read).
+    public func readDependsOnTreeOrTime(_ path: Path) -> Bool {
+        self.walk(path).contains { step in
+            guard let read = step.node.read else { return false }
+            return read.readsTree || read.mentions("now")
+        }
+    }
+
     /// Whether a write at `path` (of values without server values) can be decided without the
     /// stored tree: no `.write` on the way down and no `.validate` at or below `path` reads it,
     /// and no `.validate` above `path` exists, nor a `.write` above it that names `newData` (above

@@ -14,6 +14,18 @@ extension NativeConnection {
     static let tailEntriesPerFrameMax = 512
     static let tailFrameBytesMax = 1 << 20
 
+    /// Throws unless `access` may tail the log at `location` now.
+    static func checkTail(_ location: Path, _ engine: Engine, _ access: Access) async throws(EddyError) {
+        guard !access.isAdmin else { return }
+        guard engine.mayReplayLog(at: location, access) else {
+            throw EddyError(
+                .permissionDenied,
+                "Permission denied: the read rules at \(location.abbreviated) depend on the data or the time; the change log there is for the admin credential")
+        }
+        let readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
+        guard readable else { throw EddyError(.permissionDenied, "Permission denied") }
+    }
+
     func tail(_ requestID: UInt64, _ body: Value, _ engine: Engine) throws(EddyError) {
         var position: LogID? = nil
         if let text = try Self.string(body, "since", optional: true) {
@@ -52,6 +64,8 @@ extension NativeConnection {
                         continue
                     }
                     if self.state.withLock({ $0.closed }) { return }
+                    // The connection's identity or the rules may have changed since the last frame.
+                    try await Self.checkTail(filter ?? Path(validatedKeys: []), engine, try self.access())
                     var payload = Array(#"{"changes":["#.utf8)
                     var first = true
                     for (id, bytes) in stored {

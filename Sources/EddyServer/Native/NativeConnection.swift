@@ -289,12 +289,12 @@ final class NativeConnection: Sendable {
             case .subscribe:
                 try await self.subscribe(frame.requestID, body, engine, access: access)
             case .tail:
-                // The change log of a location: for whoever may read all of it.
+                // The change log of a location: for whoever may read all of it, with read rules
+                // that depend on neither the data nor the time (the log is history: what was
+                // written while such a reader could not read must not reach it). Checked again
+                // before every frame.
                 let location = body["path"].isNull ? Path(validatedKeys: []) : try Self.path(body)
-                if !access.isAdmin {
-                    let readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
-                    guard readable else { throw EddyError(.permissionDenied, "Permission denied") }
-                }
+                try await Self.checkTail(location, engine, access)
                 try self.tail(frame.requestID, body, engine)
             case .getRules, .setRules:
                 guard access.isAdmin || !self.authenticator.isConfigured else {
@@ -378,7 +378,7 @@ final class NativeConnection: Sendable {
     }
 
     /// The connection's access now; an expired token fails (re-authenticate with a fresh one).
-    private func access() throws(EddyError) -> Access {
+    func access() throws(EddyError) -> Access {
         let identity = self.state.withLock { $0.identity }
         if let expires = identity.expires, expires.timeIntervalSinceNow <= 0 {
             throw EddyError(.unauthenticated, "Auth token is expired; send an auth request with a fresh token")
@@ -585,6 +585,11 @@ final class NativeConnection: Sendable {
             since = id
         }
         let path = try Self.path(body)
+        if since != nil, !engine.mayReplayLog(at: path, access) {
+            throw EddyError(
+                .notFound,
+                "cannot resume after log id \(since!): the read rules at \(path.abbreviated) depend on the data or the time, so the log is not replayed to this reader; subscribe again without since")
+        }
         let query = try Self.query(body)
         let selection: EventSelection
         switch try Self.string(body, "events", optional: true) {

@@ -46,9 +46,10 @@ extension RESTResponder {
         // Set when this stream replays the log after that id itself (a query-less resume).
         var replayAfter: LogID? = nil
         do {
-            // An id the engine cannot resume after (unknown, pruned, newer than every entry)
-            // gets the full put instead.
+            // An id the engine cannot resume after (unknown, pruned, newer than every entry),
+            // or a reader the log may not be replayed to (`mayReplayLog`), gets the full put instead.
             if let since = headers[Self.lastEventID].flatMap(LogID.init), (try? engine.canResume(after: since)) == true,
+                engine.mayReplayLog(at: rest.path, access),
                 let resumed = try? await engine.listen(
                     rest.path, query: rest.query, since: since, replaySince: rest.query != nil, selection: .valueChangesOnly, access: access,
                     sink: sink)
