@@ -280,7 +280,23 @@ final class LogServerConnection: Sendable {
             // woken again by its completion. On the path of every `--sync-followers` write.
             // Catch-up reads still run on the reader threads.
             try await withTaskExecutorPreference(EventLoopTaskExecutor(self.channel.eventLoop)) { () async throws in
+                // The document is read (a storage read and a parse) only when its version moved,
+                // not at every wake-up.
+                func sendRulesIfChanged() async throws {
+                    guard engine.rulesVersion != rulesVersion else { return }
+                    rulesVersion = engine.rulesVersion
+                    let current = try engine.rules().json
+                    if current != rules {
+                        rules = current
+                        try await self.send(.rules, JSONWriter.bytes(current))
+                        lastSentAt = .now
+                    }
+                }
                 while true {
+                    // Rules changed before the entries are read go out before them: a write made
+                    // after a rules change reaches the follower after the new rules, so its
+                    // listeners never hear it under the old ones.
+                    try await sendRulesIfChanged()
                     // Everything durable after `position`, frame by frame: the first read after a
                     // wake-up on this task, the rest on the reader threads (see `tailEntriesMax`).
                     var readsHere = true
@@ -303,17 +319,7 @@ final class LogServerConnection: Sendable {
                         // and the bell was taken before this read).
                         if drained { break }
                     }
-                    // The document is read (a storage read and a parse) only when its version moved,
-                    // not at every wake-up.
-                    if engine.rulesVersion != rulesVersion {
-                        rulesVersion = engine.rulesVersion
-                        let current = try engine.rules().json
-                        if current != rules {
-                            rules = current
-                            try await self.send(.rules, JSONWriter.bytes(current))
-                            lastSentAt = .now
-                        }
-                    }
+                    try await sendRulesIfChanged()
                     if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
                         namespacesCheckedAt = .now
                         let current = self.data.namespacesOnDisk()

@@ -371,6 +371,20 @@ def test_an_increment_answers_the_stored_number_only_to_a_reader(daemon):
     assert r.status_code == 200 and r.json() == {"pin": 1236}, r.text
 
 
+def test_a_denied_query_says_nothing_of_the_indexes(daemon):
+    """A query's index error names the rules' `.indexOn` entries (which only the admin reads in
+    a secured set-up): a caller denied the read gets Firebase's denial whatever it orders by."""
+    rules = {"rules": {"priv": {".read": False, ".indexOn": ["x"]}, "pub": {".read": True, ".indexOn": ["x"]}}}
+    owner = bearer("owner")
+    assert requests.put(daemon.url("/.settings/rules", ns="idx"), headers=owner, data=json.dumps(rules)).status_code == 200
+    requests.put(daemon.url("/", ns="idx"), headers=owner, data='{"priv": {"a": {"x": 1}}, "pub": {"a": {"x": 1}}}').raise_for_status()
+    for order in ('"x"', '"y"'):
+        r = requests.get(daemon.url("/priv", ns="idx", orderBy=order))
+        assert (r.status_code, r.json()) == (401, {"error": "Permission denied"}), (order, r.text)
+    r = requests.get(daemon.url("/pub", ns="idx", orderBy='"y"'))
+    assert r.status_code == 400 and "Index not defined" in r.json()["error"], r.text
+
+
 def unsigned_token(uid):
     """An unsigned token, as the Auth emulator makes (eddyd's emulator mode reads them)."""
     part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()

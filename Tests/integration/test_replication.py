@@ -791,3 +791,29 @@ def test_a_running_follower_whose_entries_were_pruned_exits_and_bootstraps_when_
     follower.stop()
     theirs, ours = digest_and_verify(leader), digest_and_verify(follower)
     assert (ours["tree"], ours["index"]) == (theirs["tree"], theirs["index"])
+
+
+def test_a_follower_applies_a_rules_change_before_the_writes_made_after_it(daemon_factory):
+    """The leader sends a rules change before the entries written after it, so a follower's
+    listener that the new rules shut out is cancelled before that write could reach it (the
+    entries went first, and a stream on a follower heard the next write under the old rules)."""
+    from test_sse import SSEClient
+
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    open_rules = {"rules": {".read": True, ".write": True}}
+    closed = {"rules": {".read": False, ".write": True}}
+    put_rules(leader, open_rules)
+    for round in range(3):
+        requests.put(leader.url("/room/seed"), data=json.dumps(round)).raise_for_status()
+        wait_caught_up(leader, follower)
+        stream = SSEClient(follower, "/room")
+        try:
+            assert stream.next_data()[0] == "put"
+            put_rules(leader, closed)
+            requests.put(leader.url("/room/msg"), data=json.dumps(f"secret {round}")).raise_for_status()
+            event, _, data, raw = stream.next_data()
+            assert (event, data) == ("cancel", None) and "secret" not in raw, (round, raw)
+        finally:
+            stream.close()
+            put_rules(leader, open_rules)

@@ -4,6 +4,7 @@
 // a location that is not wholly readable is denied, never filtered. A query's parameters are the
 // rules' `query` variable. Writes are checked by the committer (`Committer+Access.swift`).
 
+import EddyIndexes
 import EddyModel
 
 extension Engine {
@@ -37,7 +38,7 @@ extension Engine {
 
     /// `query` for `access`: the check and the read share one trip to a reader thread.
     public func query(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
-        let definition = try await self.indexWaitingForBuild(path, query)
+        let definition = try await self.index(path, query, access: access)
         return try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: query, access)
             return try self.readQuery(path, query, definition: definition)
@@ -46,10 +47,22 @@ extension Engine {
 
     /// `queryJSON` for `access`: the check and the read share one trip to a reader thread.
     public func queryJSON(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> [UInt8] {
-        let definition = try await self.indexWaitingForBuild(path, query)
+        let definition = try await self.index(path, query, access: access)
         return try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: query, access)
             return try self.readQueryJSON(path, query, definition: definition)
+        }
+    }
+
+    /// The query's index (waiting for one being built). Its errors name the rules' `.indexOn`
+    /// entries and a build's progress: a caller who may not read the location gets Firebase's
+    /// denial instead.
+    private func index(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> IndexDefinition? {
+        do {
+            return try await self.indexWaitingForBuild(path, query)
+        } catch {
+            if !access.isAdmin { try await self.onReader { () throws(EddyError) in try self.checkRead(path, query: query, access) } }
+            throw error
         }
     }
 
