@@ -5,7 +5,8 @@
 // otherwise.
 //
 // The value is written as JSON and decoded by Foundation's JSONDecoder with the matching
-// strategies. `.blob` throws (Eddy stores no bytes).
+// strategies: Foundation values as they are (JSONSerialization), a snapshot's data as Firebase
+// renders it (arrays by its rule). `.blob` throws (Eddy stores no bytes).
 
 import EddyModel
 import Foundation
@@ -48,6 +49,13 @@ open class FirebaseDataDecoder {
 
     /// A `T` from Foundation values (what `DataSnapshot.value` holds; NSNull for no data).
     open func decode<T: Decodable>(_ type: T.Type, from structure: Any) throws -> T {
+        // Foundation values are read as they are, as Firebase's decoder reads them: an array is
+        // a JSON array (an empty one too), a dictionary keyed "0", "1" stays an object.
+        if JSONSerialization.isValidJSONObject([structure]),
+            let json = try? JSONSerialization.data(withJSONObject: structure, options: [.fragmentsAllowed])
+        {
+            return try self.jsonDecoder().decode(T.self, from: json)
+        }
         let value: Value
         do {
             value = try FoundationValue.value(structure, path: "/")

@@ -5,7 +5,8 @@
 // `.throw`, keys as declared. `DatabaseReference.setValue(from:encoder:completion:)` uses it.
 //
 // The value is encoded by Foundation's JSONEncoder with the matching strategies and read back
-// as Foundation values; a nil optional property is left out, as Firebase's encoder does.
+// as Foundation values (JSONSerialization: arrays stay arrays, empty ones too, as Firebase's
+// encoder makes them); a nil optional property is left out, as Firebase's encoder does.
 // `.blob` (binary data passed through) has nothing to pass to: Eddy stores JSON, so it throws.
 
 import EddyModel
@@ -58,14 +59,14 @@ open class FirebaseDataEncoder {
     /// The value as Foundation values (NSNull for a nil optional at the top).
     open func encode<T: Encodable>(_ value: T) throws -> sending Any {
         let json = try self.jsonEncoder().encode(value)
-        let parsed: Value
+        // Read back as Foundation values, as Firebase's encoder makes them: arrays stay arrays
+        // (an empty one too) and dictionaries stay dictionaries, whatever their keys look like.
         do {
-            parsed = try JSONParser.parse(Array(json))
+            return try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
         } catch {
             throw EncodingError.invalidValue(
-                value, EncodingError.Context(codingPath: [], debugDescription: "the encoded \(T.self) is not a database value: \(error.message)"))
+                value, EncodingError.Context(codingPath: [], debugDescription: "the encoded \(T.self) is not a database value: \(error)"))
         }
-        return FoundationValue.foundation(parsed)
     }
 
     func jsonEncoder() -> JSONEncoder {

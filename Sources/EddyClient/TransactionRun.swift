@@ -224,7 +224,9 @@ final class TransactionRun: Sendable {
             self.complete(.success((false, DataSnapshot(ref: self.ref, value: value))))
             return nil
         }
-        return written.root.value
+        // The value of the node handed back, as Firebase's `[result.update nodeValue]`: the
+        // whole data, or a child's (`success(withValue: data.childData(byAppendingPath:))`).
+        return written.root.value.child(at: written.path)
     }
 
     /// On the callback queue, after a stale write: runs the block on the server's data, then

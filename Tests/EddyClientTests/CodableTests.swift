@@ -131,4 +131,27 @@ import Testing
         let snapshot = try await ref.getData()
         #expect(snapshot.value as? [String: String] == ["bytes": "AQI="])
     }
+
+    /// The encoder and decoder on their own work on Foundation values as Firebase's do (its
+    /// FirebaseDataEncoderTests compare `encode(x) as? NSDictionary`): an empty array stays an
+    /// array, a dictionary stays a dictionary whatever its keys look like, and what the encoder
+    /// makes the decoder reads back. (Written to the server, such data takes Firebase's stored
+    /// shapes: an empty array is no data, keys "0", "1" read back as an array.)
+    @Test func theEncoderAndDecoderKeepFoundationShapes() throws {
+        struct Tagged: Codable, Equatable {
+            var tags: [String]
+            var byRank: [Int: String]
+        }
+        let model = Tagged(tags: [], byRank: [1: "a", 2: "b"])
+        let encoded = try Database.Encoder().encode(model)
+        let dictionary = try #require(encoded as? [String: Any])
+        #expect((dictionary["tags"] as? [Any])?.isEmpty == true, "\(dictionary)")
+        #expect(dictionary["byRank"] as? [String: String] == ["1": "a", "2": "b"], "\(dictionary)")
+        #expect(try Database.Decoder().decode(Tagged.self, from: encoded) == model)
+        #expect(try Database.Decoder().decode([String].self, from: [String]()) == [])
+        #expect(try Database.Encoder().encode(["0": "a", "1": "b"]) as? [String: String] == ["0": "a", "1": "b"])
+        #expect(try Database.Encoder().encode(["x", "y"]) as? [String] == ["x", "y"])
+        #expect(try Database.Encoder().encode(Int64.max) as? Int64 == Int64.max)
+        #expect(try Database.Decoder().decode(Int64.self, from: NSNumber(value: Int64.max)) == Int64.max)
+    }
 }

@@ -56,6 +56,19 @@ import Testing
         #expect(values.all == ["42"], "exactly one value event: \(values.all)")
     }
 
+    /// Firebase writes the value of the node the block hands back (`[result.update nodeValue]`):
+    /// a child's data from `childData(byAppendingPath:)` becomes the location's new value.
+    @Test(arguments: ["socket", "http"]) func successWithAChildsDataWritesThatChildsValue(transport: String) async throws {
+        let node = self.database(transport, "tx-child-node-\(transport)").reference().child("t")
+        try await node.setValue(["x": 1, "y": ["z": 2]])
+        let (committed, snapshot) = try await node.runTransactionBlock { data in
+            TransactionResult.success(withValue: data.childData(byAppendingPath: "y"))
+        }
+        #expect(committed && snapshot.value as? [String: Int] == ["z": 2], "\(snapshot)")
+        let server = self.otherClient(transport, "tx-child-node-\(transport)").reference().child("t")
+        #expect(try await server.getData().value as? [String: Int] == ["z": 2])
+    }
+
     /// testTransactionSetSetWorks: the block sees null at once, its write is on its way before
     /// the two sets made right after, so it commits; the last set wins.
     @Test(arguments: ["socket", "http"]) func setsMadeRightAfterATransactionDoNotAbortIt(transport: String) async throws {
