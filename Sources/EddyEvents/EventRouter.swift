@@ -253,9 +253,7 @@ package final class EventRouter {
 
     /// After a rules change: the listeners of clients that may no longer read what they listen to
     /// are removed and told "Permission denied" (Firebase cancels such a listen). Returns their
-    /// cancel deliveries.
-    /// After a rules change: listeners the new rules no longer let read are removed and told
-    /// so; `recheck` says whose reads now depend on the data or the time.
+    /// cancel deliveries. `recheck` says whose reads now depend on the data or the time.
     package func cancelListenersNoLongerReadable(
         _ canRead: (Path, Query?, Access) -> Bool, recheck: (Path) -> Bool
     ) -> [Delivery] {
