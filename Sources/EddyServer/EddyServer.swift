@@ -209,10 +209,7 @@ public enum EddyServer {
             configuration: HTTP1Channel.Configuration(
                 // An autoclosure: new handlers for every connection.
                 additionalChannelHandlers: timeouts.handlers()
-                    + [
-                        ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher(),
-                        EventStreamFraming(),
-                    ]))
+                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()]))
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,

@@ -25,9 +25,6 @@ class SSEClient:
         self.conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
         target = "/" + path.strip("/") + ".json" + (("?" + query) if query else "")
         self.conn.request("GET", target, headers={"Accept": "text/event-stream", **(headers or {})})
-        # The stream's body ends with the connection, so http.client hands the socket over to
-        # the response (`conn.sock` becomes None); keep it to shut it down in `close`.
-        self.sock = self.conn.sock
         self.response = self.conn.getresponse()
         self.frames = queue.Queue()
         self.reading = threading.Event()
@@ -73,7 +70,7 @@ class SSEClient:
         # Shut the socket down first: closing the response while the reader thread is blocked in
         # a read would wait for the server's next frame.
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.conn.close()

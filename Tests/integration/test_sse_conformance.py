@@ -256,63 +256,6 @@ def test_firebase_admin_listen_at_a_parent(d):
             registration.close()
 
 
-def test_firebase_admin_listener_closes_without_an_error_in_its_thread(d):
-    """`ListenerRegistration.close()` closes the response and joins the reader thread, which
-    wakes at the next keep-alive. Over a chunked body urllib3 then read the next chunk from the
-    closed response and the thread died with an AttributeError; event streams are now framed as
-    Firebase's servers frame them (HTTP/1.1, no Transfer-Encoding, the body ends with the
-    connection), and the thread ends cleanly."""
-    import threading
-
-    from firebase_admin import db
-
-    ns = "close" + uuid.uuid4().hex[:8]
-    failures = []
-    previous = threading.excepthook
-    threading.excepthook = lambda args: failures.append(f"{args.exc_type.__name__}: {args.exc_value}")
-    try:
-        with firebase_app(d.port, ns, "close") as app:
-            for _ in range(2):
-                events = queue.Queue()
-                registration = db.reference("/room", app=app).listen(lambda e: events.put(e.event_type))
-                assert events.get(timeout=10) == "put"
-                registration.close()  # returns after the next keep-alive (1 s here)
-                assert not registration._thread.is_alive()
-    finally:
-        threading.excepthook = previous
-    assert failures == []
-
-
-def test_event_streams_are_close_delimited_http_1_1(d):
-    """Firebase's REST streaming answer as its servers send it: `HTTP/1.1 200`,
-    `Content-Type: text/event-stream`, neither Content-Length nor Transfer-Encoding, and the
-    events as raw bytes until the connection closes; the same for an HTTP/1.0 request."""
-    import socket
-
-    for version in ("1.1", "1.0"):
-        with socket.create_connection(("127.0.0.1", d.port), timeout=10) as sock:
-            sock.sendall(f"GET /framing.json?ns=frames HTTP/{version}\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".encode())
-            received = b""
-            while b"\n\n" not in received.partition(b"\r\n\r\n")[2]:
-                chunk = sock.recv(4096)
-                assert chunk, received
-                received += chunk
-        head, _, body = received.partition(b"\r\n\r\n")
-        lines = head.decode().split("\r\n")
-        assert lines[0] == "HTTP/1.1 200 OK", lines
-        headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
-        assert headers["content-type"].startswith("text/event-stream"), headers
-        assert "transfer-encoding" not in headers and "content-length" not in headers, headers
-        assert headers["connection"] == "close", headers
-        assert body.startswith(b"event: put\n"), body
-        assert b'data: {"path":"/","data":null}\n\n' in body, body
-    # Plain answers on the same server keep their framing and their connection.
-    with requests.Session() as session:
-        for _ in range(2):
-            r = session.get(d.url("/framing", ns="frames"))
-            assert r.status_code == 200 and r.headers.get("Content-Length") == "4", r.headers
-
-
 def apply_event(cache, event, data):
     return apply_change(cache, event, data["path"], data["data"])
 
