@@ -1,12 +1,9 @@
-// Write authorization, in the committer: a write is checked against the rules in force at its
-// place in the log and the tree exactly as the writes before it left it, so the check and the
-// write are atomic (no other write can slip between them).
-//
-// `data`/`root` read the tree through the group's batch (earlier writes of the group included);
-// `newData` is that tree with this write's changes on top, server values resolved as they will
-// be stored. Both are read lazily: rules over `auth` alone read nothing.
-// A multi-path update is allowed only if every one of its paths is, each checked against the
-// tree the whole update makes (Firebase's semantics). Nothing of a denied write is applied.
+// Authorization in the committer: a write is checked (`WriteAuthorization`) against the rules in
+// force at its place in the log and the tree exactly as the writes before it left it, read
+// lazily through the group's batch, so the check and the write are atomic (no other write can
+// slip between them) and nothing of a denied write is applied. Reads are checked over the
+// committed tree between groups, or over the batch inside one (a 412's value, a listener whose
+// read rules depend on the data).
 
 import EddyModel
 import EddyStorage

@@ -154,7 +154,7 @@ extension Engine {
         case .push(let path, let value):
             guard rules.pushKeyIsIrrelevant(under: path) else { return .needsTree }
             // Any key the wildcard would capture decides the same; the committer's id is later.
-            changes = [(path.appending("-placeholder-push-id"), value)]
+            changes = [(path.appending(WriteAuthorization.placeholderPushKey), value)]
         case .update(let path, let list): changes = list.map { (path.appending($0.path), $0.value) }
         }
         for change in changes {
@@ -178,7 +178,7 @@ extension Engine {
         // A push's key is made when the write runs; a placeholder in its form stands in.
         try WriteAuthorization.check(
             operation, access, rules: self.securityRules, nowMilliseconds: self.committer.clock.nowMilliseconds(),
-            pushedKey: "-placeholder-push-id", read: { [self] path throws(EddyError) in try self.readValue(path) })
+            pushedKey: WriteAuthorization.placeholderPushKey, read: { [self] path throws(EddyError) in try self.readValue(path) })
     }
 
     /// Counts a write refused before it reached the engine (a body that is not JSON, a bad

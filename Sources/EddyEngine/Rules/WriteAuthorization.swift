@@ -8,6 +8,11 @@
 import EddyModel
 
 enum WriteAuthorization {
+    /// Stands in for a push's key when it is checked before the committer makes it (20
+    /// characters of the push id alphabet; no rule can tell it from a real one unless it names
+    /// the wildcard that captures it, which `SecurityRules.pushKeyIsIrrelevant` looks for).
+    static let placeholderPushKey = "-placeholder-push-id"
+
     /// Throws Firebase's "Permission denied" unless `rules` let `access` make `operation` on the
     /// tree `read` answers; `pushedKey` names a push's child.
     static func check(
