@@ -574,6 +574,43 @@ public final class Database: NSObject, Sendable {
         return query.spec.loadsAllData ? written : LocalQuery.object(LocalQuery.window(written, query.spec))
     }
 
+    /// What a view made while not connected starts from (`offlineSeed`).
+    enum OfflineSeed {
+        /// All of the query's data: its observers hear the value too.
+        case complete(Value)
+        /// Children other queries of the location loaded: child events only.
+        case partial(Value)
+    }
+
+    /// What live views hold for a new view of `query` made while not connected. Complete, as
+    /// Firebase's in-memory cache is, where a view of the whole location or an ancestor (or the
+    /// client's own waiting write that replaced it) holds it; otherwise the children the
+    /// location's other queries hold, the query evaluated on them, as Firebase's offline guide
+    /// answers a query never run online ("Querying Data Offline": a limitToLast(2) inside a
+    /// loaded limitToLast(4) raises child_added for both, and value only once connected).
+    func offlineSeed(of query: DatabaseQuery) -> OfflineSeed? {
+        let id = Self.viewID(query)
+        let views = self.state.withLock { state in
+            state.views.values.filter { $0.id != id && $0.query.path.isAncestorOrSelf(of: query.path) }
+        }
+        func evaluated(_ value: Value) -> Value {
+            query.spec.loadsAllData ? value : LocalQuery.object(LocalQuery.window(value, query.spec))
+        }
+        var held: [String: Value] = [:]
+        for view in views {
+            if view.query.path == query.path && !view.query.spec.loadsAllData {
+                // Another query of the location: its children are known, not all of them.
+                for (key, child) in view.heldChildren ?? [:] where held[key] == nil { held[key] = child }
+                continue
+            }
+            if let value = view.visibleValue(at: query.path) { return .complete(evaluated(value)) }
+        }
+        if let written = self.pendingWrites.completeValue(at: query.path) { return .complete(evaluated(written)) }
+        guard !held.isEmpty else { return nil }
+        let window = LocalQuery.window(.object(held), query.spec)
+        return window.isEmpty ? nil : .partial(LocalQuery.object(window))
+    }
+
     /// The view a query's observers share: its path and its constraints.
     static func viewID(_ query: DatabaseQuery) -> String {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
@@ -610,7 +647,7 @@ public final class Database: NSObject, Sendable {
         // Not connected: a new view starts from what live views hold (Firebase's cache), so
         // its observers hear the data at once; the server's data follows once connected.
         let exists = self.state.withLock { $0.views[id] != nil }
-        let cached = exists || self.info.isConnected ? nil : self.cachedValue(of: query)
+        let seed = exists || self.info.isConnected ? nil : self.offlineSeed(of: query)
         let view = self.state.withLock { state -> QueryView in
             let view = state.views[id] ?? QueryView(query: query, id: id)
             state.views[id] = view
@@ -618,7 +655,11 @@ public final class Database: NSObject, Sendable {
             return view
         }
         view.add(registration)
-        if let cached { view.seed(cached) }
+        switch seed {
+        case .complete(let value)?: view.seed(value)
+        case .partial(let value)?: view.seedPartially(value)
+        case nil: break
+        }
         // A new view shows the client's waiting writes at once (their value, when one replaced
         // the location whole), as Firebase's new listeners read its write tree.
         if !exists, !self.pendingWrites.touching(query.path).isEmpty { view.refresh(cause: nil) }

@@ -309,6 +309,29 @@ final class QueryView: Sendable {
         }
     }
 
+    /// Starts a view made while not connected from children other views of its location hold
+    /// (`value`, the query already evaluated on them), as Firebase's clients answer a query
+    /// never run online from the cache ("Querying Data Offline"): its observers hear those
+    /// children now but no value, since the data may be incomplete; the server's first batch,
+    /// once connected, raises what differs and the value.
+    func seedPartially(_ value: Value) {
+        self.state.withLock { state in
+            guard !state.started, !state.ended else { return }
+            state.cache = value
+            self.show(&state, first: false, cause: nil, partial: true)
+        }
+    }
+
+    /// The children of the location this view holds whole from the server (its window's, or
+    /// all of them when it evaluates its query here); nil before the server's data.
+    var heldChildren: [String: Value]? {
+        self.state.withLock { state in
+            guard state.started else { return nil }
+            guard case .object(let children) = state.cache else { return [:] }
+            return children
+        }
+    }
+
     /// Applies writes the server makes without sending them here yet (this connection's
     /// onDisconnect writes, once it ended) to the copy, as if their events had come, and raises
     /// the events. A window of a query the server evaluates takes them too, the query then

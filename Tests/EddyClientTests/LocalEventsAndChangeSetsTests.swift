@@ -249,8 +249,11 @@ import Testing
         database.goOnline()
     }
 
-    /// Firebase's offline guide: observers added while offline are answered from the data
-    /// already loaded ("Querying Data Offline": a limitToLast(2) inside a loaded limitToLast(4)).
+    /// Firebase's offline guide, "Querying Data Offline": a query made offline inside one
+    /// already loaded (a limitToLast(2) inside a loaded limitToLast(4)) raises child_added for
+    /// the children the client holds, but no value, "since the app has never executed that
+    /// query while online"; once connected the value comes, and nothing is raised twice. Here
+    /// the server has no index, so the loaded query holds the whole location.
     @Test func observersAddedOfflineHearWhatIsAlreadyLoaded() async throws {
         let database = self.database()
         let scores = database.reference().child("local/seeded-scores")
@@ -259,20 +262,52 @@ import Testing
         scores.queryOrderedByValue().queryLimited(toLast: 4).observe(.value) { loaded.add(Int($0.childrenCount)) }
         #expect(try await loaded.wait(for: 1) == [4])
         database.goOffline()
-        let added = Recorder<String>()
-        scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { added.add($0.key) }
-        #expect(try await added.wait(for: 2) == ["e", "d"])
+        let log = Recorder<String>()
+        let added = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { log.add("added \($0.key)") }
+        let value = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.value) { log.add("value \($0.childrenCount)") }
+        #expect(try await log.wait(for: 2) == ["added e", "added d"])
         let once = Recorder<String>()
         scores.queryOrderedByValue().queryLimited(toLast: 4).observeSingleEvent(of: .value) { once.add("\($0.childrenCount)") }
-        #expect(try await once.wait(for: 1) == ["4"])
-        let values = Recorder<String>()
-        let handle = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.value) { values.add("\($0.value ?? "nil")") }
-        _ = try await values.wait(for: 1)
-        database.goOnline()
+        #expect(try await once.wait(for: 1) == ["4"], "the loaded query itself answers with its value")
         try await Task.sleep(for: .milliseconds(300))
-        #expect(added.all == ["e", "d"], "the server's equal data adds nothing: \(added.all)")
-        #expect(values.all.count == 1, "nor raises a second value: \(values.all)")
-        scores.removeObserver(withHandle: handle)
+        #expect(log.all == ["added e", "added d"], "no value offline for a query never run online: \(log.all)")
+        database.goOnline()
+        #expect(try await log.wait(for: 3) == ["added e", "added d", "value 2"])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.all.count == 3, "the server's equal data adds nothing: \(log.all)")
+        scores.removeObserver(withHandle: added)
+        scores.removeObserver(withHandle: value)
+    }
+
+    /// The guide's example with an index on the server, which sends only the loaded query's
+    /// window: offline, a limitToLast(2) hears the two highest of the four held, a
+    /// limitToLast(6) the four held ("child added events for the four cached items straight
+    /// away"); once connected the limitToLast(6) hears the other children and its value.
+    @Test func aQueryMadeOfflineHearsTheChildrenAnotherQueryLoaded() async throws {
+        try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "local": {"dinosaur-scores": {".indexOn": ".value"}}}}"#)
+        let database = self.database()
+        let scores = database.reference().child("local/dinosaur-scores")
+        try await scores.setValue(["bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5, "triceratops": 22])
+        let loaded = Recorder<String>()
+        let top4 = scores.queryOrderedByValue().queryLimited(toLast: 4).observe(.childAdded) { loaded.add($0.key) }
+        #expect(try await loaded.wait(for: 4) == ["triceratops", "bruhathkayosaurus", "linhenykus", "pterodactyl"])
+        database.goOffline()
+        let top2 = Recorder<String>()
+        let top2Added = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.childAdded) { top2.add("added \($0.key)") }
+        let top2Value = scores.queryOrderedByValue().queryLimited(toLast: 2).observe(.value) { top2.add("value \($0.childrenCount)") }
+        #expect(try await top2.wait(for: 2) == ["added linhenykus", "added pterodactyl"])
+        let top6 = Recorder<String>()
+        let top6Added = scores.queryOrderedByValue().queryLimited(toLast: 6).observe(.childAdded) { top6.add("added \($0.key)") }
+        let top6Value = scores.queryOrderedByValue().queryLimited(toLast: 6).observe(.value) { top6.add("value \($0.childrenCount)") }
+        #expect(try await top6.wait(for: 4) == ["added triceratops", "added bruhathkayosaurus", "added linhenykus", "added pterodactyl"])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(top2.all.count == 2 && top6.all.count == 4, "no value offline: \(top2.all) \(top6.all)")
+        database.goOnline()
+        let online = try await top6.wait(for: 7)
+        #expect(Set(online[4..<6]) == ["added stegosaurus", "added lambeosaurus"], "\(online)")
+        #expect(online.last == "value 6", "\(online)")
+        #expect(try await top2.wait(for: 3) == ["added linhenykus", "added pterodactyl", "value 2"])
+        for handle in [top4, top2Added, top2Value, top6Added, top6Value] { scores.removeObserver(withHandle: handle) }
     }
 
     /// FTransactionTest testResultSnapshotIsPassedToOnComplete: the completion's snapshot is the
