@@ -250,9 +250,13 @@ public final class Database: NSObject, Sendable {
     /// The location a full URL names: this database's URL followed by a path.
     /// After `useEmulator(withHost:port:)` a URL of the emulator (`http://host:port/...`) and one
     /// of the database URL the instance was made for are both accepted.
+    /// As Firebase's URL parser, only a `?` ends the path: a `#` is part of it, so a key
+    /// holding one (`/ha#sh`) is refused like any invalid key, never cut to another location.
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
-        let location = Self.withoutQuery(databaseUrl)
-        let folded = Self.withOriginInLowerCase(location)
+        var location = Substring(databaseUrl)
+        if let mark = location.firstIndex(of: "?") { location = location[..<mark] }
+        while location.hasSuffix("/"), !location.hasSuffix("://") { location = location.dropLast() }
+        let folded = Self.withOriginInLowerCase(String(location))
         let bases = [self.locationBase, Self.withoutQuery(self.url)].map(Self.withOriginInLowerCase)
         guard let base = bases.first(where: { folded == $0 || folded.hasPrefix($0 + "/") }) else {
             preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.locationBase)")

@@ -71,12 +71,19 @@ enum FoundationValue {
         for (key, child) in children { try self.checkWrappedLeaves(child, path: path + "/" + key) }
     }
 
-    /// `value` as a `Value`; throws `invalidValue` naming `path` for what JSON cannot hold.
-    static func value(_ any: Any?, path: String) throws(DatabaseError) -> Value {
+    /// `value` as a `Value`; throws `invalidValue` naming `path` for what JSON cannot hold,
+    /// and for a value nested deeper than `Limits.jsonDepthMax` (as Firebase's "Max object
+    /// depth exceeded"; a dictionary that holds itself would otherwise recurse without end).
+    static func value(_ any: Any?, path: String, depth: Int = 0) throws(DatabaseError) -> Value {
         guard let any else { return .null }
         if let optional = any as? any OptionalProtocol {
             guard let wrapped = optional.wrapped else { return .null }
-            return try self.value(wrapped, path: path)
+            return try self.value(wrapped, path: path, depth: depth)
+        }
+        guard depth <= Limits.jsonDepthMax else {
+            throw DatabaseError(
+                .invalidValue,
+                "Max object depth exceeded: the value at \(path.split(separator: "/").prefix(4).joined(separator: "/"))/... is nested more than \(Limits.jsonDepthMax) levels deep (does it contain itself?)")
         }
         switch any {
         case is NSNull: return .null
@@ -90,31 +97,40 @@ enum FoundationValue {
         case let d as Double: return try self.number(d, path: path)
         case let f as Float: return try self.number(Double(f), path: path)
         case let g as CGFloat: return try self.number(Double(g), path: path)  // an NSNumber on Apple platforms
-        case let dictionary as [String: Any?]:
+        // Foundation's own dictionaries first, one level at a time: on Linux, casting one to a
+        // Swift dictionary, or reading a value by key or by iterating, bridges every level
+        // below at once, and never ends for one that holds itself; `allKeys` and `allValues`
+        // (in the same order) hand the stored objects over as they are.
+        case let dictionary as NSDictionary where type(of: any) is NSDictionary.Type:
             var children: [String: Value] = [:]
-            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key) }
-            return .object(children)
-        case let dictionary as [String: Any]:
-            var children: [String: Value] = [:]
-            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key) }
-            return .object(children)
-        case let dictionary as NSDictionary:
-            var children: [String: Value] = [:]
-            for (key, child) in dictionary {
+            for (key, child) in zip(dictionary.allKeys, dictionary.allValues) {
                 guard let key = key as? String else {
                     throw DatabaseError(.invalidValue, "a dictionary at \(path.isEmpty ? "/" : path) has a key that is not a string: \(key)")
                 }
-                children[key] = try self.value(child, path: path + "/" + key)
+                children[key] = try self.value(child, path: path + "/" + key, depth: depth + 1)
             }
+            return .object(children)
+        case let array as NSArray where type(of: any) is NSArray.Type:
+            var children: [String: Value] = [:]
+            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)", depth: depth + 1) }
+            return .object(children)
+        case let dictionary as [String: Any?]:
+            var children: [String: Value] = [:]
+            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key, depth: depth + 1) }
+            return .object(children)
+        case let dictionary as [String: Any]:
+            var children: [String: Value] = [:]
+            for (key, child) in dictionary { children[key] = try self.value(child, path: path + "/" + key, depth: depth + 1) }
             return .object(children)
         case let array as [Any?]:
             var children: [String: Value] = [:]
-            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)") }
+            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)", depth: depth + 1) }
             return .object(children)
-        case let array as NSArray:
-            var children: [String: Value] = [:]
-            for (index, child) in array.enumerated() { children[String(index)] = try self.value(child, path: path + "/\(index)") }
-            return .object(children)
+        case let dictionary as NSDictionary:  // a Swift dictionary with keys that are not strings
+            if let key = dictionary.allKeys.first(where: { !($0 is String) }) {
+                throw DatabaseError(.invalidValue, "a dictionary at \(path.isEmpty ? "/" : path) has a key that is not a string: \(key)")
+            }
+            throw DatabaseError(.invalidValue, "cannot store a \(type(of: any)) at \(path.isEmpty ? "/" : path): use [String: Any]")
         default:
             throw DatabaseError(
                 .invalidValue,

@@ -88,4 +88,39 @@ import Testing
         }
         #expect(try await ref.getData().exists() == false)
     }
+
+    /// FData.m testSetWithCircularReferenceFails: a dictionary that holds itself is refused
+    /// (Firebase: "Max object depth exceeded"), not followed until the stack runs out.
+    @Test func aValueThatHoldsItselfIsRefused() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("forms/circular")
+        let outer = NSMutableDictionary()
+        outer["lol"] = ["foo": "bar", "circular": outer] as NSDictionary
+        do {
+            try await ref.setValue(outer)
+            Issue.record("a circular value must be refused")
+        } catch let error as DatabaseError {
+            #expect(error.code == .invalidValue && error.message.contains("Max object depth exceeded"), "\(error)")
+        }
+        outer.removeObject(forKey: "lol")  // break the cycle so the dictionary can be freed
+        #expect(try await ref.getData().exists() == false)
+    }
+
+    /// FData.m testAccessingInvalidPathsThrows: in `reference(fromURL:)` only a `?` ends the
+    /// path (Firebase's URL parser), so `ha#sh` is an invalid key, refused, and never the
+    /// location `ha`.
+    @Test func aHashInAURLsPathIsPartOfItsKey() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference(fromURL: self.daemon.socketURL + "/forms/ha#sh")
+        do {
+            try await ref.setValue("x")
+            Issue.record("a key with # must be refused, not written at \(ref.url)")
+        } catch let error as DatabaseError {
+            #expect(error.code == .invalidValue || error.code == .invalidQuery, "\(error)")
+        }
+        #expect(try await database.reference().child("forms/ha").getData().exists() == false)
+        #expect(database.reference(fromURL: self.daemon.socketURL + "/forms/x?ns=default").url.hasSuffix("/forms/x"))
+    }
 }
