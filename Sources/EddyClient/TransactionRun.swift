@@ -4,8 +4,8 @@
 // write that applies only while the location's ETag is that of what the block saw (`ifMatch`,
 // Firebase's hash). When it comes back stale, the block runs again on the server's data (read
 // with its ETag), at most `attemptsMax` runs in all, as Firebase retries. Made offline, the write
-// waits for the connection like any other; a transaction queued offline behind another on its
-// location runs its block at once too, on what the client shows, and is sent in its turn. A write
+// waits for the connection like any other; a transaction queued behind another on its location
+// runs its block at once too, on what the client shows, and is sent in its turn. A write
 // on its way when the connection goes fails the transaction with `disconnected`, as in Firebase
 // (`ClientConnection`): sent again, it could apply twice.
 
@@ -28,8 +28,8 @@ final class TransactionRun: Sendable {
     /// Whether the written value raises local events before the server answers.
     private let localEvents: Bool
 
-    /// The block's run made while it waited offline behind an earlier transaction: what it
-    /// saw, what it returned, and the local write that shows it; sent by `runFirst`.
+    /// The block's run made while it waited behind an earlier transaction: what it saw, what
+    /// it returned, and the local write that shows it; sent by `runFirst`.
     private struct Provisional {
         let input: Value
         let output: Value
@@ -73,10 +73,12 @@ final class TransactionRun: Sendable {
             self.start(runFirstHere: true)
             return
         }
-        // Offline, as Firebase's clients do, a transaction waiting behind an earlier one on its
-        // location runs its block at once too, on the data the client shows (the earlier ones'
-        // results included), and shows its result; it is sent in its turn.
-        guard self.localEvents, !self.started.withLock({ $0 }), !database.info.isConnected else { return }
+        // As Firebase's clients do (`startTransactionOnPath` runs every block on the latest
+        // state), a transaction waiting behind an earlier one on its location runs its block at
+        // once too, online or not, on the data the client shows (the earlier ones' results
+        // included), and shows its result; it is sent in its turn, over what its block saw, so
+        // it runs again only if the earlier one did not commit what it showed.
+        guard self.localEvents, !self.started.withLock({ $0 }) else { return }
         database.deliver {
             // Its start delivers `runFirst` on this same queue, after this: a start that came
             // first leaves nothing to do here.

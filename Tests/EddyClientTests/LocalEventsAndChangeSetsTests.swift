@@ -378,6 +378,33 @@ import Testing
         #expect(try await ref.child("foo").getData().value as? String == "foo-value")
     }
 
+    /// FTransactionTest testSecondTransactionGetsRunImmediatelyOnPreviousOutputAndOnlyRunsOnce:
+    /// online, with no observer, a second transaction made while the first one's write is on
+    /// its way runs once, on the first one's result (not on null, then again on the server's
+    /// data), and both commit. An "abort on null" block therefore commits too.
+    @Test func aSecondTransactionRunsOnceOnTheFirstOnesResult() async throws {
+        let database = self.database()
+        try await database.reference().child("local/warm").setValue(true)  // connected
+        for round in 0..<3 {
+            let ref = database.reference().child("local/second-transaction").childByAutoId()
+            let inputs = Recorder<String>()
+            let outcomes = Recorder<String>()
+            ref.runTransactionBlock({ data in
+                data.value = 42
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, _ in outcomes.add("first \(error == nil) \(committed)") }
+            ref.runTransactionBlock({ data in
+                inputs.add("\(data.value ?? "nil")")
+                guard let value = data.value as? Int else { return TransactionResult.abort() }
+                data.value = value + 1
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, snapshot in outcomes.add("second \(error == nil) \(committed) \(snapshot?.value ?? "nil")") }
+            #expect(Set(try await outcomes.wait(for: 2)) == ["first true true", "second true true 43"], "round \(round)")
+            #expect(inputs.all == ["42"], "round \(round): the second block runs once, on the first one's result: \(inputs.all)")
+            #expect(try await ref.getData().value as? Int == 43)
+        }
+    }
+
     /// Offline, a transaction waiting behind another on its location runs its block at once
     /// too, on the first one's shown result (FTransactionTest's offline ordering: values 1 then
     /// 2 while offline); back online both commit without running again.
