@@ -190,6 +190,10 @@ public final class Database: NSObject, Sendable {
     /// The name of the app it belongs to (`FirebaseApp.defaultName` for `database(url:)`).
     let appName: String
     private let state: Mutex<State>
+    /// The views that hold the whole data of their location (plain locations, queries with
+    /// only an order), kept apart from `state` for `wholeServerData`, which views call under
+    /// their own lock (the state's lock is taken before a view's, never after).
+    private let wholeViews = Mutex<[QueryView]>([])
 
     /// Writes made and not yet answered: every view shows them on top of the server's data.
     let pendingWrites = PendingWrites()
@@ -615,6 +619,25 @@ public final class Database: NSObject, Sendable {
         return window.isEmpty ? nil : .partial(LocalQuery.object(window))
     }
 
+    /// Under the state's lock, after `views` changed: the views that hold their whole location.
+    private func noteWholeViews(_ state: State) {
+        let whole = state.views.values.filter { $0.query.spec.loadsAllData }
+        self.wholeViews.withLock { $0 = whole }
+    }
+
+    /// The server's data at `path` from a view that holds the whole location there (or an
+    /// ancestor), when that view is at least as far in the log as `logID`: what a query's
+    /// window is evaluated on while writes of this client wait, as Firebase's views of a
+    /// location share the complete server cache of one at or above it. Called under a view's
+    /// lock: takes only `wholeViews`' lock and then the other view's.
+    func wholeServerData(at path: Path, asFarAs logID: String?, excluding asking: QueryView) -> Value? {
+        let views = self.wholeViews.withLock { $0 }
+        for view in views where view !== asking && view.query.path.isAncestorOrSelf(of: path) {
+            if let value = view.serverData(at: path, asFarAs: logID) { return value }
+        }
+        return nil
+    }
+
     /// The view a query's observers share: its path and its constraints.
     static func viewID(_ query: DatabaseQuery) -> String {
         query.path.description + "?" + JSONWriter.string(query.spec.parameters ?? .null) + (query.spec.error ?? "")
@@ -656,6 +679,7 @@ public final class Database: NSObject, Sendable {
             let view = state.views[id] ?? QueryView(query: query, id: id)
             state.views[id] = view
             state.viewOfHandle[registration.handle] = view
+            if !exists { self.noteWholeViews(state) }
             return view
         }
         view.add(registration)
@@ -697,6 +721,7 @@ public final class Database: NSObject, Sendable {
         if view.remove(handle) {
             self.state.withLock { state in
                 if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
+                self.noteWholeViews(state)
             }
         }
     }
@@ -721,6 +746,7 @@ public final class Database: NSObject, Sendable {
     func forget(_ view: QueryView) {
         self.state.withLock { state in
             if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
+            self.noteWholeViews(state)
             if let kept = state.keptSynced[view.id], view.handles.contains(kept) { state.keptSynced.removeValue(forKey: view.id) }
             for handle in view.handles { state.viewOfHandle.removeValue(forKey: handle) }
             state.viewOfHandle = state.viewOfHandle.filter { $0.value !== view }

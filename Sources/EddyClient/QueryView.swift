@@ -296,6 +296,18 @@ final class QueryView: Sendable {
         }
     }
 
+    /// The server's data at `path` (absolute) when this view holds the whole location there
+    /// and has applied the log at least up to `logID` (nil: any); for `wholeServerData`.
+    func serverData(at path: Path, asFarAs logID: String?) -> Value? {
+        self.state.withLock { state in
+            guard state.started, state.caughtUp, !state.ended, state.local || self.query.spec.isDefault,
+                self.query.path.isAncestorOrSelf(of: path)
+            else { return nil }
+            if let logID { guard let own = state.lastLogID, own >= logID else { return nil } }
+            return state.cache.child(at: Path(validatedKeys: Array(path.keys.dropFirst(self.query.path.depth))))
+        }
+    }
+
     /// Starts a view that has no server data yet from `value`, what other views hold for its
     /// query (made while not connected): its observers hear the children and the value now; the
     /// server's first batch, once connected, raises only what differs. The subscription is
@@ -525,7 +537,17 @@ final class QueryView: Sendable {
             let window = self.serverWindow(state)
             return (window, self.query.spec.loadsAllData ? state.cache : LocalQuery.object(window))
         }
-        let data = PendingWrites.overlay(state.cache, at: self.query.path, writes: pending)
+        var base = state.cache
+        if !state.local, !self.query.spec.isDefault, state.started,
+            let whole = self.database.wholeServerData(at: self.query.path, asFarAs: state.lastLogID, excluding: self)
+        {
+            // A window the server evaluates knows only its own children: while writes wait, it
+            // is evaluated on the whole location another view holds, as Firebase's views share
+            // a complete cache, so a child a waiting removal pulls in is known (FIRDatabaseQueryTests
+            // testItemsPulledIntoLimitCorrectly).
+            base = whole
+        }
+        let data = PendingWrites.overlay(base, at: self.query.path, writes: pending)
         if self.query.spec.isDefault { return (LocalQuery.window(data, QuerySpec()), data) }
         if self.query.spec.loadsAllData { return (LocalQuery.window(data, self.query.spec), data) }
         let window = LocalQuery.window(data, self.query.spec)

@@ -405,6 +405,32 @@ import Testing
         }
     }
 
+    /// FIRDatabaseQueryTests testItemsPulledIntoLimitCorrectly: with the whole location
+    /// observed, a limitToLast(2) whose child `b` is removed while the set that made them still
+    /// waits pulls `a` in once, and never shows it leave and come back as the two writes are
+    /// answered (its window was evaluated on its own server window, which lacks `a`).
+    @Test func aChildPulledIntoALimitStaysWhileWritesAreAnswered() async throws {
+        let database = self.database()
+        try await database.reference().child("local/warm").setValue(true)  // connected
+        for round in 0..<10 {
+            let ref = database.reference().child("local/pulled-into-limit").childByAutoId()
+            let whole = ref.observe(.value) { _ in }
+            let snaps = Recorder<String>()
+            let limited = ref.queryLimited(toLast: 2).observe(.value) { snapshot in
+                let data = (try? JSONSerialization.data(withJSONObject: snapshot.value ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]))
+                snaps.add(data.map { String(decoding: $0, as: UTF8.self) } ?? "?")
+            }
+            ref.setValue(["a": 1, "b": 2, "c": 3]) { _, _ in }
+            let done = Recorder<Bool>()
+            ref.child("b").setValue(nil) { error, _ in done.add(error == nil) }
+            #expect(try await done.wait(for: 1) == [true])
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(snaps.all == [#"{"b":2,"c":3}"#, #"{"a":1,"c":3}"#], "round \(round): \(snaps.all)")
+            ref.removeObserver(withHandle: whole)
+            ref.removeObserver(withHandle: limited)
+        }
+    }
+
     /// Offline, a transaction waiting behind another on its location runs its block at once
     /// too, on the first one's shown result (FTransactionTest's offline ordering: values 1 then
     /// 2 while offline); back online both commit without running again.
