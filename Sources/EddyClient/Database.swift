@@ -202,6 +202,29 @@ public final class Database: NSObject, Sendable {
     /// The order of this instance's transactions on overlapping locations.
     let transactions = TransactionQueue()
     private let nextWriteID = Atomic<UInt64>(1)
+    /// Writes between their call and their local events (`DatabaseReference.submit`: the
+    /// value converted and checked, then shown), by number. A view's first server batch waits
+    /// for those begun before it arrived (`QueryView.apply`), as Firebase runs a listen's
+    /// answer after the writes made before it came: `observe` then `setValue` at once raises the
+    /// written value first, not the server's null.
+    private let writesBeingMade = Mutex<(next: UInt64, open: Set<UInt64>)>((1, []))
+
+    /// Runs `body`, a write from its call to its local events, counted in `writesBeingMade`.
+    func makingWrite<T>(_ body: () throws -> T) rethrows -> T {
+        let id = self.writesBeingMade.withLock { writes in
+            defer { writes.next += 1 }
+            writes.open.insert(writes.next)
+            return writes.next
+        }
+        defer { _ = self.writesBeingMade.withLock { $0.open.remove(id) } }
+        return try body()
+    }
+
+    /// The writes being made now (for `hasMade`).
+    var writesInTheMaking: Set<UInt64> { self.writesBeingMade.withLock { $0.open } }
+
+    /// Whether every write of `writes` has shown its local events (or failed).
+    func hasMade(_ writes: Set<UInt64>) -> Bool { self.writesBeingMade.withLock { $0.open.isDisjoint(with: writes) } }
     /// `.info/connected` and its siblings.
     let info = InfoView()
 

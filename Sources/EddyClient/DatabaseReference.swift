@@ -186,6 +186,13 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         keptWhenStale: (@Sendable (PendingWrite?) -> Void)? = nil,
         completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
+        self.database.makingWrite { self.submitCounted(op, value, ifMatch: ifMatch, localEvents: localEvents, replacing: replacing, keptWhenStale: keptWhenStale, completion: completion) }
+    }
+
+    private func submitCounted(
+        _ op: String, _ value: Any?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
+        keptWhenStale: (@Sendable (PendingWrite?) -> Void)?, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
+    ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         var converted = Value.null
         if op != "remove" {

@@ -237,6 +237,7 @@ final class QueryView: Sendable {
 
     /// Applies one `events` frame to the copy and delivers the events it produced.
     private func apply(_ wireEvents: [Value]) {
+        if !self.state.withLock({ $0.started }) { self.waitForWritesBeingMade() }
         self.state.withLock { state in
             guard !state.ended else { return }
             let first = !state.started
@@ -275,6 +276,16 @@ final class QueryView: Sendable {
             }
         }
         self.database.pruneAcknowledgedWrites()
+    }
+
+    /// Before the first batch: lets the writes called before it arrived show their local
+    /// events first (`Database.writesBeingMade`; converting a large value takes a while), for
+    /// at most 1 s. Never under the view's lock.
+    private func waitForWritesBeingMade() {
+        let writes = self.database.writesInTheMaking
+        guard !writes.isEmpty else { return }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while !self.database.hasMade(writes), ContinuousClock.now < deadline { usleep(200) }
     }
 
     /// What this view shows at `path` (absolute), when it holds the whole location there (a
