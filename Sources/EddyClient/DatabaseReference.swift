@@ -193,6 +193,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         _ op: String, _ value: Any?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
         keptWhenStale: (@Sendable (PendingWrite?) -> Void)?, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
+        if InfoView.isInfo(self.path) {
+            // Firebase's FValidation writablePath, which raises at the call.
+            let method = ["set": "setValue:", "update": "updateChildValues:", "remove": "removeValue"][op] ?? op
+            completion(.failure(DatabaseError(.invalidValue, "(\(method)) failed to path \(self.path): Can't modify data under .info")))
+            return
+        }
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         var converted = Value.null
         if op != "remove" {

@@ -123,4 +123,26 @@ import Testing
         #expect(try await database.reference().child("forms/ha").getData().exists() == false)
         #expect(database.reference(fromURL: self.daemon.socketURL + "/forms/x?ns=default").url.hasSuffix("/forms/x"))
     }
+
+    /// FDotInfo testCantWriteToInfo: writes under `.info` fail with Firebase's message (its
+    /// SDK raises it at the call), and `.info/connected` is left as it was.
+    @Test func writesUnderInfoAreRefused() async throws {
+        let database = Database.database(url: self.daemon.socketURL)
+        database.callbackQueue = self.queue
+        let info = database.reference().child(".info")
+        try await database.reference().child("forms/warm").setValue(true)  // connected
+        let outcomes = Recorder<String>()
+        info.child("connected").setValue(false) { error, _ in outcomes.add("\(error.map { "\($0.localizedDescription)" } ?? "nil")") }
+        info.updateChildValues(["connected": false]) { error, _ in outcomes.add("\(error.map { "\($0.localizedDescription)" } ?? "nil")") }
+        info.child("serverTimeOffset").removeValue { error, _ in outcomes.add("\(error.map { "\($0.localizedDescription)" } ?? "nil")") }
+        let all = try await outcomes.wait(for: 3)
+        #expect(
+            all.sorted() == [
+                "(removeValue) failed to path /.info/serverTimeOffset: Can't modify data under .info",
+                "(setValue:) failed to path /.info/connected: Can't modify data under .info",
+                "(updateChildValues:) failed to path /.info: Can't modify data under .info",
+            ], "\(all)")
+        #expect(try await info.child("connected").getData().value as? Bool == true)
+    }
 }
+
