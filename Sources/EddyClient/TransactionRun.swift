@@ -78,13 +78,11 @@ final class TransactionRun: Sendable {
         // once too, online or not, on the data the client shows (the earlier ones' results
         // included), and shows its result; it is sent in its turn, over what its block saw, so
         // it runs again only if the earlier one did not commit what it showed.
-        guard self.localEvents, !self.started.withLock({ $0 }) else { return }
-        database.deliver {
-            // Its start delivers `runFirst` on this same queue, after this: a start that came
-            // first leaves nothing to do here.
-            guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }), let cached = database.cachedValue(of: self.ref) else { return }
-            _ = self.showRun(on: cached)
-        }
+        // On the caller's thread, as the first one's, so a call made after this one (another
+        // write, `purgeOutstandingWrites`) finds its result shown (FIRDatabaseTests
+        // testPurgeWritesCancelsTransactions: value 1, then 2, then both taken back).
+        guard self.localEvents, !self.started.withLock({ $0 }), let cached = database.cachedValue(of: self.ref) else { return }
+        _ = self.showRun(on: cached)
     }
 
     /// A setValue, updateChildValues or removeValue of this client at, above or below the
@@ -206,11 +204,18 @@ final class TransactionRun: Sendable {
 
     /// Runs the block on the client's data and shows its value as a local write until the
     /// server's run; false when the block aborted or failed (the transaction completed).
+    /// Its turn may come meanwhile (the earlier transaction completed on another thread): the
+    /// result is shown, and kept for `runFirst`, only while it has not started, completed or
+    /// been aborted, decided under `provisional`'s lock, which `runFirst` and `endIfAborted`
+    /// take too (never while the block runs, which may itself write).
     private func showRun(on cached: Value) -> Bool {
         guard let output = self.runBlock(on: cached) else { return false }
-        let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
-        self.provisional.withLock { $0 = Provisional(input: cached, output: output, write: write) }
-        return true
+        return self.provisional.withLock { provisional -> Bool in
+            guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }), self.abortReason.withLock({ $0 }) == nil else { return false }
+            let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
+            provisional = Provisional(input: cached, output: output, write: write)
+            return true
+        }
     }
 
     /// Runs the update block on `value`: the value it returns, or nil when it aborted or failed

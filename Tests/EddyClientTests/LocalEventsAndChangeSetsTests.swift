@@ -352,6 +352,30 @@ import Testing
         #expect(try await database.reference().child("local/purge-write").getData().exists() == false)
     }
 
+    /// FIRDatabaseTests testPurgeWritesCancelsTransactions, with its observer: offline, two
+    /// transactions each show their result at once (value 1, then 2, the second queued behind
+    /// the first), so a purge right after takes both back (null) before their completions.
+    @Test func purgedTransactionsShowedTheirResultsFirst() async throws {
+        let database = Database.database(url: self.daemon.tcpURL + "?ns=purge-shown")
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("local/purge-shown").childByAutoId()
+        let events = Recorder<String>()
+        ref.observe(.value) { events.add("value-\($0.value ?? "nil")") }
+        #expect(try await events.wait(for: 1) == ["value-<null>"])
+        database.goOffline()
+        for name in ["1", "2"] {
+            ref.runTransactionBlock({ data in
+                data.value = name
+                return TransactionResult.success(withValue: data)
+            }) { error, _, _ in events.add("cancel-\(name) \((error as? DatabaseError)?.errorCode ?? 0)") }
+        }
+        database.purgeOutstandingWrites()
+        let got = try await events.wait(for: 6, seconds: 10)
+        #expect(Array(got[..<4]) == ["value-<null>", "value-1", "value-2", "value-<null>"], "\(got)")
+        #expect(Set(got[4...]) == ["cancel-1 3", "cancel-2 3"], "\(got)")
+        database.goOnline()
+    }
+
     /// FIRDatabaseTests testPurgeWritesReraisesEvents: every purged write is taken back, its
     /// events raised, before the first completion block runs: each sees the server's data.
     @Test func purgeRaisesTheRevertsBeforeAnyCompletion() async throws {
