@@ -518,6 +518,52 @@ public final class Database: NSObject, Sendable {
         check()
     }
 
+    /// Write completions waiting their turn (`completeInOrder`), and whether a thread is
+    /// running the ready ones.
+    private struct CompletionQueue {
+        var next: UInt64 = 0
+        var entries: [(id: UInt64, ready: Bool, block: @Sendable () -> Void)] = []
+        var draining = false
+    }
+    private let completionQueue = Mutex(CompletionQueue())
+
+    /// Runs a write's completion `block` in the order the answers came: over HTTP an accepted
+    /// write's (`logID`) once the views of `location` have its events (`afterViewsPass`, as
+    /// Firebase raises a write's events before its completion, on one connection), and never
+    /// before the completion of a write answered earlier. Without `logID`, as soon as its turn
+    /// comes (at once over the native protocol, whose events come before the answer).
+    func completeInOrder(after logID: String?, touching location: Path, _ block: @escaping @Sendable () -> Void) {
+        let id = self.completionQueue.withLock { queue -> UInt64 in
+            defer { queue.next += 1 }
+            queue.entries.append((queue.next, false, block))
+            return queue.next
+        }
+        let ready: @Sendable () -> Void = { [self] in
+            var drain = self.completionQueue.withLock { queue -> Bool in
+                if let i = queue.entries.firstIndex(where: { $0.id == id }) { queue.entries[i].ready = true }
+                guard !queue.draining else { return false }
+                queue.draining = true
+                return true
+            }
+            // One thread runs the ready ones, oldest first, outside the lock (a completion may
+            // make another write, whose answer queues behind).
+            while drain {
+                let blocks = self.completionQueue.withLock { queue -> [@Sendable () -> Void] in
+                    var blocks: [@Sendable () -> Void] = []
+                    while let first = queue.entries.first, first.ready {
+                        blocks.append(first.block)
+                        queue.entries.removeFirst()
+                    }
+                    if blocks.isEmpty { queue.draining = false }
+                    return blocks
+                }
+                for block in blocks { block() }
+                drain = !blocks.isEmpty
+            }
+        }
+        if let logID, !logID.isEmpty { self.afterViewsPass(logID, touching: location, ready) } else { ready() }
+    }
+
     /// Drops the acknowledged writes that no view catching up needs. A view that showed one
     /// until now (its stream passed it, or its grace ran out, while another view still needed
     /// it) looks again if its data moved on since.

@@ -242,24 +242,22 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                 keptWhenStale(local)
                 return
             }
+            // Over HTTP an accepted write's events come on the views' streams, possibly after
+            // this answer: its completion waits for them (`completeInOrder`).
+            var streamedLogID: String?
+            if case .success(let answer) = result, answer.payload["streamed"] == .bool(true), case .string(let id) = answer.payload["logID"] {
+                streamedLogID = id
+            }
             if let local {
                 var logID: String?
-                var streamed = false
                 if case .success(let answer) = result {
                     logID = "" // accepted; a server that names no log id is passed by any batch
                     if case .string(let id) = answer.payload["logID"] { logID = id }
-                    streamed = answer.payload["streamed"] == .bool(true)
                 }
-                database.endLocalWrite(local, logID: logID, streamed: streamed)
-            } else if case .success(let answer) = result, answer.payload["streamed"] == .bool(true),
-                case .string(let logID) = answer.payload["logID"]
-            {
-                // Without local events nothing shows the write before its events: over HTTP
-                // they come on the views' streams, after this answer; wait for them.
-                database.afterViewsPass(logID, touching: self.path) { completion(result.map(\.payload)) }
-                return
+                database.endLocalWrite(local, logID: logID, streamed: streamedLogID != nil)
             }
-            completion(result.map(\.payload))
+            let path = self.path
+            database.completeInOrder(after: streamedLogID, touching: path) { completion(result.map(\.payload)) }
         }
     }
 

@@ -403,8 +403,10 @@ final class HTTPTransport: Transport {
 
     func goOnline() {
         let (streams, reopen) = self.state.withLock { state -> ([SSEStream], Bool) in
-            state.offline = false
-            return (Array(state.streams.values), state.presenceWanted && state.presence == nil)
+            // Online already: the streams run (starting them again would open a second
+            // connection for each).
+            defer { state.offline = false }
+            return (state.offline ? Array(state.streams.values) : [], state.presenceWanted && state.presence == nil)
         }
         for stream in streams { stream.start() }
         if reopen { self.openPresence() }

@@ -75,6 +75,10 @@ final class QueryView: Sendable {
         var ended = false
         var retryMilliseconds = 100
         var local = false
+        /// Counts subscriptions and their losses: frames of a subscription the view has taken
+        /// as lost (`goOffline`, a dropped connection) that were read before its end are
+        /// dropped, so nothing of it is raised after the loss.
+        var generation: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -126,9 +130,10 @@ final class QueryView: Sendable {
     var handles: [DatabaseHandle] { self.state.withLock { $0.registrations.map(\.handle) } }
 
     private func subscribe() {
-        let (since, local) = self.state.withLock { state in
+        let (since, local, generation) = self.state.withLock { state in
             state.caughtUp = false
-            return (state.lastLogID, state.local)
+            state.generation += 1
+            return (state.lastLogID, state.local, state.generation)
         }
         // Value changes only: the child events are derived here from the windows before and
         // after each change (the server then keeps no copy of a plain location).
@@ -139,8 +144,8 @@ final class QueryView: Sendable {
         let id = connection.subscribe(
             .object(payload),
             ClientConnection.Subscription(
-                onFrame: { [weak self] kind, payload in self?.received(kind, payload) },
-                onEnd: { [weak self] error in self?.lost(error) }))
+                onFrame: { [weak self] kind, payload in self?.received(kind, payload, generation: generation) },
+                onEnd: { [weak self] error in self?.lost(error, generation: generation) }))
         let stale = self.state.withLock { state -> Bool in
             if state.ended { return true }
             state.subscription = id
@@ -149,17 +154,18 @@ final class QueryView: Sendable {
         if stale { connection.unsubscribe(id) }
     }
 
-    private func received(_ kind: Frame.Kind, _ payload: Value) {
+    private func received(_ kind: Frame.Kind, _ payload: Value, generation: UInt64) {
+        guard self.state.withLock({ $0.generation == generation }) else { return }
         switch kind {
         case .subscribed:
             self.state.withLock { $0.retryMilliseconds = 100 }
         case .events:
             let events = QueryView.list(payload["events"])
             guard let end = events.firstIndex(where: { $0["kind"] == .string("cancel") }) else {
-                self.apply(events)
+                self.apply(events, generation: generation)
                 return
             }
-            if end > 0 { self.apply(Array(events[..<end])) }
+            if end > 0 { self.apply(Array(events[..<end]), generation: generation) }
             self.listenEnded(events[end]["value"])
         case .behind:
             self.resubscribe(after: 0)
@@ -179,12 +185,15 @@ final class QueryView: Sendable {
         }
     }
 
-    private func lost(_ error: DatabaseError) {
-        let delay = self.state.withLock { state -> Int in
+    private func lost(_ error: DatabaseError, generation: UInt64) {
+        let delay = self.state.withLock { state -> Int? in
+            guard state.generation == generation else { return nil }  // an earlier subscription's
+            state.generation += 1
             let delay = state.retryMilliseconds
             state.retryMilliseconds = min(5000, state.retryMilliseconds * 2)
             return delay
         }
+        guard let delay else { return }
         self.resubscribe(after: delay)
     }
 
@@ -236,10 +245,10 @@ final class QueryView: Sendable {
     // MARK: Events
 
     /// Applies one `events` frame to the copy and delivers the events it produced.
-    private func apply(_ wireEvents: [Value]) {
+    private func apply(_ wireEvents: [Value], generation: UInt64) {
         if !self.state.withLock({ $0.started }) { self.waitForWritesBeingMade() }
         self.state.withLock { state in
-            guard !state.ended else { return }
+            guard !state.ended, state.generation == generation else { return }
             let first = !state.started
             state.lastFrameAt = Date()
             // The children the batch touched, when it names them (nil: look at everything).

@@ -57,7 +57,16 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         configuration.timeoutIntervalForRequest = 24 * 3600
         configuration.timeoutIntervalForResource = 365 * 24 * 3600
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-        self.state.withLock { $0.session = session }
+        let started = self.state.withLock { state -> Bool in
+            guard state.session == nil, !state.ended else { return false }
+            state.session = session
+            return true
+        }
+        // A stream runs on one connection: started already (or ended), this one is dropped.
+        guard started else {
+            session.invalidateAndCancel()
+            return
+        }
         session.dataTask(with: request).resume()
     }
 

@@ -259,4 +259,74 @@ import Testing
         try await Task.sleep(for: .milliseconds(2200))
         #expect(log.all.count == 3, "the server's own event changes nothing: \(log.all)")
     }
+
+    /// eddyd's count of open SSE subscriptions (`eddy_subscriptions{transport="sse"}`).
+    private func sseSubscriptions() async throws -> Double {
+        let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/metrics")!)
+        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first {
+            $0.hasPrefix("eddy_subscriptions{") && $0.contains("transport=\"sse\"")
+        }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    /// goOnline() while online leaves each observer on its one stream (it started every
+    /// stream again, each on a new connection that was never closed).
+    @Test func goOnlineWhileOnlineOpensNoOtherStream() async throws {
+        let database = Database.database(url: self.daemon.httpURL + "?ns=go-online-twice")
+        database.callbackQueue = self.queue
+        let before = try await self.sseSubscriptions()
+        let seen = Recorder<String>()
+        let handle = database.reference().child("http/online-twice").observe(.value) { seen.add("\($0.value ?? "nil")") }
+        _ = try await seen.wait(for: 1)
+        for _ in 0..<5 { database.goOnline() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await self.sseSubscriptions() == before + 1)
+        try await database.reference().child("http/online-twice").setValue(1)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(seen.all == ["<null>", "1"], "one stream, each event once: \(seen.all)")
+        database.reference().removeObserver(withHandle: handle)
+    }
+
+    /// FIRDatabaseQueryTests testStartAtAndLimit1AndRemoveFirstChild over HTTP: a write's
+    /// completion comes after its events, here the child a removal pulls into a limitToFirst(1)
+    /// window, which only the stream brings (the REST answer used to come first).
+    @Test func aCompletionComesAfterTheEventsOfItsWrite() async throws {
+        let database = self.database()
+        for round in 0..<15 {
+            let ref = database.reference().child("http/remove-first").childByAutoId()
+            try await ref.setValue(["a": 1, "b": 2])
+            let added = Recorder<String>()
+            let handle = ref.queryOrderedByKey().queryLimited(toFirst: 1).observe(.childAdded) { added.add($0.key) }
+            #expect(try await added.wait(for: 1) == ["a"])
+            let atCompletion = Recorder<[String]>()
+            ref.child("a").removeValue { _, _ in atCompletion.add(added.all) }
+            #expect(try await atCompletion.wait(for: 1) == [["a", "b"]], "round \(round)")
+            ref.removeObserver(withHandle: handle)
+        }
+    }
+
+    /// FData testServerIncrementOverwritesExistingDataOffline over HTTP: observing and going
+    /// offline at once raises nothing of the server's data afterwards, however many streams
+    /// are open (a frame read before its stream was cancelled was still raised).
+    @Test func nothingOfTheServerIsHeardAfterGoOffline() async throws {
+        let database = Database.database(url: self.daemon.httpURL + "?ns=offline-at-once")
+        database.callbackQueue = self.queue
+        let loaded = Recorder<Bool>()
+        var others: [DatabaseHandle] = []
+        for _ in 0..<10 { others.append(database.reference().child("http/others").childByAutoId().observe(.value) { _ in loaded.add(true) }) }
+        _ = try await loaded.wait(for: 10)
+        for round in 0..<5 {
+            let ref = database.reference().child("http/offline-at-once").childByAutoId()
+            let seen = Recorder<String>()
+            ref.observe(.value) { seen.add("\($0.value ?? "nil")") }
+            database.goOffline()
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(seen.all.isEmpty, "round \(round): nothing of the server after goOffline: \(seen.all)")
+            ref.removeAllObservers()
+            database.goOnline()
+            _ = try await database.reference().child("http/warm").getData()
+        }
+        _ = others
+    }
 }
+
