@@ -647,7 +647,7 @@ public final class Database: NSObject, Sendable {
         }
         // The client's own waiting writes, when one replaced the location whole (Firebase's
         // write tree answers then too).
-        guard let written = self.pendingWrites.completeValue(at: query.path) else { return nil }
+        guard let written = self.pendingWrites.completeValue(at: query.path, unansweredOnly: true) else { return nil }
         return query.spec.loadsAllData ? written : LocalQuery.object(LocalQuery.window(written, query.spec))
     }
 
@@ -682,7 +682,7 @@ public final class Database: NSObject, Sendable {
             }
             if let value = view.visibleValue(at: query.path) { return .complete(evaluated(value)) }
         }
-        if let written = self.pendingWrites.completeValue(at: query.path) { return .complete(evaluated(written)) }
+        if let written = self.pendingWrites.completeValue(at: query.path, unansweredOnly: true) { return .complete(evaluated(written)) }
         guard !held.isEmpty else { return nil }
         let window = LocalQuery.window(.object(held), query.spec)
         return window.isEmpty ? nil : .partial(LocalQuery.object(window))
@@ -792,6 +792,8 @@ public final class Database: NSObject, Sendable {
                 if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
                 self.noteWholeViews(state)
             }
+            // Answered writes kept for it alone go now.
+            self.pruneAcknowledgedWrites()
         }
     }
 

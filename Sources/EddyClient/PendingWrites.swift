@@ -142,8 +142,13 @@ final class PendingWrites: Sendable {
     /// sets `path` or an ancestor whole, with the later ones on top; nil when none does (the
     /// server's data is needed). Firebase resolves server values against this when no view
     /// holds the server's data yet (`setValue(5)` then `increment(1)` right away shows 6).
-    func completeValue(at path: Path) -> Value? {
-        let writes = self.touching(path)
+    /// `unansweredOnly`: only the writes the server has not answered yet, as Firebase's write
+    /// tree holds them; an answered write kept for views still catching up (`PendingWrite.acknowledged`)
+    /// is the server's data, which an offline read must not take from here (a later answered
+    /// write at the location may already have gone, leaving it stale).
+    func completeValue(at path: Path, unansweredOnly: Bool = false) -> Value? {
+        var writes = self.touching(path)
+        if unansweredOnly { writes.removeAll { $0.acknowledged != nil } }
         guard
             let last = writes.lastIndex(where: { write in write.puts.contains { $0.path.isAncestorOrSelf(of: path) } })
         else { return nil }

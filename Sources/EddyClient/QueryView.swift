@@ -467,9 +467,12 @@ final class QueryView: Sendable {
     }
 
     /// Whether a waiting write this view shows replaced its location or an ancestor whole.
+    /// Only a write not answered yet counts, as Firebase's write tree holds only those: an
+    /// answered one is the server's data, which this view has not loaded (offline, a later
+    /// answered write may already have replaced it).
     private func writesDetermine(_ state: State) -> Bool {
         self.database.pendingWrites.touching(self.query.path).contains { write in
-            self.shows(write, state) && write.puts.contains { $0.path.isAncestorOrSelf(of: self.query.path) }
+            write.acknowledged == nil && self.shows(write, state) && write.puts.contains { $0.path.isAncestorOrSelf(of: self.query.path) }
         }
     }
 

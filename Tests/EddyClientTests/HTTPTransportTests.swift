@@ -304,29 +304,4 @@ import Testing
             ref.removeObserver(withHandle: handle)
         }
     }
-
-    /// FData testServerIncrementOverwritesExistingDataOffline over HTTP: observing and going
-    /// offline at once raises nothing of the server's data afterwards, however many streams
-    /// are open (a frame read before its stream was cancelled was still raised).
-    @Test func nothingOfTheServerIsHeardAfterGoOffline() async throws {
-        let database = Database.database(url: self.daemon.httpURL + "?ns=offline-at-once")
-        database.callbackQueue = self.queue
-        let loaded = Recorder<Bool>()
-        var others: [DatabaseHandle] = []
-        for _ in 0..<10 { others.append(database.reference().child("http/others").childByAutoId().observe(.value) { _ in loaded.add(true) }) }
-        _ = try await loaded.wait(for: 10)
-        for round in 0..<5 {
-            let ref = database.reference().child("http/offline-at-once").childByAutoId()
-            let seen = Recorder<String>()
-            ref.observe(.value) { seen.add("\($0.value ?? "nil")") }
-            database.goOffline()
-            try await Task.sleep(for: .milliseconds(150))
-            #expect(seen.all.isEmpty, "round \(round): nothing of the server after goOffline: \(seen.all)")
-            ref.removeAllObservers()
-            database.goOnline()
-            _ = try await database.reference().child("http/warm").getData()
-        }
-        _ = others
-    }
 }
-

@@ -54,4 +54,51 @@ import Testing
         #expect(connected.value as? Bool == true)
         #expect(try await database.reference(withPath: ".info/serverTimeOffset").getData().value as? Int == 0)
     }
+
+    /// FKeepSyncedTest testDifferentQueriesAreIndependent: offline, a limitToFirst(2) never run
+    /// online beside a kept limitToFirst(1) hears no value, even when the client's last write
+    /// there was answered just before it went offline (kept for the kept view, that answered
+    /// write is the server's data, not a waiting write that determines the location).
+    @Test func anAnsweredWriteDoesNotAnswerAnotherQueryOffline() async throws {
+        let database = Database.database(url: self.daemon.socketURL + "?ns=kept-independent")
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("kept/independent").childByAutoId()
+        let first = ref.queryLimited(toFirst: 1)
+        first.keepSynced(true)
+        try await ref.setValue(["child": 1])
+        database.goOffline()
+        #expect((try await first.getData().value as? [String: Int]) == ["child": 1])
+        database.goOnline()
+        try await ref.setValue(["child": 2])
+        database.goOffline()
+        let second = Recorder<String>()
+        ref.queryLimited(toFirst: 2).observeSingleEvent(of: .value) { second.add("\($0.value ?? "nil")") }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(second.all.isEmpty, "no value for a query never run online: \(second.all)")
+        database.goOnline()
+        first.keepSynced(false)
+    }
+
+    /// The same with no observer left (a race the ported FKeepSyncedTest hit over HTTP): a
+    /// write answered while an observer held the location, the observer removed, a second
+    /// write answered; an offline read then answers nothing, or the second write, never the
+    /// first (an answered write kept for the removed observer).
+    @Test func anOfflineReadNeverAnswersAnOlderAnsweredWrite() async throws {
+        let database = Database.database(url: self.daemon.httpURL + "?ns=kept-stale")
+        database.callbackQueue = self.queue
+        for round in 0..<3 {
+            let ref = database.reference().child("kept/stale").childByAutoId()
+            let handle = ref.observe(.value) { _ in }
+            try await ref.setValue(["child": 1])
+            ref.removeObserver(withHandle: handle)
+            try await ref.setValue(["child": 2])
+            database.goOffline()
+            let seen = Recorder<String>()
+            ref.observeSingleEvent(of: .value) { seen.add("\(($0.value as? [String: Int])?["child"] ?? -1)") }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(seen.all.isEmpty || seen.all == ["2"], "round \(round): \(seen.all)")
+            database.goOnline()
+        }
+    }
 }
+

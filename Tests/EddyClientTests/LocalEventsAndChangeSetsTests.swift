@@ -413,6 +413,10 @@ import Testing
             let ref = database.reference().child("local/second-transaction").childByAutoId()
             let inputs = Recorder<String>()
             let outcomes = Recorder<String>()
+            // eddyd stopped for the two calls: the first one's write is surely on its way, not
+            // answered, when the second is made (a loaded machine could otherwise put this
+            // thread off for a round trip, after which Firebase's second block would see null too).
+            self.daemon.signal(SIGSTOP)
             ref.runTransactionBlock({ data in
                 data.value = 42
                 return TransactionResult.success(withValue: data)
@@ -423,6 +427,7 @@ import Testing
                 data.value = value + 1
                 return TransactionResult.success(withValue: data)
             }) { error, committed, snapshot in outcomes.add("second \(error == nil) \(committed) \(snapshot?.value ?? "nil")") }
+            self.daemon.signal(SIGCONT)
             #expect(Set(try await outcomes.wait(for: 2)) == ["first true true", "second true true 43"], "round \(round)")
             #expect(inputs.all == ["42"], "round \(round): the second block runs once, on the first one's result: \(inputs.all)")
             #expect(try await ref.getData().value as? Int == 43)
