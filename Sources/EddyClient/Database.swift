@@ -81,6 +81,12 @@ public final class Database: NSObject, Sendable {
                 preconditionFailure(
                     "Database.database(url:) needs eddy+unix:///path/to/eddyd.sock, eddy://host:port or http://host:port, not \(url)")
             }
+            // As Firebase's FIRDatabaseComponent: a network URL names a database's root (a
+            // socket URL's path is the socket's).
+            if !url.hasPrefix("eddy+unix:"), let path = URLComponents(string: url)?.path, !path.isEmpty, path != "/" {
+                preconditionFailure(
+                    "Configured Database URL '\(url)' is invalid. It should point to the root of a Firebase Database but it includes a path: \(path)")
+            }
             let database = Database(url: url, appName: app, transport: transport)
             instances[key] = database
             return database
