@@ -694,10 +694,13 @@ public final class Database: NSObject, Sendable {
         return window.isEmpty ? nil : .partial(LocalQuery.object(window))
     }
 
-    /// Under the state's lock, after `views` changed: the views that hold their whole location.
-    private func noteWholeViews(_ state: State) {
-        let whole = state.views.values.filter { $0.query.spec.loadsAllData }
-        self.wholeViews.withLock { $0 = whole }
+    /// Under the state's lock, as `view` joins or leaves `views`: kept in `wholeViews` when it
+    /// holds its whole location.
+    private func noteWholeView(_ view: QueryView, added: Bool) {
+        guard view.query.spec.loadsAllData else { return }
+        self.wholeViews.withLock { views in
+            if added { views.append(view) } else { views.removeAll { $0 === view } }
+        }
     }
 
     /// The server's data at `path` from a view that holds the whole location there (or an
@@ -751,10 +754,14 @@ public final class Database: NSObject, Sendable {
         let exists = self.state.withLock { $0.views[id] != nil }
         let seed = exists || self.info.isConnected ? nil : self.offlineSeed(of: query)
         let view = self.state.withLock { state -> QueryView in
-            let view = state.views[id] ?? QueryView(query: query, id: id)
+            if let view = state.views[id] {
+                state.viewOfHandle[registration.handle] = view
+                return view
+            }
+            let view = QueryView(query: query, id: id)
             state.views[id] = view
             state.viewOfHandle[registration.handle] = view
-            if !exists { self.noteWholeViews(state) }
+            self.noteWholeView(view, added: true)
             return view
         }
         view.add(registration)
@@ -795,8 +802,10 @@ public final class Database: NSObject, Sendable {
         guard let view = self.state.withLock({ $0.viewOfHandle.removeValue(forKey: handle) }) else { return }
         if view.remove(handle) {
             self.state.withLock { state in
-                if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
-                self.noteWholeViews(state)
+                if state.views[view.id] === view {
+                    state.views.removeValue(forKey: view.id)
+                    self.noteWholeView(view, added: false)
+                }
             }
             // Answered writes kept for it alone go now.
             self.pruneAcknowledgedWrites()
@@ -822,8 +831,10 @@ public final class Database: NSObject, Sendable {
     /// Forgets a view the server refused (its observers were cancelled, `keepSynced`'s too).
     func forget(_ view: QueryView) {
         self.state.withLock { state in
-            if state.views[view.id] === view { state.views.removeValue(forKey: view.id) }
-            self.noteWholeViews(state)
+            if state.views[view.id] === view {
+                state.views.removeValue(forKey: view.id)
+                self.noteWholeView(view, added: false)
+            }
             if let kept = state.keptSynced[view.id], view.handles.contains(kept) { state.keptSynced.removeValue(forKey: view.id) }
             for handle in view.handles { state.viewOfHandle.removeValue(forKey: handle) }
             state.viewOfHandle = state.viewOfHandle.filter { $0.value !== view }
