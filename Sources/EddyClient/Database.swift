@@ -415,6 +415,10 @@ public final class Database: NSObject, Sendable {
         let views = self.views(touching: location)
         var estimated = false
         let resolved = puts.map { put in
+            // What the write replaces is looked up only for a server value: the lookup walks the
+            // waiting writes, and a burst of plain writes (thousands waiting over HTTP) must not
+            // cost O(waiting) each.
+            guard PendingWrites.holdsServerValue(put.value) else { return put }
             let existing =
                 views.lazy.compactMap { $0.visibleValue(at: put.path) }.first ?? self.pendingWrites.completeValue(at: put.path) ?? .null
             let value = PendingWrites.resolve(put.value, existing: existing, now: now)

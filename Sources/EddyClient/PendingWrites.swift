@@ -187,6 +187,13 @@ final class PendingWrites: Sendable {
         return result
     }
 
+    /// Whether `value` holds a server-value placeholder (`{".sv": ...}`) anywhere.
+    static func holdsServerValue(_ value: Value) -> Bool {
+        guard case .object(let children) = value else { return false }
+        if children[WriteValidator.serverValueKey] != nil { return true }
+        return children.values.contains { self.holdsServerValue($0) }
+    }
+
     /// `value` with its server-value placeholders replaced by the client's estimate.
     static func resolve(_ value: Value, existing: Value, now: Double) -> Value {
         guard case .object(let children) = value else { return value }
