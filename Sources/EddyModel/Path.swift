@@ -58,8 +58,14 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
 
     /// True when `self` is `other` or one of its ancestors.
     public func isAncestorOrSelf(of other: Path) -> Bool {
-        guard self.keys.count <= other.keys.count else { return false }
-        return self.keys[...] == other.keys[..<self.keys.count]
+        var i = self.keys.count
+        guard i <= other.keys.count else { return false }
+        // From the deepest key up: siblings and cousins, the usual misses, differ there.
+        while i > 0 {
+            i -= 1
+            if self.keys[i] != other.keys[i] { return false }
+        }
+        return true
     }
 
     /// Firebase's order of one change's events across locations: its sync tree raises them
