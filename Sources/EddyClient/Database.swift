@@ -122,7 +122,8 @@ public final class Database: NSObject, Sendable {
             return ns  // also for a cluster's `eddy://a:9001,b:9001?ns=NAME`, which is not a URL to URLComponents
         }
         guard let components = URLComponents(string: url) else { return nil }
-        guard let host = components.host, host.hasSuffix(".firebaseio.com") || host.hasSuffix(".firebasedatabase.app") else { return nil }
+        // Host names are case-blind: Firebase lowercases them (`https://MyApp.firebaseio.com` is `myapp`).
+        guard let host = components.host?.lowercased(), host.hasSuffix(".firebaseio.com") || host.hasSuffix(".firebasedatabase.app") else { return nil }
         return host.split(separator: ".").first.map(String.init)
     }
 

@@ -40,6 +40,9 @@ import Testing
         #expect(Database.namespace("eddy://a:9001,b:9001?ns=b") == "b")
         #expect(Database.namespace("http://127.0.0.1:9000/?ns=c") == "c")
         #expect(Database.namespace("https://d.firebaseio.com") == "d")
+        // Host names are case-blind, as Firebase lowercases them (firebase-js-sdk database.test.ts).
+        #expect(Database.namespace("https://MCFIXED.firebaseio.com") == "mcfixed")
+        #expect(Database.namespace("http://UCFIXED.EUW1.firebaseDATABASE.app") == "ucfixed")
         #expect(Database.namespace("eddy://a:9001") == nil)
         #expect(Database.endpoints("eddy://a:9001,b:9002?ns=b")?.count == 2)
         #expect(Database.endpoint("eddy+unix:///x/eddyd.sock?ns=a").map { "\($0)" } == "\(ClientConnection.Endpoint.unix(path: "/x/eddyd.sock"))")
