@@ -717,6 +717,8 @@ final class QueryView: Sendable {
             return (window, self.query.spec.loadsAllData ? state.cache : LocalQuery.object(window), [])
         }
         var base = state.cache
+        // Whether `base` holds every child of the location (the server's data of all of it).
+        var baseIsWhole = state.started && (state.local || self.query.spec.isDefault)
         if !state.local, !self.query.spec.isDefault, state.started,
             let whole = self.database.wholeServerData(at: self.query.path, asFarAs: state.lastLogID, excluding: self)
         {
@@ -725,12 +727,29 @@ final class QueryView: Sendable {
             // a complete cache, so a child a waiting removal pulls in is known (FIRDatabaseQueryTests
             // testItemsPulledIntoLimitCorrectly).
             base = whole
+            baseIsWhole = true
         }
-        let data = PendingWrites.overlay(base, at: self.query.path, writes: pending)
+        var data = PendingWrites.overlay(base, at: self.query.path, writes: pending)
+        if !baseIsWhole { data = Self.withoutPartialChildren(data, base: base, writes: pending, at: self.query.path) }
         if self.query.spec.isDefault { return (LocalQuery.window(data, QuerySpec()), data, pending) }
         if self.query.spec.loadsAllData { return (LocalQuery.window(data, self.query.spec), data, pending) }
         let window = LocalQuery.window(data, self.query.spec)
         return (window, LocalQuery.object(window), pending)
+    }
+
+    /// `data` (`base` with `writes` on top) without the children neither `base` holds nor a
+    /// write sets whole: a write below a child whose data is not loaded (an update of one of
+    /// its fields, before the server's data came or outside a query's window) shows a part of
+    /// it only. Firebase raises no event for such a child (its view cache holds complete
+    /// children only; firebase-js-sdk "can properly handle unknown deep merges").
+    static func withoutPartialChildren(_ data: Value, base: Value, writes: [PendingWrite], at location: Path) -> Value {
+        guard case .object(var children) = data else { return data }
+        for key in children.keys where base[key].isNull {
+            let path = Path(validatedKeys: location.keys + [key])
+            let setWhole = writes.contains { write in write.puts.contains { $0.path.isAncestorOrSelf(of: path) } }
+            if !setWhole { children.removeValue(forKey: key) }
+        }
+        return children.isEmpty ? .null : .object(children)
     }
 
     /// The window of the server's copy: the whole copy for a query the server evaluates (it

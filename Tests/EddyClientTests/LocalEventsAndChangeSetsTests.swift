@@ -37,6 +37,27 @@ import Testing
         #expect(log.all.count == 4, "no event repeats once the server's own arrives: \(log.all)")
     }
 
+    /// firebase-js-sdk's "can properly handle unknown deep merges": an update of a child's field
+    /// made before the view has the child's data shows a part of the child only, so it raises no
+    /// event (Firebase's view cache holds complete children): the query hears its two children,
+    /// and a plain observer hears the updated child once, whole.
+    @Test(arguments: [true, false]) func anUpdateOfAChildNotLoadedRaisesNoPartialChild(query: Bool) async throws {
+        let root = self.database().reference().child("local/deep-merge-\(query)")
+        try await root.setValue([
+            "i1": ["testIndex": 3, "action": "test"], "i2": ["testIndex": 1, "action": "test"], "i3": ["testIndex": 2, "action": "test"],
+        ])
+        let observed: DatabaseQuery = query ? root.queryOrdered(byChild: "testIndex").queryLimited(toFirst: 2) : root
+        let log = Recorder<String>()
+        for kind in [DataEventType.childAdded, .childChanged, .childRemoved] {
+            observed.observe(kind) { log.add("\(kind == .childAdded ? "added" : kind == .childChanged ? "changed" : "removed") \($0.key) \($0.childrenCount)") }
+        }
+        try await root.child("i1").updateChildValues(["timestamp": "t|1"])  // before the view's data
+        let expected = query ? ["added i2 2", "added i3 2"] : ["added i1 3", "added i2 2", "added i3 2"]
+        #expect(try await log.wait(for: expected.count) == expected)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.all == expected)
+    }
+
     /// FData.m testEmptyChildGetValueEventBeforeParent, testUpdateRaisesCorrectLocalEvents: one
     /// change's local events come in Firebase's order across locations (depth first, children in
     /// key order, each location after its descendants), whatever order the observers were added in.
