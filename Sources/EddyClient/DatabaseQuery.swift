@@ -224,7 +224,9 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
             }
             return self.with(spec)
         }
-        let path = DatabaseReference.parsePath(key, method: "queryOrderedByChild:")
+        // Firebase's FValidation validPathString: no '.', '#', '$', '[' or ']' anywhere in the path.
+        let invalid = key.contains { ".#$[]".contains($0) }
+        let path = invalid ? Path(validatedKeys: []) : DatabaseReference.parsePath(key, method: "queryOrderedByChild:")
         if path.isRoot, spec.error == nil {
             spec.error = "(queryOrderedByChild:) Must be a non-empty string and not contain '.' '#' '$' '[' or ']'"
             return self.with(spec)

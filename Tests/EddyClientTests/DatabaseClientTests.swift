@@ -448,6 +448,12 @@ import Testing
                 ref.queryOrdered(byChild: "s").queryEqual(toValue: 1, childKey: "fo$o"),
                 "(queryEqualToValue:childKey:) Must be a non-empty string and not contain '/' '.' '#' '$' '[' or ']'"
             ),
+            // firebase-js-sdk query.test.ts "Passing invalid paths to orderBy throws"; FValidation's
+            // validPathString in iOS.
+            (ref.queryOrdered(byChild: "$child/foo"), "(queryOrderedByChild:) Must be a non-empty string and not contain '.' '#' '$' '[' or ']'"),
+            (ref.queryOrdered(byChild: "a.b"), "(queryOrderedByChild:) Must be a non-empty string and not contain '.' '#' '$' '[' or ']'"),
+            (ref.queryOrdered(byChild: "a/b[0]"), "(queryOrderedByChild:) Must be a non-empty string and not contain '.' '#' '$' '[' or ']'"),
+            (ref.queryOrdered(byChild: "$key"), "(queryOrderedByChild:) $key is invalid.  Use queryOrderedByKey: instead."),
         ] {
             do {
                 _ = try await query.getData()
