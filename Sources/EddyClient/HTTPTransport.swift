@@ -37,6 +37,8 @@ final class HTTPTransport: Transport {
         let kind: Frame.Kind
         let payload: Value
         let answer: ClientConnection.Answer
+        /// Its place in the order requests were made.
+        var seq: UInt64 = 0
         /// Times eddyd did not know the onDisconnect connection the job was sent on.
         var staleConnections = 0
 
@@ -58,6 +60,10 @@ final class HTTPTransport: Transport {
         var offline = false
         var nextID: UInt64 = 1
         var jobs: [Job] = []
+        var nextJobSeq: UInt64 = 1
+        /// Streams not started yet: each waits until the writes made before it (up to the
+        /// write `after`) have been answered (`releaseDeferredStreams`).
+        var deferredStreams: [(id: UInt64, after: UInt64)] = []
         var running = false
         /// The running job's request when it is a transaction's write: `goOffline` cancels it.
         var runningConditionalWrite: URLSessionDataTask?
@@ -105,7 +111,7 @@ final class HTTPTransport: Transport {
     // MARK: Requests
 
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping ClientConnection.Answer) {
-        let job = Job(kind: kind, payload: payload, answer: answer)
+        var job = Job(kind: kind, payload: payload, answer: answer)
         let refusal = self.state.withLock { state -> DatabaseError? in
             if !job.waitsOffline && state.offline {
                 return DatabaseError(.disconnected, "the client is offline (goOffline); reads need the connection to eddyd")
@@ -113,6 +119,8 @@ final class HTTPTransport: Transport {
             if state.jobs.count >= ClientConnection.writesWaitingMax {
                 return DatabaseError(.writeCanceled, "\(ClientConnection.writesWaitingMax) requests already wait for eddyd at \(self.base)")
             }
+            job.seq = state.nextJobSeq
+            state.nextJobSeq += 1
             state.jobs.append(job)
             return nil
         }
@@ -208,6 +216,7 @@ final class HTTPTransport: Transport {
             state.retryMilliseconds = 100
             if !state.jobs.isEmpty { state.jobs.removeFirst() }
         }
+        self.releaseDeferredStreams()
         job.answer(result)
         self.pump()
     }
@@ -368,10 +377,33 @@ final class HTTPTransport: Transport {
                 self?.setConnected(connected)
             }
             state.streams[id] = stream
+            // As Firebase's listen goes after the writes made before it on its one connection,
+            // so that its first data holds them (another client reading once this one's value
+            // came sees them too), the stream starts once those writes are answered.
+            if !state.offline, let write = state.jobs.last(where: { $0.kind == .write }) {
+                state.deferredStreams.append((id, write.seq))
+                return (id, stream, true)
+            }
             return (id, stream, state.offline)
         }
         if !offline { stream.start() }
         return id
+    }
+
+    /// Starts the deferred streams whose writes have all been answered (or purged).
+    private func releaseDeferredStreams() {
+        let ready = self.state.withLock { state -> [SSEStream] in
+            guard !state.deferredStreams.isEmpty, !state.offline else { return [] }
+            let oldestWrite = state.jobs.first(where: { $0.kind == .write })?.seq ?? .max
+            var ready: [SSEStream] = []
+            state.deferredStreams.removeAll { deferred in
+                guard deferred.after < oldestWrite else { return false }
+                if let stream = state.streams[deferred.id] { ready.append(stream) }
+                return true
+            }
+            return ready
+        }
+        for stream in ready { stream.start() }
     }
 
     func unsubscribe(_ id: UInt64) {
@@ -385,6 +417,7 @@ final class HTTPTransport: Transport {
             defer {
                 state.runningConditionalWrite = nil
                 state.streams.removeAll()
+                state.deferredStreams.removeAll()
                 state.presence = nil
                 state.presenceID = nil
                 state.presenceGeneration += 1
@@ -404,8 +437,10 @@ final class HTTPTransport: Transport {
     func goOnline() {
         let (streams, reopen) = self.state.withLock { state -> ([SSEStream], Bool) in
             // Online already: the streams run (starting them again would open a second
-            // connection for each).
+            // connection for each). Offline, every stream starts now, deferred ones too, as
+            // Firebase restores its listens before the writes that wait.
             defer { state.offline = false }
+            if state.offline { state.deferredStreams.removeAll() }
             return (state.offline ? Array(state.streams.values) : [], state.presenceWanted && state.presence == nil)
         }
         for stream in streams { stream.start() }
@@ -531,6 +566,7 @@ final class HTTPTransport: Transport {
             state.jobs = Array(state.jobs.prefix(skip)) + state.jobs.dropFirst(skip).filter { !purged.contains($0.kind) }
             return Array(canceled)
         }
+        self.releaseDeferredStreams()
         for job in canceled { job.answer(.failure(DatabaseError(.writeCanceled, "the write was canceled by purgeOutstandingWrites()"))) }
     }
 }

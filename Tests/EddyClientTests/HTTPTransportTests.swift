@@ -44,6 +44,22 @@ import Testing
         }
     }
 
+    /// firebase-js-sdk order.test.ts "Push a bunch of data, reconnect, read it back": ten pushes
+    /// made without waiting, then a one-time read; once it answers, a plain GET reads all ten,
+    /// as Firebase's listen goes after the writes made before it on its one connection. (The
+    /// read's stream started at once, on its own connection, and was answered while most of
+    /// the writes still waited: another client saw one to four.)
+    @Test func aReadMadeAfterWritesIsAnsweredOnceTheyAreApplied() async throws {
+        let writer = self.database().reference().child("http/pushes-then-read")
+        for i in 0..<10 { writer.childByAutoId().setValue(i) { _, _ in } }
+        let mineCount = Recorder<UInt>()
+        writer.observeSingleEvent(of: .value) { mineCount.add($0.childrenCount) }
+        #expect(try await mineCount.wait(for: 1) == [10])
+        let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/http/pushes-then-read.json?shallow=true")!)
+        let read = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+        #expect(read?.count == 10, "\(String(decoding: body, as: UTF8.self))")
+    }
+
     /// FEventTests testChildAddedPerf1's body: a burst of pushes under child observers. The
     /// writes are answered on their own connection well before the view's stream delivers them
     /// (seconds behind under such a burst): each stays shown until the stream passes it, so
