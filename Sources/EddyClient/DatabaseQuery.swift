@@ -185,11 +185,26 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         let ref = self.ref
         let spec = self.spec
         let connection = self.database.connection
-        connection.request(kind, .object(payload)) { [self] result in
-            // Not connected: what a live view holds, as Firebase answers from its cache.
-            if case .failure(let error) = result, error.code == .disconnected, let cached = self.database.cachedValue(of: self) {
-                completion(.success(DataSnapshot(ref: ref, value: cached, order: spec.effectiveOrder)))
-                return
+        let deadline = ContinuousClock.now + Self.readConnectWait
+        let request = Value.object(payload)
+        @Sendable func attempt() {
+            connection.request(kind, request) { result in
+                answer(result)
+            }
+        }
+        @Sendable func answer(_ result: Result<(kind: Frame.Kind, payload: Value), DatabaseError>) {
+            // Not connected: what a live view holds, as Firebase answers from its cache; with
+            // nothing held, the read waits for a connection (goOnline, a reconnect) for
+            // `readConnectWait`, as Firebase's iOS SDK does, then fails.
+            if case .failure(let error) = result, error.code == .disconnected {
+                if let cached = self.database.cachedValue(of: self) {
+                    completion(.success(DataSnapshot(ref: ref, value: cached, order: spec.effectiveOrder)))
+                    return
+                }
+                if ContinuousClock.now < deadline {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { attempt() }
+                    return
+                }
             }
             if case .failure(let error) = result, LocalQuery.isMissingIndex(error) {
                 // No index on the server: read the location and evaluate the query here.
@@ -203,7 +218,12 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
             }
             completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"].normalized(), order: spec.effectiveOrder) })
         }
+        attempt()
     }
+
+    /// How long a read made without a connection waits for one before it fails with
+    /// `disconnected` (Firebase iOS: `kPersistentConnectionGetConnectTimeout`, 3 s).
+    static let readConnectWait: Duration = .seconds(3)
 
     // MARK: Building queries
 

@@ -17,6 +17,23 @@ import Testing
         try await self.daemon.start()
     }
 
+    /// firebase-js-sdk "blocks get requests until the database is online"; Firebase's iOS SDK
+    /// waits 3 s for a connection (`kPersistentConnectionGetConnectTimeout`): a read made offline
+    /// of what nothing holds waits for goOnline and then answers from the server.
+    @Test(arguments: ["native", "http"]) func aReadMadeOfflineIsAnsweredOnceOnline(transport: String) async throws {
+        let database = Database.database(url: transport == "http" ? self.daemon.httpURL + "/?ns=offline-read" : self.daemon.socketURL + "?ns=offline-read")
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("offline-read")
+        try await ref.setValue(["test": 1])
+        database.goOffline()
+        let outcome = Recorder<String>()
+        ref.getData { error, snapshot in outcome.add(error.map { "\($0)" } ?? "\(snapshot?.childSnapshot(forPath: "test").value ?? "none")") }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(outcome.all.isEmpty, "answered while offline: \(outcome.all)")
+        database.goOnline()
+        #expect(try await outcome.wait(for: 1) == ["1"])
+    }
+
     @Test func aKeptLocationAnswersReadsWhileOffline() async throws {
         let database = Database.database(url: self.daemon.socketURL)
         database.callbackQueue = self.queue
