@@ -293,10 +293,6 @@ final class QueryView: Sendable {
             state.caughtUp = true
             if !first, let touched, self.showChanged(&state, keys: touched, cacheVersion: versionBefore, silenced: []) {
                 // Only the children the batch touched (and those of writes answered since) changed.
-            } else if !first, let touched, self.query.spec.isDefault, !state.local, case .object = state.cache,
-                self.database.pendingWrites.touching(self.query.path).isEmpty
-            {
-                self.showTouched(&state, touched)
             } else {
                 // A value already raised from a write that replaced the location is raised
                 // again only if the server's data differs.
@@ -518,61 +514,6 @@ final class QueryView: Sendable {
         state.shownBasis = partial ? nil : self.basis(of: shownWrites, cacheVersion: state.cacheVersion, reusing: state.shownBasis)
         guard !events.isEmpty else { return }
         self.deliver(events, to: state.registrations, silenced: cause?.silenced ?? [], state: &state)
-    }
-
-    /// `show` for a plain location whose batch touched only `keys`: the events come from those
-    /// children alone (found in the shown window by binary search), so a change costs
-    /// O(touched × log children) rather than a walk of every child. Same events as `show`.
-    private func showTouched(_ state: inout State, _ keys: Set<String>) {
-        guard case .object(let children) = state.cache else { return }
-        func index(of key: String) -> (found: Bool, at: Int) {
-            var low = 0
-            var high = state.shownWindow.count
-            while low < high {
-                let mid = (low + high) / 2
-                let c = Key.compare(state.shownWindow[mid].key, key)
-                if c == 0 { return (true, mid) }
-                if c < 0 { low = mid + 1 } else { high = mid }
-            }
-            return (false, low)
-        }
-        let ordered = keys.sorted { Key.compare($0, $1) < 0 }
-        var removed: [(key: String, value: Value)] = []
-        var added: [String] = []
-        var changed: [String] = []
-        for key in ordered {
-            let new = children[key]
-            let (found, at) = index(of: key)
-            switch (found, new) {
-            case (true, nil):
-                removed.append(state.shownWindow.remove(at: at))
-            case (false, let value?):
-                state.shownWindow.insert((key, value), at: at)
-                added.append(key)
-            case (true, let value?) where state.shownWindow[at].value != value:
-                state.shownWindow[at].value = value
-                changed.append(key)
-            default:
-                break
-            }
-        }
-        state.shownBasis = ShownBasis(cacheVersion: state.cacheVersion, writes: [], keys: [:])
-        guard !removed.isEmpty || !added.isEmpty || !changed.isEmpty else { return }
-        let ref = self.query.ref
-        func event(_ kind: DataEventType, _ key: String) -> Event {
-            let (_, at) = index(of: key)
-            return Event(
-                kind: kind, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [key])), value: state.shownWindow[at].value, order: .key),
-                previous: at > 0 ? state.shownWindow[at - 1].key : nil)
-        }
-        var events = removed.map { entry in
-            Event(kind: .childRemoved, snapshot: DataSnapshot(ref: ref.child(Path(validatedKeys: [entry.key])), value: entry.value, order: .key), previous: nil)
-        }
-        events += added.map { event(.childAdded, $0) }
-        events += changed.map { event(.childChanged, $0) }
-        state.shownValue = state.cache
-        events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: state.cache, order: .key), previous: nil))
-        self.deliver(events, to: state.registrations, state: &state)
     }
 
     /// `show` for a plain location when only some children can differ from what was shown:
