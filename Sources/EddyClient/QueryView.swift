@@ -11,6 +11,11 @@
 // or repeated across a daemon restart. When the server has no index for the query, the view
 // listens to the whole location and evaluates the query itself (`LocalQuery`), as Firebase's
 // clients do. The last observer removed ends the subscription.
+//
+// What observers see is the copy with the client's waiting writes on top (`visible`). Invariant:
+// `shownWindow`/`shownValue` are that, computed from the copy of `shownBasis.cacheVersion` and
+// the waiting writes `shownBasis.writes`; a change then recomputes only the children it can have
+// touched (`showChanged`), and anything else recomputes it all (`show`).
 
 import EddyModel
 import EddyProtocol
