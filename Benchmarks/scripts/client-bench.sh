@@ -4,6 +4,8 @@
 #   push    durable pushes/s from one client (pipelined native; REST with 64 requests in flight)
 #   event   another client's write to this client's observer callback (p50/p99)
 #   memory  client bytes per active observer (10,000 observers, each its own subscription)
+#   observed  pushes made at once under a childAdded and a value observer of their list, to the
+#           last completion and childAdded (EddyClient on unix, tcp and its HTTP fallback)
 # over the native Unix socket (unix), native TCP loopback (tcp) and REST/SSE (rest). One eddyd
 # (release, durability sync) serves the whole script; each round runs every figure on every
 # transport, alternating the order of the transports. At the end: medians over the rounds and
@@ -13,6 +15,7 @@
 #   EDDY_SKIP_BUILD=1 uses the binaries as they are; EDDY_BENCH_CONFIG=debug runs debug builds.
 #   PUSH_COUNT=N pushes N per transport in the push figure instead of the driver's defaults
 #   (50,000 native, 10,000 REST); the smoke run in `make test` uses a small one.
+#   OBSERVED_COUNT=N pushes N in the observed figure (default 10,000 native, 2,000 over HTTP).
 set -euo pipefail
 
 rounds=${1:-3}
@@ -57,6 +60,13 @@ for round in $(seq 1 "$rounds"); do
     line=$("$driver" memory unix --socket "$socket" --tcp "$tcp" --http "$http")
     echo "round $round: $line"
     echo "$line" >> "$results"
+    for transport in unix tcp http; do
+        count=()
+        if [ -n "${OBSERVED_COUNT:-}" ]; then count=(--count "$OBSERVED_COUNT"); fi
+        line=$("$driver" observed "$transport" --socket "$socket" --tcp "$tcp" --http "$http" ${count[@]+"${count[@]}"})
+        echo "round $round: $line"
+        echo "$line" >> "$results"
+    done
 done
 
 python3 - "$results" <<'PY'
@@ -80,4 +90,5 @@ for fig, keys in (("rtt", ("p50_us", "p99_us")), ("push", ("pushes_per_s",)), ("
             ratios.append(f"{t} {ratio:.2f}x")
         print(f"{fig:6} {key:13} " + " | ".join(cells) + "   ratio " + ", ".join(ratios))
 print(f"memory bytes per observer (unix): {med('memory', 'unix', 'bytes_per_observer'):,.0f}")
+print("observed pushes/s (under childAdded and value observers): " + " | ".join(f"{t} {med('observed', t, 'pushes_per_s'):,.0f}" for t in ("unix", "tcp", "http")))
 PY

@@ -132,7 +132,7 @@ else
     skip cluster-bench.sh "etcd is missing and could not be installed"
 fi
 run engine-bench.sh "$scripts/engine-bench.sh"
-run client-bench.sh env PUSH_COUNT=5000 "$scripts/client-bench.sh" 1
+run client-bench.sh env PUSH_COUNT=5000 OBSERVED_COUNT=200 "$scripts/client-bench.sh" 1
 
 echo "== smoke: $ran scripts ran, ${#skipped[@]} skipped, ${#failed[@]} failed${failed[*]:+: ${failed[*]}}"
 [ ${#failed[@]} = 0 ]

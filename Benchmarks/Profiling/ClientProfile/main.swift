@@ -7,6 +7,10 @@
 //   ClientProfile event  unix|tcp|rest  URLS   another client's write to this observer's callback:
 //                                              p50/p99 in µs (the write includes its fsync)
 //   ClientProfile memory unix           URLS   client bytes per active observer (10,000 of them)
+//   ClientProfile observed unix|tcp|http URLS  pushes made at once under a childAdded and a value
+//                                              observer of their list: pushes/s to the last
+//                                              completion and the last childAdded (EddyClient on
+//                                              every transport; `http` is its REST/SSE fallback)
 //
 // URLS: --socket PATH --tcp HOST:PORT --http http://HOST:PORT. Prints one JSON line.
 
@@ -159,6 +163,35 @@ func pushes() async throws {
     emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures.load(ordering: .relaxed)])
 }
 
+/// Pushes made without waiting under observers of their list (the local events of each write,
+/// then its answer and the server's events): what an app's burst of writes to a list it shows
+/// costs the client. Each change recomputes only the children it touches (`QueryView`).
+func observedPushes() async throws {
+    let count = options.count > 0 ? options.count : (options.transport == "http" ? 2_000 : 10_000)
+    let list = database(options.url(options.transport)).reference().child("bench/\(run)/observed")
+    let loaded = Arrivals()
+    let added = Atomic<Int>(0)
+    list.observe(.value) { _ in loaded.arrived("value") }
+    list.observe(.childAdded) { _ in
+        if added.add(1, ordering: .relaxed).newValue == count { loaded.arrived("added") }
+    }
+    _ = await loaded.wait("value")
+    let start = now()
+    let failures = Atomic<Int>(0)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        let left = Atomic<Int>(count)
+        for i in 0..<count {
+            list.childByAutoId().setValue(["n": i]) { error, _ in
+                if error != nil { failures.add(1, ordering: .relaxed) }
+                if left.subtract(1, ordering: .relaxed).newValue == 0 { done.resume() }
+            }
+        }
+    }
+    _ = await loaded.wait("added")
+    let seconds = Double(now() - start) / 1e9
+    emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures.load(ordering: .relaxed)])
+}
+
 /// Waits for `key` to be seen by the observer.
 final class Arrivals: Sendable {
     private let state = Mutex<(seen: [String: UInt64], waiting: [String: CheckedContinuation<UInt64, Never>])>(([:], [:]))
@@ -267,6 +300,7 @@ case "rtt": try await roundTrip()
 case "push": try await pushes()
 case "event": try await eventLatency()
 case "memory": try await memory()
+case "observed": try await observedPushes()
 default: fatalError("unknown figure \(options.figure)")
 }
 exit(0)
