@@ -300,9 +300,9 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The URL without its query or fragment (`?ns=`) and trailing slash, or the emulator's
-    /// `http://host:port` after `useEmulator`: where every `DatabaseReference.url` of this
-    /// instance starts.
-    var locationBase: String { self.state.withLock { $0.emulatorBase } ?? Self.withoutQuery(self.url) }
+    /// `http://host:port` after `useEmulator`, its scheme and host in lower case (as Firebase
+    /// shows them): where every `DatabaseReference.url` of this instance starts.
+    var locationBase: String { Self.withOriginInLowerCase(self.state.withLock { $0.emulatorBase } ?? Self.withoutQuery(self.url)) }
 
     /// `https://host/` and `https://host` name one database (Firebase gives one instance for
     /// both): the slashes ending a network URL's address are dropped from the instance key.

@@ -158,6 +158,11 @@ import Testing
         #expect(database.reference(fromURL: self.daemon.httpURL + "/x/y?ns=urls").url == self.daemon.httpURL + "/x/y")
         // Scheme and host in any case name the same database; the path keeps its case.
         #expect(database.reference(fromURL: self.daemon.httpURL.uppercased() + "/X/y").url == self.daemon.httpURL + "/X/y")
+        // A URL's scheme and host are shown in lower case, as Firebase shows them
+        // (firebase-js-sdk database.test.ts "Can get database with upper case URL").
+        let local = self.daemon.httpURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let upper = Database.database(url: local.replacingOccurrences(of: "localhost", with: "LocalHost") + "/?ns=urls")
+        #expect(upper.reference().child("A").url == local + "/A")
         try await back.setValue(1)
         #expect(try await ref.getData().value as? Int == 1)
         // Written in namespace "urls", not in the default one.
