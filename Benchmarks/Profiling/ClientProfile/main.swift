@@ -149,6 +149,14 @@ func pushes() async throws {
     let list = database(options.url(options.transport)).reference().child("bench/\(run)/push")
     _ = try await list.child("warm").setValue(true)
     let start = now()
+    let failures = await pushAtOnce(count, to: list)
+    let seconds = Double(now() - start) / 1e9
+    emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures])
+}
+
+/// Makes `count` pushes into `list` without waiting, each with a completion block; returns once
+/// every one is answered, with the number that failed.
+func pushAtOnce(_ count: Int, to list: DatabaseReference) async -> Int {
     let failures = Atomic<Int>(0)
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         let left = Atomic<Int>(count)
@@ -159,8 +167,7 @@ func pushes() async throws {
             }
         }
     }
-    let seconds = Double(now() - start) / 1e9
-    emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures.load(ordering: .relaxed)])
+    return failures.load(ordering: .relaxed)
 }
 
 /// Pushes made without waiting under observers of their list (the local events of each write,
@@ -177,19 +184,10 @@ func observedPushes() async throws {
     }
     _ = await loaded.wait("value")
     let start = now()
-    let failures = Atomic<Int>(0)
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        let left = Atomic<Int>(count)
-        for i in 0..<count {
-            list.childByAutoId().setValue(["n": i]) { error, _ in
-                if error != nil { failures.add(1, ordering: .relaxed) }
-                if left.subtract(1, ordering: .relaxed).newValue == 0 { done.resume() }
-            }
-        }
-    }
+    let failures = await pushAtOnce(count, to: list)
     _ = await loaded.wait("added")
     let seconds = Double(now() - start) / 1e9
-    emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures.load(ordering: .relaxed)])
+    emit(["pushes_per_s": Double(count) / seconds, "count": count, "failures": failures])
 }
 
 /// Waits for `key` to be seen by the observer.
