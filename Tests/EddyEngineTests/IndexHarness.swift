@@ -65,7 +65,7 @@ func indexRules(_ declarations: [String: [String]]) -> Value {
 /// An engine and the reference model it must agree with: every write goes to both.
 final class IndexHarness {
     let directory: TemporaryDirectory
-    let options: EngineOptions
+    private(set) var options: EngineOptions
     let clock = ManualClock(1_700_000_000_000)
     private(set) var engine: Engine
     private(set) var model = ReferenceModel()
@@ -83,7 +83,10 @@ final class IndexHarness {
         self.directory.remove()
     }
 
-    func reopen() throws {
+    /// Closes the engine and opens it again on the same directory (with `options`, when given,
+    /// from then on).
+    func reopen(options: EngineOptions? = nil) throws {
+        if let options { self.options = options }
         self.engine.close()
         self.engine = try Engine.open(directory: self.directory.path, options: self.options, clock: self.clock, logger: quietLogger)
     }

@@ -559,18 +559,21 @@ import Testing
 
     /// A slow online build (2 children per step, paused between steps): `readQuery` refuses
     /// while it runs (`query` waits), writes land on both sides of the build position, and a restart in the
-    /// middle resumes it.
+    /// middle resumes it (faster, so what is left fits in the waiting query's 5 s).
     @Test func onlineBuildWithConcurrentWritesAndARestart() async throws {
         var options = EngineOptions(durability: .none)
         options.indexBuildChunkChildren = 2
-        options.indexBuildPauseMilliseconds = 20
+        // 60 steps of 100 ms per index: the build is still running when the test looks, even
+        // with the test's thread put off for seconds on a loaded machine (at 20 ms it was once
+        // over, both indexes built, before the first look).
+        options.indexBuildPauseMilliseconds = 100
         let h = try IndexHarness(options: options)
         defer { h.close() }
         var posts: [String: Value] = [:]
         for i in 0..<120 { posts["p\(i)"] = .object(["score": .number(Double(i % 7)), "metrics": .object(["views": .number(Double(i % 5))])]) }
         try await h.set("/", .object(["posts": .object(posts), "scores": json(#"{"a": 1}"#)]))
         try await h.setRules(["posts": ["score", "metrics/views"]])
-        // Indexes build one after the other; the last one still has 60 steps of 20 ms ahead.
+        // Indexes build one after the other; the last one still has 60 steps of 100 ms ahead.
         let building = try #require(h.engine.indexStatus().last { $0.state == .building }, "a 60-step build is still running")
         #expect(building.position != nil)
         await expectEddyError(.unavailable, mentioning: ["still building"]) {
@@ -582,9 +585,10 @@ import Testing
             try await h.push("/posts", json(#"{"score": 3}"#))
         }
         try await h.update("/posts", [("p1/metrics/views", .number(-1)), ("p118", .number(5))])
-        try h.reopen()
+        options.indexBuildPauseMilliseconds = 20
+        try h.reopen(options: options)
         try await h.set("/posts/p2/score", .string("after restart"))
-        // `query` waits for the build (up to 5 s; about 2 s are left) instead of refusing.
+        // `query` waits for the build (up to 5 s; at most 2.4 s are left) instead of refusing.
         try await h.expectSame(p("/posts"), Query(order: .child(p(building.on)), limit: .first(5)), "a query waiting for the build")
         try await h.engine.waitForIndexes()
         #expect(h.engine.indexStatus().allSatisfy { $0.state == .ready })
