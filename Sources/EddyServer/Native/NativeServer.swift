@@ -56,33 +56,19 @@ public struct NativeServerService: Service {
     }
 
     public func run() async throws {
-        let connections = OpenConnections()
-        let data = self.data
-        let outstandingMax = self.outstandingMax
-        let outstandingBytesMax = self.outstandingBytesMax
-        let budget = self.budget
-        let replication = self.replication
-        let doorbells = self.doorbells
-        let authenticator = self.authenticator
-        let tls = self.tls
-        let logger = self.logger
-        let payloads = EventsPayloadCache()
+        let setup = NativeConnectionSetup(
+            data: self.data, outstandingMax: self.outstandingMax, outstandingBytesMax: self.outstandingBytesMax, budget: self.budget,
+            replication: self.replication, doorbells: self.doorbells, authenticator: self.authenticator,
+            onDisconnectRuns: self.onDisconnectRuns, logger: self.logger)
+        let connections = setup.connections
         let onDisconnectRuns = self.onDisconnectRuns
+        let tls = self.tls
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
-                let connection = NativeConnection(
-                    channel: channel, data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget,
-                    payloads: payloads, replication: replication, doorbells: doorbells, authenticator: authenticator,
-                    onDisconnectRuns: onDisconnectRuns, logger: logger)
-                connections.add(channel)
-                channel.closeFuture.whenComplete { _ in
-                    connection.closed()  // first: a connection gone from the set has begun its onDisconnect writes
-                    connections.remove(channel)
-                }
-                return channel.eventLoop.makeCompletedFuture {
+                channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
-                    try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection))
+                    try setup.attach(to: channel)
                 }
             }
         let server: any Channel
