@@ -205,11 +205,20 @@ public enum EddyServer {
         let timeouts = HTTPTimeouts(
             headerSeconds: configuration.httpHeaderTimeoutSeconds, bodySeconds: configuration.httpBodyTimeoutSeconds,
             idleSeconds: configuration.httpIdleTimeoutSeconds)
-        let http1 = HTTPServerBuilder.http1(
-            configuration: HTTP1Channel.Configuration(
-                // An autoclosure: new handlers for every connection.
-                additionalChannelHandlers: timeouts.handlers()
-                    + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()]))
+        let http1Configuration = HTTP1Channel.Configuration(
+            // An autoclosure: new handlers for every connection.
+            additionalChannelHandlers: timeouts.handlers()
+                + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()])
+        // The HTTP port takes the native protocol too (`HTTPOrNativeChannel`).
+        let httpNative = NativeConnectionSetup(
+            data: data, outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
+            budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator,
+            onDisconnectRuns: onDisconnectRuns, logger: logger)
+        let http1 = HTTPServerBuilder { responder in
+            HTTPOrNativeChannel(
+                http: HTTP1Channel(responder: responder, configuration: http1Configuration), native: httpNative,
+                silenceSeconds: Int64(configuration.httpIdleTimeoutSeconds))
+        }
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,

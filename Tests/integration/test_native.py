@@ -667,3 +667,68 @@ def test_on_disconnect_writes_run_when_eddyd_stops(daemon_factory):
         d.start()
         assert requests.get(d.url(f"/stopped/{i}")).json() == "ran", d.log_tail(2000)
         client.close()
+
+
+def native_on_http_port(daemon):
+    """A native client on eddyd's HTTP port (which tells the protocols apart by the first byte)."""
+    client = Native.__new__(Native)
+    client.sock = socket.create_connection((daemon.base_url.split("//")[1].rsplit(":", 1)[0], daemon.port), timeout=20)
+    client.buf = bytearray()
+    return client
+
+
+def test_the_http_port_takes_the_native_protocol_too(daemon):
+    """Frames on the HTTP port are served as on the socket, beside HTTP on the same port;
+    subscriptions there are live, and the metrics count them as native."""
+    client = native_on_http_port(daemon)
+    client.send(WRITE, 1, {"op": "set", "path": "/both/a", "value": "native"})
+    assert client.recv()[0] == WRITTEN
+    assert requests.get(daemon.url("/both/a")).json() == "native"
+    client.send(SUBSCRIBE, 2, {"path": "/both"})
+    assert client.recv()[:2] == (SUBSCRIBED, 2)
+    assert client.recv()[:2] == (EVENTS, 2)
+    assert requests.put(daemon.url("/both/b"), json="http").status_code == 200
+    kind, rid, payload = client.recv()
+    assert (kind, rid) == (EVENTS, 2)
+    assert any(e.get("key") == "b" and e.get("value") == "http" for e in payload["events"]), payload
+    metrics = requests.get(daemon.base_url + "/metrics").text
+    assert 'eddy_subscriptions{transport="native"} 1' in metrics, [l for l in metrics.splitlines() if "subscriptions" in l]
+    client.close()
+
+
+def test_a_silent_connection_on_the_http_port_closes_after_the_idle_timeout(daemon_factory):
+    d = daemon_factory("--http-idle-timeout-seconds", "1")
+    sock = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    started = time.monotonic()
+    assert sock.recv(1) == b"", "closed without a byte"
+    assert time.monotonic() - started < 5
+    sock.close()
+
+
+def test_a_stop_closes_native_connections_on_the_http_port_and_runs_their_on_disconnect_writes(daemon_factory):
+    d = daemon_factory()
+    client = native_on_http_port(d)
+    client.send(ON_DISCONNECT, 1, {"op": "set", "path": "/stopped/http-port", "value": "ran"})
+    assert client.recv() == (VALUE, 1, {"value": None})
+    started = time.monotonic()
+    d.stop()
+    assert time.monotonic() - started < 10, "the stop did not wait for the client to leave"
+    assert client.recv() is None, "the connection was closed"
+    d.start()
+    assert requests.get(d.url("/stopped/http-port")).json() == "ran", d.log_tail(2000)
+    client.close()
+
+
+def test_on_disconnect_writes_of_a_native_connection_on_the_http_port_run_when_it_ends(daemon):
+    """The HTTP listener allows half-closed connections; a native client's end still ends its
+    connection there, and runs its onDisconnect writes."""
+    client = native_on_http_port(daemon)
+    client.send(ON_DISCONNECT, 1, {"op": "set", "path": "/ended/http-port", "value": "ran"})
+    assert client.recv() == (VALUE, 1, {"value": None})
+    client.sock.shutdown(socket.SHUT_WR)
+    assert client.recv() is None, "the server closed its side too"
+    deadline = time.monotonic() + 10
+    while requests.get(daemon.url("/ended/http-port")).json() != "ran":
+        assert time.monotonic() < deadline, daemon.log_tail(2000)
+        time.sleep(0.05)
+    client.close()

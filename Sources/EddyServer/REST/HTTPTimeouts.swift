@@ -27,8 +27,9 @@
 
 import HTTPTypes
 import HummingbirdCore
-import NIOHTTPTypes
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
 
 public struct HTTPTimeouts: Sendable {
     public var headerSeconds: Int
@@ -226,8 +227,14 @@ final class HTTPTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        // The raw companion goes first, before the HTTP decoder, to see bytes as they come.
-        try? context.pipeline.syncOperations.addHandler(RawBytesHandler(state: self.state), position: .first)
+        // The raw companion goes before the HTTP codec, to see bytes as they come: after the
+        // TLS handler and after `ProtocolSniffer`, which passes the first bytes on from its place.
+        let raw = RawBytesHandler(state: self.state)
+        if let encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self) {
+            try? context.pipeline.syncOperations.addHandler(raw, position: .before(encoder.handler))
+        } else {
+            try? context.pipeline.syncOperations.addHandler(raw, position: .first)
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
