@@ -209,15 +209,21 @@ public enum EddyServer {
             // An autoclosure: new handlers for every connection.
             additionalChannelHandlers: timeouts.handlers()
                 + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()])
-        // The HTTP port takes the native protocol too (`HTTPOrNativeChannel`).
-        let httpNative = NativeConnectionSetup(
-            data: data, outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
-            budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator,
-            onDisconnectRuns: onDisconnectRuns, logger: logger)
+        // The HTTP port takes the native protocol too (`HTTPOrNativeChannel`), where this node
+        // takes writes. A follower's, or a cluster node's that is not the leader, is HTTP only:
+        // it redirects writes to the leader, which a client's REST fallback follows.
+        let takesWrites: Bool
+        if case .leader = replication, run?.writeRedirect == nil { takesWrites = true } else { takesWrites = false }
+        let httpNative =
+            takesWrites
+            ? NativeConnectionSetup(
+                data: data, outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
+                budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator,
+                onDisconnectRuns: onDisconnectRuns, logger: logger) : nil
         let http1 = HTTPServerBuilder { responder in
-            HTTPOrNativeChannel(
-                http: HTTP1Channel(responder: responder, configuration: http1Configuration), native: httpNative,
-                silenceSeconds: Int64(configuration.httpIdleTimeoutSeconds))
+            let http = HTTP1Channel(responder: responder, configuration: http1Configuration)
+            guard let httpNative else { return http }
+            return HTTPOrNativeChannel(http: http, native: httpNative, silenceSeconds: Int64(configuration.httpIdleTimeoutSeconds))
         }
         let app = Application(
             responder: RESTResponder(

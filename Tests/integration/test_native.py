@@ -732,3 +732,29 @@ def test_on_disconnect_writes_of_a_native_connection_on_the_http_port_run_when_i
         assert time.monotonic() < deadline, daemon.log_tail(2000)
         time.sleep(0.05)
     client.close()
+
+
+def test_a_followers_http_port_is_http_only(daemon_factory):
+    """A follower redirects writes to the leader over HTTP; its HTTP port does not take the
+    native protocol (where writes would only be refused), so a client probing it keeps REST."""
+    from conftest import follower_of
+
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    sock = socket.create_connection(("127.0.0.1", follower.port), timeout=10)
+    body = json.dumps({"path": "/"}).encode()
+    sock.sendall(struct.pack(">IBBQ", 10 + len(body), 2, GET, 1) + body)
+    answer = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+        if b"\r\n\r\n" in answer:
+            break
+    sock.close()
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 4"), answer[:200]
+    client = native_on_http_port(leader)  # the leader's port does
+    client.send(GET, 1, {"path": "/"})
+    assert client.recv() == (VALUE, 1, {"value": None})
+    client.close()
