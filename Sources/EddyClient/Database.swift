@@ -110,7 +110,24 @@ public final class Database: NSObject, Sendable {
         else { return nil }
         let port = components.port.map { ":\($0)" } ?? ""
         let hostText = host.contains(":") ? "[\(host)]" : host
+        if scheme.lowercased() == "http", let native = self.nativeOnHTTPPort(url, host: host, port: components.port ?? 80, namespace: self.namespace(url)) {
+            return native
+        }
         return HTTPTransport(base: "\(scheme)://\(hostText)\(port)", namespace: self.namespace(url))
+    }
+
+    /// The native protocol on an `http://` URL's port, where eddyd's HTTP listener takes it too
+    /// (`NativeProbe`); nil for REST and SSE. `?transport=rest` asks for REST and SSE without
+    /// looking, `?transport=native` for the native protocol without looking.
+    static func nativeOnHTTPPort(_ url: String, host: String, port: Int, namespace: String?) -> ClientConnection? {
+        let choice = self.queryItem("transport", in: url)
+        guard choice != "rest", choice == "native" || NativeProbe.speaksNative(host: host, port: port) else { return nil }
+        return ClientConnection(endpoints: [.tcp(host: host, port: port)], namespace: namespace)
+    }
+
+    static func queryItem(_ name: String, in url: String) -> String? {
+        guard let query = url.firstIndex(of: "?") else { return nil }
+        return URLComponents(string: "x:" + url[query...])?.queryItems?.first(where: { $0.name == name })?.value
     }
 
     /// The namespace a URL names: `?ns=NAME`, or NAME in `https://NAME.firebaseio.com` (and
@@ -331,18 +348,25 @@ public final class Database: NSObject, Sendable {
     }
 
     /// Points this instance at the HTTP listener at host:port (eddyd's `--http`, as the
-    /// Firebase emulator's port), over REST and SSE. Like Firebase, only before the instance
-    /// is first used. (`eddy://host:port` URLs reach the faster native protocol instead.)
+    /// Firebase emulator's port): over the native protocol where the server takes it there (as
+    /// eddyd does), else over REST and SSE (`NativeProbe`). Like Firebase, only before the
+    /// instance is first used.
     /// The namespace is the URL's; for an app's instance without one (no `databaseURL`), it is
     /// `<projectID>-default-rtdb`, as Firebase makes the URL from the project id.
     public func useEmulator(withHost host: String, port: Int) {
         let namespace = Self.namespace(self.url) ?? self.app?.options.projectID.flatMap { $0.isEmpty ? nil : "\($0)-default-rtdb" }
+        let usedMessage =
+            "Cannot connect to emulator after database initialization. Call useEmulator(host:port:) before creating a database reference or trying to load data."
+        precondition(!self.state.withLock { $0.used }, usedMessage)
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        // Looked for outside the lock: it waits for a round trip.
+        let connection: any Transport =
+            Self.nativeOnHTTPPort(self.url, host: bareHost, port: port, namespace: namespace)
+            ?? HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
         self.state.withLock { state in
-            precondition(
-                !state.used,
-                "Cannot connect to emulator after database initialization. Call useEmulator(host:port:) before creating a database reference or trying to load data.")
-            let hostText = host.contains(":") ? "[\(host)]" : host
-            state.connection = HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
+            precondition(!state.used, usedMessage)
+            state.connection = connection
             state.emulatorBase = "http://\(hostText):\(port)"
         }
         self.watch(self.state.withLock { $0.connection })

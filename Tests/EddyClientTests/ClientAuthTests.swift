@@ -42,7 +42,7 @@ import Testing
 
     @Test(arguments: ["unix", "http"]) func aTokenHoldsTheClientToTheRules(transport: String) async throws {
         try await self.setRules()
-        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.httpURL)
+        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.restURL)
         database.callbackQueue = self.queue
         let users = database.reference().child("users")
         // No credential: the secured database refuses.
@@ -70,7 +70,7 @@ import Testing
     /// reason in a comment line).
     @Test(arguments: ["unix", "http"]) func aRulesChangeThatTakesTheReadAwayCancelsTheObserver(transport: String) async throws {
         try await self.setRules()
-        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.httpURL)
+        let database = Database.database(url: transport == "unix" ? self.daemon.socketURL : self.daemon.restURL)
         database.callbackQueue = self.queue
         database.setAuthToken(try self.token("carol"))
         let carol = database.reference().child("users/carol")

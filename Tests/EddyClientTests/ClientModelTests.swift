@@ -139,7 +139,7 @@ import Testing
         let seed = ProcessInfo.processInfo.environment["EDDY_CLIENT_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("ClientModelTests \(transports) seed \(seed) (rerun with EDDY_CLIENT_MODEL_SEED=\(seed))")
         var g = SeededGenerator(seed: seed)
-        let database = Database.database(url: transports == .native ? self.daemon.socketURL : self.daemon.httpURL)
+        let database = Database.database(url: transports == .native ? self.daemon.socketURL : self.daemon.restURL)
         database.callbackQueue = self.queue
         let location = Path(validatedKeys: ["model", "items"])
         let list = database.reference().child("model/items")
@@ -166,7 +166,7 @@ import Testing
         }
         // Another client observes the plain location: it hears only the server's batches.
         // Over HTTP a second instance needs a URL of its own (instances are kept per URL).
-        let remoteDatabase = Database.database(url: transports == .native ? self.daemon.tcpURL : self.daemon.httpURL.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
+        let remoteDatabase = Database.database(url: transports == .native ? self.daemon.tcpURL : self.daemon.restURL.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
         remoteDatabase.callbackQueue = self.queue
         let remote = EventLog()
         let remoteList = remoteDatabase.reference().child("model/items")

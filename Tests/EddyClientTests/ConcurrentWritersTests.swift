@@ -23,7 +23,7 @@ import Testing
     }
 
     private func url(_ transport: String) -> String {
-        transport == "http" ? self.daemon.httpURL + "/?ns=race-\(transport)" : self.daemon.socketURL + "?ns=race-\(transport)"
+        transport == "http" ? self.daemon.httpURL + "/?ns=race-\(transport)&transport=rest" : self.daemon.socketURL + "?ns=race-\(transport)"
     }
 
     /// A client of its own (its own app, so its own connection).

@@ -63,7 +63,7 @@ import Testing
     /// that one 408 once the body timeout passes, and the client tries again.)
     @Test(arguments: ["native", "http"]) func aWriteInFlightWhenTheConnectionDropsIsSentAgain(transport: String) async throws {
         let proxy = try TCPProxy(to: transport == "http" ? self.daemon.httpURL : self.daemon.tcpURL)
-        let database = Database.database(url: transport == "http" ? proxy.httpURL : proxy.url, callingBackOn: self.queue)
+        let database = Database.database(url: transport == "http" ? proxy.restURL : proxy.url, callingBackOn: self.queue)
         let ref = database.reference().child("resent-\(transport)")
         let (waiting, answered) = try await self.writeInterrupted(ref) { proxy.cutAll() }
         #expect(waiting.isEmpty, "the write waits for the next connection: \(waiting)")
@@ -74,7 +74,7 @@ import Testing
     /// Over HTTP, `goOffline()` leaves a plain write on its way alone: it is answered and its
     /// completion reports success (only a transaction's write is cancelled then).
     @Test func goOfflineOverHTTPLetsAPlainWriteOnItsWayFinish() async throws {
-        let database = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let database = Database.database(url: self.daemon.restURL, callingBackOn: self.queue)
         let ref = database.reference().child("offline-http")
         let (waiting, answered) = try await self.writeInterrupted(ref) { database.goOffline() }
         #expect(waiting.isEmpty, "the write is still on its way: \(waiting)")

@@ -42,6 +42,9 @@ final class DaemonProcess: Sendable {
     var tcpURL: String { "eddy://" + (self.state.withLock { $0.nativeTCP } ?? "?") }
     /// The HTTP listener, "http://127.0.0.1:PORT".
     var httpURL: String { self.state.withLock { $0.http } ?? "http://?" }
+    /// The HTTP listener for the client's REST and SSE fallback (`?transport=rest`): an
+    /// `http://` URL alone takes the native protocol on eddyd's HTTP port.
+    var restURL: String { self.httpURL + "?transport=rest" }
 
     /// Starts it and waits until it listens (its READY line), on a thread of its own: the wait
     /// reads eddyd's output, and blocking one of Swift's cooperative threads with it (two on a

@@ -205,7 +205,7 @@ import Testing
     /// left without events over the native protocol, and cancelled as if denied over HTTP).
     @Test(arguments: ["unix", "http"]) func aQueryWhoseIndexIsRemovedKeepsItsObservers(transport: String) async throws {
         try await self.daemon.putRules(#"{"rules": {".read": true, ".write": true, "dropidx": {"$t": {".indexOn": "n"}}}}"#)
-        let database = transport == "unix" ? self.database() : Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let database = transport == "unix" ? self.database() : Database.database(url: self.daemon.restURL, callingBackOn: self.queue)
         let list = database.reference().child("dropidx/\(transport)")
         try await list.setValue(["a": ["n": 3], "b": ["n": 1], "c": ["n": 2]])
         let window = Recorder<[String]>()

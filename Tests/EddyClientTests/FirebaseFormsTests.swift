@@ -37,7 +37,7 @@ import Testing
         #expect(try await written.wait(for: 1) == ["ok"])
         #expect(seen.all.allSatisfy { !$0.contains(".value") && !$0.contains(".priority") }, "\(seen.all)")
 
-        let other = Database.database(url: self.daemon.httpURL)
+        let other = Database.database(url: self.daemon.restURL)
         other.callbackQueue = self.queue
         let stored = try #require(try await other.reference().child("forms/ada").getData().value as? [String: Any])
         #expect(stored["name"] as? String == "Ada" && stored["born"] as? Int == 1815 && stored.count == 2)

@@ -19,7 +19,7 @@ import Testing
     }
 
     func database() -> Database {
-        let database = Database.database(url: self.daemon.httpURL)
+        let database = Database.database(url: self.daemon.restURL)
         database.callbackQueue = self.queue
         return database
     }
@@ -87,7 +87,7 @@ import Testing
     /// shown, as the view's copy lacks them, and the stream's events, released, remove nothing.
     @Test func aStreamHeldBackPastTheGraceRemovesNothing() async throws {
         let proxy = try TCPProxy(to: self.daemon.httpURL)
-        let database = Database.database(url: proxy.httpURL)
+        let database = Database.database(url: proxy.restURL)
         database.callbackQueue = DispatchQueue(label: "eddy.client.http.held-stream")
         let list = database.reference().child("http/held")
         let added = Recorder<String>()
@@ -147,7 +147,7 @@ import Testing
 
     @Test func urlsOfANamespacedDatabaseRoundTrip() async throws {
         // Firebase's emulator URL form: the namespace rides in the query, never in a location's url.
-        let database = Database.database(url: self.daemon.httpURL + "/?ns=urls")
+        let database = Database.database(url: self.daemon.httpURL + "/?ns=urls&transport=rest")
         database.callbackQueue = self.queue
         let ref = database.reference().child("a b/ünï")
         #expect(ref.url == self.daemon.httpURL + "/a%20b/%C3%BCn%C3%AF")
@@ -246,7 +246,7 @@ import Testing
         database.callbackQueue = self.queue
         try await database.reference(withPath: "greeting").setValue("hi")
         // Firebase makes the URL https://<projectID>-default-rtdb.firebaseio.com: that namespace.
-        let named = Database.database(url: self.daemon.httpURL + "/?ns=\(options.projectID!)-default-rtdb")
+        let named = Database.database(url: self.daemon.httpURL + "/?ns=\(options.projectID!)-default-rtdb&transport=rest")
         #expect(try await named.reference(withPath: "greeting").getData().value as? String == "hi")
         #expect(!(try await self.database().reference(withPath: "greeting").getData().exists()))
     }
@@ -293,7 +293,7 @@ import Testing
     /// goOnline() while online leaves each observer on its one stream (it started every
     /// stream again, each on a new connection that was never closed).
     @Test func goOnlineWhileOnlineOpensNoOtherStream() async throws {
-        let database = Database.database(url: self.daemon.httpURL + "?ns=go-online-twice")
+        let database = Database.database(url: self.daemon.httpURL + "?ns=go-online-twice&transport=rest")
         database.callbackQueue = self.queue
         let before = try await self.sseSubscriptions()
         let seen = Recorder<String>()

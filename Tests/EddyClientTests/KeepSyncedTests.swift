@@ -21,7 +21,7 @@ import Testing
     /// waits 3 s for a connection (`kPersistentConnectionGetConnectTimeout`): a read made offline
     /// of what nothing holds waits for goOnline and then answers from the server.
     @Test(arguments: ["native", "http"]) func aReadMadeOfflineIsAnsweredOnceOnline(transport: String) async throws {
-        let database = Database.database(url: transport == "http" ? self.daemon.httpURL + "/?ns=offline-read" : self.daemon.socketURL + "?ns=offline-read")
+        let database = Database.database(url: transport == "http" ? self.daemon.httpURL + "/?ns=offline-read&transport=rest" : self.daemon.socketURL + "?ns=offline-read")
         database.callbackQueue = self.queue
         let ref = database.reference().child("offline-read")
         try await ref.setValue(["test": 1])
@@ -101,7 +101,7 @@ import Testing
     /// write answered; an offline read then answers nothing, or the second write, never the
     /// first (an answered write kept for the removed observer).
     @Test func anOfflineReadNeverAnswersAnOlderAnsweredWrite() async throws {
-        let database = Database.database(url: self.daemon.httpURL + "?ns=kept-stale")
+        let database = Database.database(url: self.daemon.httpURL + "?ns=kept-stale&transport=rest")
         database.callbackQueue = self.queue
         for round in 0..<3 {
             let ref = database.reference().child("kept/stale").childByAutoId()

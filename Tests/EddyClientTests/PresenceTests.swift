@@ -20,10 +20,17 @@ import Testing
 
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
-    /// The user's URL: the native socket, or eddyd's HTTP listener.
-    private func userURL(_ transport: String) -> String { transport == "http" ? self.daemon.httpURL : self.daemon.socketURL }
+    /// The user's URL: the native socket, eddyd's HTTP listener over REST and SSE, or the native
+    /// protocol on eddyd's HTTP port (what an `http://` URL alone takes).
+    private func userURL(_ transport: String) -> String {
+        switch transport {
+        case "http": return self.daemon.restURL
+        case "http-port": return self.daemon.httpURL
+        default: return self.daemon.socketURL
+        }
+    }
 
-    @Test(arguments: ["native", "http"])
+    @Test(arguments: ["native", "http", "http-port"])
     func writesRegisteredForDisconnectRunWhenTheConnectionEnds(transport: String) async throws {
         let watcher = self.database(self.daemon.tcpURL)
         let user = self.database(self.userURL(transport))
@@ -314,7 +321,7 @@ import Testing
     /// (here by stopping), the client sees `.info/connected` turn false, opens a new one when eddyd
     /// is back, sees it turn true, and the presence code registers again on the new one.
     @Test func overHTTPALostConnectionIsReopenedAndPresenceRegistersAgain() async throws {
-        let user = self.database(self.daemon.httpURL)
+        let user = self.database(self.daemon.restURL)
         let me = user.reference().child("presence/hopper")
         let connected = Recorder<Bool>()
         user.reference(withPath: ".info/connected").observe(.value) { snapshot in

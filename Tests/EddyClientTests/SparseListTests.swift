@@ -20,7 +20,7 @@ import Testing
     private func database(_ url: String) -> Database { Database.database(url: url, callingBackOn: self.queue) }
 
     @Test(arguments: ["native", "http"]) func aListWithARemovedElementHasOnlyItsChildren(transport: String) async throws {
-        let database = self.database(transport == "native" ? self.daemon.socketURL : self.daemon.httpURL)
+        let database = self.database(transport == "native" ? self.daemon.socketURL : self.daemon.restURL)
         let ref = database.reference().child("sparse/\(transport)")
         try await ref.setValue(["a", "b", "c"])
         try await ref.child("0").removeValue()

@@ -50,6 +50,8 @@ final class TCPProxy: Sendable {
     var url: String { "eddy://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
     /// The same as an HTTP URL, for a proxy in front of eddyd's HTTP listener.
     var httpURL: String { "http://127.0.0.1:\(self.server.localAddress?.port ?? 0)" }
+    /// `httpURL` for the client's REST and SSE fallback.
+    var restURL: String { self.httpURL + "?transport=rest" }
 
     /// Closes every connection made through the proxy so far (new ones are still accepted).
     func cutAll() {

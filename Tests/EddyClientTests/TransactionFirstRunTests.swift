@@ -18,7 +18,7 @@ import Testing
     }
 
     private func url(_ transport: String, _ namespace: String) -> String {
-        transport == "http" ? self.daemon.httpURL + "/?ns=\(namespace)" : self.daemon.socketURL + "?ns=\(namespace)"
+        transport == "http" ? self.daemon.httpURL + "/?ns=\(namespace)&transport=rest" : self.daemon.socketURL + "?ns=\(namespace)"
     }
 
     /// A fresh instance on its own namespace, over the native socket or HTTP.

@@ -19,7 +19,7 @@ import Testing
     @Test(arguments: ["native", "http"]) func aBurstOfPushesRaisesEachChildOnceInOrder(transport: String) async throws {
         let daemon = try DaemonProcess()
         try await daemon.start()
-        let database = Database.database(url: transport == "http" ? daemon.httpURL : daemon.tcpURL)
+        let database = Database.database(url: transport == "http" ? daemon.restURL : daemon.tcpURL)
         database.callbackQueue = DispatchQueue(label: "eddy.client.burst")
         let list = database.reference().child("burst/pushes")
         let ready = Recorder<Bool>()

@@ -51,7 +51,7 @@ struct Options {
         switch transport {
         case "unix": return "eddy+unix://" + self.socket
         case "tcp": return "eddy://" + (alternate ? self.tcp.replacingOccurrences(of: "127.0.0.1", with: "localhost") : self.tcp)
-        default: return self.http
+        default: return self.http + "?transport=rest"  // the REST and SSE fallback, not the native protocol on that port
         }
     }
 }
