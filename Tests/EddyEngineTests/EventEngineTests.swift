@@ -76,6 +76,30 @@ import Testing
         #expect(byT.take().count == 1)
     }
 
+    /// A listen that reaches the engine after a write, while that write still waits to be
+    /// committed, has it in its first value: the committer runs control requests after the writes
+    /// it takes with them (it ran them first, so a reader attaching on another connection right
+    /// after a writer's set could first see the location without it).
+    @Test func aListenAfterAWaitingWriteHasItInItsFirstValue() async throws {
+        let directory = TemporaryDirectory("events-listen-after-write")
+        defer { directory.remove() }
+        let engine = try Engine.open(directory: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
+        defer { engine.close() }
+        for round in 0..<100 {
+            let path = try Path("/r/\(round)")
+            try engine.submit(.set(path, .number(Double(round)))) { _ in }
+            let received = ReceivedBatches()
+            _ = try await engine.listen(path, sink: received.sink)
+            var batches: [[ChildEvent]] = []
+            let deadline = ContinuousClock.now + .seconds(10)
+            while batches.isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+                batches = received.take()
+            }
+            #expect(batches.first?.last?.kind == .value && batches.first?.last?.value == .number(Double(round)), "round \(round): \(batches)")
+        }
+    }
+
     @Test func underSyncDurabilityBatchesArriveInLogOrder() async throws {
         let directory = TemporaryDirectory("events-sync")
         defer { directory.remove() }

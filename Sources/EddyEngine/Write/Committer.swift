@@ -143,11 +143,13 @@ final class Committer: @unchecked Sendable {
             let deadline = wakeAt.map { Date().addingTimeInterval((ContinuousClock.now.duration(to: $0)).seconds) }
             guard let group = self.queue.takeGroup(
                     max: max(1, self.options.commitGroupCountMax), bytesMax: Limits.commitGroupBytesMax, deadline: deadline) else { break }
-            for control in self.queue.takeControls() { self.run(control) }
             if let syncDue, group.isEmpty || ContinuousClock.now >= syncDue {
                 self.syncWAL()
             }
             if !group.isEmpty { self.commit(group) }
+            // Controls after the writes taken with them: a listen that reached the engine while
+            // those writes waited sees them in its first value.
+            for control in self.queue.takeControls() { self.run(control) }
             if building, self.nextBuildStep.map({ ContinuousClock.now >= $0 }) ?? true {
                 self.buildStep()
                 let pause = self.options.indexBuildPauseMilliseconds
