@@ -723,6 +723,32 @@ public final class Database: NSObject, Sendable {
         return window.isEmpty ? nil : .partial(LocalQuery.object(window))
     }
 
+    /// As Firebase serves the views below a location from its listen's data, raising their
+    /// events before its own (deepest first, siblings in key order): the views below `view`
+    /// that hold their whole location and have no server data yet start from `value`, `view`'s
+    /// first data, before `view` raises its events. Their own first batch then raises only what
+    /// differs. Takes each view's lock in turn, none while another is held.
+    func seedDescendants(of view: QueryView, from value: Value) {
+        let below = self.state.withLock { state in
+            state.views.values.filter {
+                $0 !== view && $0.query.spec.loadsAllData && $0.query.path.depth > view.query.path.depth
+                    && view.query.path.isAncestorOrSelf(of: $0.query.path)
+            }
+        }
+        guard !below.isEmpty else { return }
+        let depth = view.query.path.depth
+        for descendant in below.sorted(by: { Self.comesBefore($0.query.path, $1.query.path) }) {
+            descendant.seed(value.child(at: Path(validatedKeys: Array(descendant.query.path.keys.dropFirst(depth)))))
+        }
+    }
+
+    /// Firebase's order of a change's events across locations: a location's descendants before
+    /// it, and siblings' subtrees in key order.
+    static func comesBefore(_ a: Path, _ b: Path) -> Bool {
+        for (x, y) in zip(a.keys, b.keys) where x != y { return Key.compare(x, y) < 0 }
+        return a.depth > b.depth  // one is the other's ancestor: the deeper first
+    }
+
     /// Under the state's lock, as `view` joins or leaves `views`: kept in `wholeViews` when it
     /// holds its whole location.
     private func noteWholeView(_ view: QueryView, added: Bool) {

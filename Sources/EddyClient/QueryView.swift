@@ -265,7 +265,10 @@ final class QueryView: Sendable {
 
     /// Applies one `events` frame to the copy and delivers the events it produced.
     private func apply(_ wireEvents: [Value], generation: UInt64) {
-        if !self.state.withLock({ $0.started }) { self.waitForWritesBeingMade() }
+        if !self.state.withLock({ $0.started }) {
+            self.waitForWritesBeingMade()
+            if let value = self.wholeFirstValue(wireEvents) { self.database.seedDescendants(of: self, from: value) }
+        }
         self.state.withLock { state in
             guard !state.ended, state.generation == generation else { return }
             let first = !state.started
@@ -305,6 +308,17 @@ final class QueryView: Sendable {
             }
         }
         self.database.pruneAcknowledgedWrites()
+    }
+
+    /// The whole location's data in this view's first batch, when its descendants' views may be
+    /// started from it (`Database.seedDescendants`): the view holds the whole location and its
+    /// subscriptions are answered in order on one connection (the native protocol), so a view
+    /// below, subscribed after it, never gets older data than this.
+    private func wholeFirstValue(_ wireEvents: [Value]) -> Value? {
+        guard self.query.spec.loadsAllData, self.database.connection is ClientConnection,
+            let event = wireEvents.last(where: { $0["kind"] == .string("value") }), event["changes"] == .null
+        else { return nil }
+        return self.state.withLock { $0.started || $0.ended } ? nil : event["value"].normalized()
     }
 
     /// Before the first batch: lets the writes called before it arrived show their local
