@@ -7,7 +7,8 @@
 // by a native frame, within `timeoutMilliseconds` for the connect and as much for the answer.
 // Anything else (an HTTP answer, a closed connection, no server yet, a timeout) keeps the REST
 // and SSE fallback: only a server known to speak the native protocol gets it. It runs once,
-// when an instance is made, blocking the caller for a round trip.
+// when an instance is made, blocking the caller for a round trip, and only for IP addresses
+// and `localhost` (no DNS lookup, which could wait for seconds).
 
 #if canImport(Glibc)
 import Glibc
@@ -20,8 +21,11 @@ import EddyProtocol
 enum NativeProbe {
     static let timeoutMilliseconds: Int32 = 1000
 
-    /// True when a native frame answers a native request at host:port.
+    /// True when a native frame answers a native request at host:port. Only IP addresses and
+    /// `localhost` are probed (where emulators run): a host name would wait for DNS, which has
+    /// no timeout here, and Firebase-API code makes instances of made-up URLs just to read them.
     static func speaksNative(host: String, port: Int) -> Bool {
+        guard self.isAddressOrLocalhost(host) else { return false }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -39,6 +43,13 @@ enum NativeProbe {
             candidate = address.pointee.ai_next
         }
         return false
+    }
+
+    static func isAddressOrLocalhost(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.lowercased() == "localhost" { return true }
+        var address = in6_addr()
+        return inet_pton(AF_INET, bare, &address) == 1 || inet_pton(AF_INET6, bare, &address) == 1
     }
 
     /// nil: could not connect to this address (try the next); otherwise whether it answered natively.

@@ -72,6 +72,19 @@ import Testing
         #expect(Database.database(url: closedURL + "?ns=later").connection is HTTPTransport)
         // https URLs are not probed: TLS is REST's.
         #expect(Database.transport("https://127.0.0.1:1") is HTTPTransport)
+        // Nor host names but localhost (no DNS lookup, see below): a made-up URL keeps REST.
+        #expect(Database.transport("http://foo.bar.invalid:9000") is HTTPTransport)
+    }
+
+    @Test func onlyAddressesAndLocalhostAreProbed() throws {
+        for host in ["127.0.0.1", "::1", "[::1]", "10.0.2.2", "localhost", "LocalHost"] {
+            #expect(NativeProbe.isAddressOrLocalhost(host), "\(host)")
+        }
+        for host in ["foo.bar.com", "localhost.example", "my-emulator", "127.0.0.1.nip.io"] {
+            #expect(!NativeProbe.isAddressOrLocalhost(host), "\(host)")
+        }
+        let port = try #require(URL(string: self.daemon.httpURL)?.port)
+        #expect(Database.database(url: "http://localhost:\(port)?ns=by-name").connection is ClientConnection)
     }
 }
 
