@@ -359,10 +359,9 @@ public final class Database: NSObject, Sendable {
             "Cannot connect to emulator after database initialization. Call useEmulator(host:port:) before creating a database reference or trying to load data."
         precondition(!self.state.withLock { $0.used }, usedMessage)
         let hostText = host.contains(":") ? "[\(host)]" : host
-        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         // Looked for outside the lock: it waits for a round trip.
         let connection: any Transport =
-            Self.nativeOnHTTPPort(self.url, host: bareHost, port: port, namespace: namespace)
+            Self.nativeOnHTTPPort(self.url, host: NativeProbe.withoutBrackets(host), port: port, namespace: namespace)
             ?? HTTPTransport(base: "http://\(hostText):\(port)", namespace: namespace)
         self.state.withLock { state in
             precondition(!state.used, usedMessage)

@@ -25,7 +25,8 @@ enum NativeProbe {
     /// `localhost` are probed (where emulators run): a host name would wait for DNS, which has
     /// no timeout here, and Firebase-API code makes instances of made-up URLs just to read them.
     static func speaksNative(host: String, port: Int) -> Bool {
-        guard self.isAddressOrLocalhost(host) else { return false }
+        let bareHost = Self.withoutBrackets(host)
+        guard self.isAddressOrLocalhost(bareHost) else { return false }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -34,10 +35,9 @@ enum NativeProbe {
         hints.ai_socktype = SOCK_STREAM
         #endif
         var found: UnsafeMutablePointer<addrinfo>?
-        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard getaddrinfo(bareHost, String(port), &hints, &found) == 0, let first = found else { return false }
+        guard getaddrinfo(bareHost, String(port), &hints, &found) == 0 else { return false }
         defer { freeaddrinfo(found) }
-        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        var candidate = found
         while let address = candidate {
             if let answer = self.probe(address.pointee) { return answer }
             candidate = address.pointee.ai_next
@@ -45,8 +45,13 @@ enum NativeProbe {
         return false
     }
 
+    /// An IPv6 address as URLs write it (`[::1]`) as the socket calls take it.
+    static func withoutBrackets(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
     static func isAddressOrLocalhost(_ host: String) -> Bool {
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let bare = Self.withoutBrackets(host)
         if bare.lowercased() == "localhost" { return true }
         var address = in6_addr()
         return inet_pton(AF_INET, bare, &address) == 1 || inet_pton(AF_INET6, bare, &address) == 1

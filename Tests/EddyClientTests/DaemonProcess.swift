@@ -46,6 +46,16 @@ final class DaemonProcess: Sendable {
     /// `http://` URL alone takes the native protocol on eddyd's HTTP port.
     var restURL: String { self.httpURL + "?transport=rest" }
 
+    /// eddyd's count of open subscriptions over `transport` ("native" or "sse"), from its
+    /// `eddy_subscriptions{transport=...}` metric.
+    func subscriptions(over transport: String) async throws -> Double {
+        let (body, _) = try await URLSession.shared.data(from: URL(string: self.httpURL + "/metrics")!)
+        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first {
+            $0.hasPrefix("eddy_subscriptions{") && $0.contains("transport=\"\(transport)\"")
+        }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
     /// Starts it and waits until it listens (its READY line), on a thread of its own: the wait
     /// reads eddyd's output, and blocking one of Swift's cooperative threads with it (two on a
     /// 2-core machine, shared by every suite) would stall the other suites' async work.

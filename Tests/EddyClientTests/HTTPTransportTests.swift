@@ -281,27 +281,18 @@ import Testing
         #expect(log.all.count == 3, "the server's own event changes nothing: \(log.all)")
     }
 
-    /// eddyd's count of open SSE subscriptions (`eddy_subscriptions{transport="sse"}`).
-    private func sseSubscriptions() async throws -> Double {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/metrics")!)
-        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first {
-            $0.hasPrefix("eddy_subscriptions{") && $0.contains("transport=\"sse\"")
-        }
-        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     /// goOnline() while online leaves each observer on its one stream (it started every
     /// stream again, each on a new connection that was never closed).
     @Test func goOnlineWhileOnlineOpensNoOtherStream() async throws {
         let database = Database.database(url: self.daemon.httpURL + "?ns=go-online-twice&transport=rest")
         database.callbackQueue = self.queue
-        let before = try await self.sseSubscriptions()
+        let before = try await self.daemon.subscriptions(over: "sse")
         let seen = Recorder<String>()
         let handle = database.reference().child("http/online-twice").observe(.value) { seen.add("\($0.value ?? "nil")") }
         _ = try await seen.wait(for: 1)
         for _ in 0..<5 { database.goOnline() }
         try await Task.sleep(for: .milliseconds(500))
-        #expect(try await self.sseSubscriptions() == before + 1)
+        #expect(try await self.daemon.subscriptions(over: "sse") == before + 1)
         try await database.reference().child("http/online-twice").setValue(1)
         try await Task.sleep(for: .milliseconds(200))
         #expect(seen.all == ["<null>", "1"], "one stream, each event once: \(seen.all)")

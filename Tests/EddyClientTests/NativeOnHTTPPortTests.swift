@@ -23,15 +23,6 @@ import Testing
         try await self.daemon.start()
     }
 
-    /// eddyd's count of open subscriptions over `transport` (`eddy_subscriptions{transport=...}`).
-    private func subscriptions(_ transport: String) async throws -> Double {
-        let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/metrics")!)
-        let line = String(decoding: body, as: UTF8.self).split(separator: "\n").first {
-            $0.hasPrefix("eddy_subscriptions{") && $0.contains("transport=\"\(transport)\"")
-        }
-        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     @Test func anHTTPURLAndTheEmulatorTakeTheNativeProtocolOnEddydsHTTPPort() async throws {
         let url = try #require(URL(string: self.daemon.httpURL))
         let byURL = Database.database(url: self.daemon.httpURL + "?ns=by-url", callingBackOn: self.queue)
@@ -40,7 +31,7 @@ import Testing
         emulated.useEmulator(withHost: url.host!, port: url.port!)
         #expect(emulated.connection is ClientConnection)
 
-        let (nativeBefore, sseBefore) = (try await self.subscriptions("native"), try await self.subscriptions("sse"))
+        let (nativeBefore, sseBefore) = (try await self.daemon.subscriptions(over: "native"), try await self.daemon.subscriptions(over: "sse"))
         let heard = Recorder<String>()
         let byURLHandle = byURL.reference(withPath: "probe/a").observe(.value) { heard.add("url \($0.value ?? "nil")") }
         let emulatedHandle = emulated.reference(withPath: "probe/a").observe(.value) { heard.add("emulator \($0.value ?? "nil")") }
@@ -49,8 +40,8 @@ import Testing
         try await emulated.reference(withPath: "probe/a").setValue("in by-emulator")
         let all = try await heard.wait(for: 4)
         #expect(Set(all) == ["url <null>", "emulator <null>", "url in by-url", "emulator in by-emulator"], "each in its namespace: \(all)")
-        #expect(try await self.subscriptions("native") == nativeBefore + 2)
-        #expect(try await self.subscriptions("sse") == sseBefore)
+        #expect(try await self.daemon.subscriptions(over: "native") == nativeBefore + 2)
+        #expect(try await self.daemon.subscriptions(over: "sse") == sseBefore)
 
         // The same data over REST, in the namespaces the URLs named.
         let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/probe/a.json?ns=by-emulator")!)

@@ -19,47 +19,33 @@ public struct NativeServerService: Service {
     let address: LogServerService.Address
     /// Where a TCP listener says the address it bound (its port may have been 0).
     let boundAddress: BoundAddress?
-    let data: DataDirectory
-    let outstandingMax: Int
-    let outstandingBytesMax: Int
-    let budget: MemoryBudget
-    let replication: ReplicationRole
-    let doorbells: CommitDoorbells
-    let logger: Logger
+    /// What each connection needs, and the connections open.
+    let setup: NativeConnectionSetup
     /// Told when the bind finished (nil: nobody waits).
     let bound: ListenersBound?
-    let authenticator: Authenticator
     /// TLS for a TCP listener (nil: plain).
     let tls: NIOSSLContext?
+    var logger: Logger { self.setup.logger }
     /// The onDisconnect writes still running, of this listener's connections and of every
     /// listener that shares it (HTTP presence connections): its stop waits for all of them.
-    let onDisconnectRuns: OnDisconnectRuns
+    var onDisconnectRuns: OnDisconnectRuns { self.setup.onDisconnectRuns }
 
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, tls: NIOSSLContext? = nil,
         onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger, bound: ListenersBound? = nil
     ) {
-        self.onDisconnectRuns = onDisconnectRuns
+        self.setup = NativeConnectionSetup(
+            data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget, replication: replication,
+            doorbells: doorbells, authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, logger: logger)
         self.tls = tls
-        self.authenticator = authenticator
-        self.outstandingBytesMax = outstandingBytesMax
-        self.budget = budget
         self.bound = bound
-        self.doorbells = doorbells
         self.address = address
         self.boundAddress = boundAddress
-        self.data = data
-        self.outstandingMax = outstandingMax
-        self.replication = replication
-        self.logger = logger
     }
 
     public func run() async throws {
-        let setup = NativeConnectionSetup(
-            data: self.data, outstandingMax: self.outstandingMax, outstandingBytesMax: self.outstandingBytesMax, budget: self.budget,
-            replication: self.replication, doorbells: self.doorbells, authenticator: self.authenticator,
-            onDisconnectRuns: self.onDisconnectRuns, logger: self.logger)
+        let setup = self.setup
         let connections = setup.connections
         let onDisconnectRuns = self.onDisconnectRuns
         let tls = self.tls
