@@ -7,6 +7,9 @@
 import Dispatch
 import EddyClient
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 @Suite(.serialized) struct NestedFirstValuesTests {
@@ -25,9 +28,14 @@ import Testing
             try await node.setValue(["a": ["aa": 1, "ab": 2], "b": 3, "c": ["x": true]])
             let heard = Recorder<String>()
             var handles: [(DatabaseReference, DatabaseHandle)] = []
+            // All five observers are made before eddyd answers the first (it is stopped meanwhile),
+            // as when code adds them in one go: an observer added after `node` heard its data is
+            // answered on its own, after it.
+            self.daemon.signal(SIGSTOP)
             for (name, ref) in [("node", node), ("a", node.child("a")), ("a/aa", node.child("a/aa")), ("b", node.child("b")), ("c/x", node.child("c/x"))] {
                 handles.append((ref, ref.observe(.value) { heard.add("\(name) \($0.value ?? "nil")") }))
             }
+            self.daemon.signal(SIGCONT)
             let first = try await heard.wait(for: 5)
             #expect(first.map { String($0.split(separator: " ")[0]) } == ["a/aa", "a", "b", "c/x", "node"], "round \(round): \(first)")
             // Each view's own first data, which comes after, raises nothing more.
