@@ -69,6 +69,34 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
     }
 
+    /// SIGSTOP, and returns once every thread of the child is stopped (state `T` in
+    /// /proc/PID/task/*/stat), at most `seconds` later. kill() only queues the signal: one thread
+    /// starts the group stop when it next runs, and on a loaded machine the others can go on
+    /// for milliseconds meanwhile (answering a request sent right after kill(), say). Returns
+    /// whether the child was seen stopped.
+    @discardableResult
+    public func pause(seconds: Double = 5) -> Bool {
+        self.signal(SIGSTOP)
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            if self.isStopped { return true }
+            usleep(1000)
+        } while Date() < deadline
+        return false
+    }
+
+    /// Whether every thread of the child is stopped now (SIGSTOP).
+    public var isStopped: Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.pid)/task")) ?? []
+        guard !tasks.isEmpty else { return false }
+        return tasks.allSatisfy { task in
+            let stat = (try? String(contentsOfFile: "/proc/\(self.pid)/task/\(task)/stat", encoding: .utf8)) ?? ""
+            // "tid (comm) S ...": the state follows the command's closing parenthesis.
+            guard let close = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T")
+        }
+    }
+
     /// False once the child has exited (and was reaped).
     public var isRunning: Bool {
         self.lock.lock()

@@ -27,7 +27,7 @@ import Testing
         let database = Database.database(url: proxy.url, callingBackOn: self.queue)
         let ref = database.reference().child("carried")
         try await ref.setValue("kept")
-        self.daemon.signal(SIGSTOP)
+        self.daemon.pause()
         defer { self.daemon.signal(SIGCONT) }
         let outcome = Recorder<String>()
         ref.getData { error, snapshot in outcome.add(error.map { "\($0)" } ?? "\(snapshot?.value ?? "none")") }
@@ -44,7 +44,7 @@ import Testing
     /// write's completion outcomes before eddyd was resumed (`waiting`) and the first one after.
     private func writeInterrupted(_ ref: DatabaseReference, by interrupt: () -> Void) async throws -> (waiting: [String], answered: [String]) {
         try await ref.setValue("before")
-        self.daemon.signal(SIGSTOP)
+        self.daemon.pause()
         defer { self.daemon.signal(SIGCONT) }
         let outcome = Recorder<String>()
         ref.setValue("after") { error, _ in outcome.add(error.map { "\($0)" } ?? "ok") }
@@ -90,7 +90,7 @@ import Testing
         let database = Database.database(url: proxy.url, callingBackOn: self.queue)
         let ref = database.reference().child("gone")
         try await ref.setValue(1)
-        self.daemon.signal(SIGSTOP)
+        self.daemon.pause()
         let outcome = Recorder<String>()
         ref.getData { error, snapshot in outcome.add(error.map { "\($0)" } ?? "\(snapshot?.value ?? "none")") }
         try await Task.sleep(for: .milliseconds(200))

@@ -127,9 +127,15 @@ final class DaemonProcess: Sendable {
         try await self.start(http: String(http.dropFirst("http://".count)), nativeTCP: tcp)
     }
 
-    /// Sends `signal` to the running eddyd (SIGSTOP and SIGCONT pause and resume it).
+    /// Sends `signal` to the running eddyd (SIGCONT resumes it after `pause`).
     func signal(_ signal: Int32) {
         self.state.withLock { $0.process }?.signal(signal)
+    }
+
+    /// Stops eddyd (SIGSTOP) and returns once it is stopped, so nothing sent after this is
+    /// answered before `signal(SIGCONT)` (`SpawnedProcess.pause`).
+    func pause() {
+        self.state.withLock { $0.process }?.pause()
     }
 
     /// SIGKILL (a crash), or SIGTERM when `graceful`.

@@ -437,7 +437,7 @@ import Testing
             // eddyd stopped for the two calls: the first one's write is surely on its way, not
             // answered, when the second is made (a loaded machine could otherwise put this
             // thread off for a round trip, after which Firebase's second block would see null too).
-            self.daemon.signal(SIGSTOP)
+            self.daemon.pause()
             ref.runTransactionBlock({ data in
                 data.value = 42
                 return TransactionResult.success(withValue: data)

@@ -31,7 +31,7 @@ import Testing
             // All five observers are made before eddyd answers the first (it is stopped meanwhile),
             // as when code adds them in one go: an observer added after `node` heard its data is
             // answered on its own, after it.
-            self.daemon.signal(SIGSTOP)
+            self.daemon.pause()
             for (name, ref) in [("node", node), ("a", node.child("a")), ("a/aa", node.child("a/aa")), ("b", node.child("b")), ("c/x", node.child("c/x"))] {
                 handles.append((ref, ref.observe(.value) { heard.add("\(name) \($0.value ?? "nil")") }))
             }

@@ -49,21 +49,8 @@ final class EtcdProcess: Sendable {
     }
 
     /// SIGSTOP: etcd stops answering (a partition, as every node sees it). Returns once the
-    /// kernel reports the process stopped (state T): a signal is delivered asynchronously, and a
-    /// request sent right after kill() could otherwise still be answered.
-    func pause() {
-        let pid = self.process.pid
-        kill(pid, SIGSTOP)
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-            // "pid (comm) S ...": the state follows the command's closing parenthesis.
-            if let close = stat.lastIndex(of: ")"), stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("T") {
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-    }
+    /// kernel reports it stopped (`SpawnedProcess.pause`).
+    func pause() { self.process.pause() }
     func resume() { kill(self.process.pid, SIGCONT) }
 
     func stop() {
