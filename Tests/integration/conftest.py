@@ -196,6 +196,27 @@ def module_daemon(module_daemon_factory):
     return module_daemon_factory()
 
 
+def pause_process(pid, timeout=5.0):
+    """SIGSTOP `pid` and return once every thread of it is stopped (state T in
+    /proc/PID/task/*/stat). kill() only queues the signal: one thread starts the group stop when
+    it next runs, and on a loaded machine the others can go on for milliseconds meanwhile (and
+    answer what was sent right after kill())."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                    states.append(stat.read().rsplit(")", 1)[1].split()[0])
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            states = []
+        if states and all(state == "T" for state in states):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s of SIGSTOP")
+
+
 # -- the offline CLI ------------------------------------------------------------------------
 
 

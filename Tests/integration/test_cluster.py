@@ -24,7 +24,7 @@ import time
 
 import pytest
 import requests
-from conftest import EDDY, eddy_log
+from conftest import EDDY, eddy_log, pause_process
 
 ETCD = shutil.which("etcd")
 pytestmark = pytest.mark.skipif(
@@ -62,7 +62,7 @@ class Etcd:
         raise AssertionError("etcd did not start")
 
     def pause(self):
-        self.process.send_signal(signal.SIGSTOP)
+        pause_process(self.process.pid)
 
     def resume(self):
         self.process.send_signal(signal.SIGCONT)
@@ -439,7 +439,7 @@ def test_a_deposed_leader_discards_only_its_unreplicated_entries_and_keeps_them_
     wait_for(lambda: all(applied(f) == last
                          for f in followers), what="followers caught up")
     for follower in followers:
-        follower.process.send_signal(signal.SIGSTOP)
+        pause_process(follower.process.pid)
     written = []
     try:
         padding = "x" * 60_000  # 64 writes of ~60 KB: more than the replication sockets buffer

@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from conftest import EDDYD, follower_of, put_rules, run_eddy
+from conftest import EDDYD, follower_of, pause_process, put_rules, run_eddy
 from test_native import EVENTS, SUBSCRIBE, SUBSCRIBED, WRITE, WRITTEN, Native
 
 SEED = int(os.environ.get("EDDY_SEED", random.randrange(1 << 30)))
@@ -725,7 +725,7 @@ def test_an_empty_replica_whose_entries_were_pruned_bootstraps_from_a_snapshot(d
     assert status(follower, "late")["applied"] is None
 
     # The follower cannot reconnect while the leader restarts, writes and prunes.
-    os.kill(follower.process.pid, signal.SIGSTOP)
+    pause_process(follower.process.pid)
     try:
         leader.kill()
         leader.start()
@@ -766,7 +766,7 @@ def test_a_running_follower_whose_entries_were_pruned_exits_and_bootstraps_when_
     rng = random.Random(SEED + 13)
     random_writes(leader.base_url, rng, 10)
     wait_caught_up(leader, follower)
-    os.kill(follower.process.pid, signal.SIGSTOP)
+    pause_process(follower.process.pid)
     try:
         leader.kill()
         leader.start()
