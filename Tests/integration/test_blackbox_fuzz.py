@@ -1,6 +1,7 @@
 """Black-box fuzzing of a live eddyd (issue 11): seeded mutations of valid HTTP requests (paths,
 methods, headers, query parameters, bodies, chunked framing) on raw sockets, and of valid
-native-protocol frames on its Unix socket. Whatever arrives, the daemon must stay up, answer
+native-protocol frames on its Unix socket and on its HTTP port (which takes both protocols, told
+apart by the first byte). Whatever arrives, the daemon must stay up, answer
 every complete HTTP request with a status below 500 (a 5xx means a server fault), and afterwards
 serve a fresh client and pass `eddy verify`.
 
@@ -107,7 +108,8 @@ def test_mutated_requests_never_crash_the_daemon_or_get_a_5xx(daemon_factory):
     # Generated in order from the seed, sent by a pool: a truncated request waits for the 1 s
     # timeout, so one at a time 100,000 would take hours. (The interleaving is not replayable;
     # every request is.)
-    work = [("http", http_request(g)) if g.random() < 0.7 else ("native", [native_frame(g) for _ in range(g.randint(1, 4))]) for _ in range(count)]
+    work = [("http", http_request(g)) if g.random() < 0.7
+            else (g.choice(["native", "native-on-http"]), [native_frame(g) for _ in range(g.randint(1, 4))]) for _ in range(count)]
     server_faults, lock, statuses = [], threading.Lock(), {}
 
     def send(n):
@@ -135,9 +137,10 @@ def test_mutated_requests_never_crash_the_daemon_or_get_a_5xx(daemon_factory):
                 with lock:
                     server_faults.append((n, status, payload[:200], answer[:300]))
         else:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            family = socket.AF_UNIX if kind == "native" else socket.AF_INET
+            with socket.socket(family, socket.SOCK_STREAM) as s:
                 s.settimeout(10)
-                s.connect(native_path)
+                s.connect(native_path if kind == "native" else ("127.0.0.1", daemon.port))
                 for frame in payload:
                     try:
                         s.sendall(frame)
