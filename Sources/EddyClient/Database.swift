@@ -300,7 +300,11 @@ public final class Database: NSObject, Sendable {
 
     /// The location a full URL names: this database's URL followed by a path.
     /// After `useEmulator(withHost:port:)` a URL of the emulator (`http://host:port/...`) and one
-    /// of the database URL the instance was made for are both accepted.
+    /// of the database URL the instance was made for are both accepted. As in Firebase's SDKs,
+    /// a network URL of a host outside Firebase's own domains (`firebaseio.com`,
+    /// `firebaseio-demo.com`: FRepoInfo `isCustomHost`) is not checked against the instance's:
+    /// its path is taken (`http://127.0.0.1:9000/a` on an instance using the emulator at
+    /// `localhost:9000`). Any other URL traps, as Firebase raises.
     /// As Firebase's URL parser, only a `?` ends the path: a `#` is part of it, so a key
     /// holding one (`/ha#sh`) is refused like any invalid key, never cut to another location.
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
@@ -309,11 +313,30 @@ public final class Database: NSObject, Sendable {
         while location.hasSuffix("/"), !location.hasSuffix("://") { location = location.dropLast() }
         let folded = Self.withOriginInLowerCase(String(location))
         let bases = [self.locationBase, Self.withoutQuery(self.url)].map(Self.withOriginInLowerCase)
-        guard let base = bases.first(where: { folded == $0 || folded.hasPrefix($0 + "/") }) else {
+        let rawPath: String
+        if let base = bases.first(where: { folded == $0 || folded.hasPrefix($0 + "/") }) {
+            rawPath = String(folded.dropFirst(base.count))
+        } else if let path = Self.pathOfCustomHostURL(folded) {
+            rawPath = path
+        } else {
             preconditionFailure("reference(fromURL:): \(databaseUrl) is not a location of the database at \(self.locationBase)")
         }
-        let rawPath = String(folded.dropFirst(base.count))
         return self.reference(withPath: rawPath.removingPercentEncoding ?? rawPath)
+    }
+
+    /// The path of a network URL (`scheme://host[:port]/path`) whose host is not in Firebase's
+    /// own domains, as Firebase's `isCustomHost` tells it: the domain (what follows the host's
+    /// first dot) is neither `firebaseio.com` nor `firebaseio-demo.com`. Nil for other URLs.
+    static func pathOfCustomHostURL(_ url: String) -> String? {
+        guard !url.hasPrefix("eddy+unix:"), let scheme = url.range(of: "://") else { return nil }
+        let rest = url[scheme.upperBound...]
+        let pathStart = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<pathStart]
+        guard !authority.isEmpty else { return nil }
+        let domain = authority.firstIndex(of: ".").map { authority[authority.index(after: $0)...] } ?? authority
+        let domainWithoutPort = domain.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? domain
+        guard domainWithoutPort != "firebaseio.com", domainWithoutPort != "firebaseio-demo.com" else { return nil }
+        return String(rest[pathStart...])
     }
 
     /// The URL without its query or fragment (`?ns=`) and trailing slash, or the emulator's

@@ -229,6 +229,11 @@ import Testing
         #expect(ref.description == ref.url)
         #expect(database.reference(fromURL: ref.url).key == "greeting")
         #expect(database.reference(fromURL: "https://demo-emulated.firebaseio.com/emulated/greeting").url == ref.url)
+        // As Firebase's SDKs (FRepoInfo isCustomHost; firebase-js-sdk "refFromURL returns an
+        // emulated ref with useEmulator"), a URL of a host outside Firebase's domains is not
+        // checked against the instance's: its path is taken.
+        #expect(database.reference(fromURL: "http://localhost:1234/emulated/greeting?ns=other").url == ref.url)
+        #expect(database.reference(fromURL: "https://db.example.org").url == "http://\(url.host!):\(url.port!)")
         // Keys as Firebase's urlEncoded: writes them: all but letters, digits, - _ ~ encoded.
         let odd = database.reference().child("a b+c:@=&!*'(),~-_")
         #expect(odd.url == "http://\(url.host!):\(url.port!)/a%20b%2Bc%3A%40%3D%26%21%2A%27%28%29%2C~-_")
