@@ -73,8 +73,9 @@ public final class Database: NSObject, Sendable {
         self.instance(app: FirebaseApp.defaultName, url: url)
     }
 
-    private static func instance(app: String, url: String) -> Database {
-        self.instances.withLock { instances in
+    private static func instance(app: String, url given: String) -> Database {
+        let url = Self.securedWithoutPort(given)
+        return self.instances.withLock { instances in
             let key = InstanceKey(app: app, url: Self.withoutTrailingSlash(url))
             if let existing = instances[key] { return existing }
             guard let transport = Self.transport(url) else {
@@ -101,6 +102,17 @@ public final class Database: NSObject, Sendable {
             return keys.compactMap { instances.removeValue(forKey: $0) }
         }
         for database in gone { database.goOffline() }
+    }
+
+    /// As Firebase's URL parsers (FUtilities parseUrl; firebase-js-sdk parseDatabaseURL): a
+    /// network URL without a port is secure whatever its scheme, so `http://host` is
+    /// `https://host`; with a port (`http://127.0.0.1:9000`) the scheme is kept.
+    static func securedWithoutPort(_ url: String) -> String {
+        guard url.lowercased().hasPrefix("http://") else { return url }
+        let rest = url.dropFirst("http://".count)
+        let authority = rest[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex)]
+        let afterHost = authority.lastIndex(of: "]").map { authority[$0...] } ?? authority  // [v6 address]:port
+        return afterHost.contains(":") || authority.isEmpty ? url : "https://" + rest
     }
 
     static func transport(_ url: String) -> (any Transport)? {
