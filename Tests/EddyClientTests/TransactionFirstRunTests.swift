@@ -138,13 +138,21 @@ import Testing
         try await ref.child("a").setValue("initial")
         let runs = Recorder<String>()
         let outcome = Recorder<String>()
+        // eddyd is stopped from the first run on, so the write that follows it is surely on its
+        // way, unanswered, when the connection goes (a loaded machine could otherwise put this
+        // task off until eddyd had answered it).
+        defer { self.daemon.signal(SIGCONT) }
         ref.child("b").runTransactionBlock({ data in
+            if runs.all.isEmpty { self.daemon.pause() }
             runs.add("\(data.value ?? "nil")")
             data.value = "new"
             return TransactionResult.success(withValue: data)
         }) { error, committed, _ in outcome.add("\((error as? DatabaseError)?.code.rawValue ?? "nil") \(committed)") }
+        _ = try await runs.wait(for: 1)
+        try await Task.sleep(for: .milliseconds(100))  // the client sends the write that follows the run
         database.goOffline()
         #expect(try await outcome.wait(for: 1) == ["disconnected false"])
+        self.daemon.signal(SIGCONT)
         database.goOnline()
         #expect(try await ref.child("a").getData().value as? String == "initial")
         try await Task.sleep(for: .milliseconds(300))
