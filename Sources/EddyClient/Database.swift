@@ -198,10 +198,14 @@ public final class Database: NSObject, Sendable {
         /// The observer `keepSynced(true)` attached, by view id.
         var keptSynced: [String: DatabaseHandle] = [:]
         var callbackQueue = DispatchQueue.main
-        /// Firebase's disk cache settings: kept and read back as set, with no effect (no disk
-        /// cache here; offline writes wait in memory).
+        /// Firebase's disk cache settings. No disk cache here: with persistence enabled, views
+        /// whose last observer goes are kept live in memory instead (`retained`), up to the
+        /// cache size.
         var persistenceEnabled = false
         var persistenceCacheSizeBytes: UInt = 10 * 1024 * 1024
+        /// Views kept live after their last observer went (persistence enabled), oldest first:
+        /// the observer that keeps each and the size of its data when it was kept.
+        var retained: [(viewID: String, handle: DatabaseHandle, bytes: Int)] = []
         var pushIDs = PushIDGenerator()
         var nextHandle: DatabaseHandle = 1
         /// Views by id (path and query), and the view of each observer handle.
@@ -659,16 +663,18 @@ public final class Database: NSObject, Sendable {
         for view in Self.inEventOrder(views) { view.refresh(cause: cause) }
     }
 
-    /// Firebase's on-disk cache. Eddy's client keeps no disk cache: the setting reads back as set
-    /// and has no effect. As in Firebase it is set before the instance is first used (a later
-    /// change is ignored here; Firebase raises).
+    /// Firebase's on-disk cache. Eddy's client keeps no disk cache: with it enabled, a view whose
+    /// last observer goes is kept live in memory instead (`retainIfLast`), so what was read
+    /// answers later observers and reads, offline too. As in Firebase it is set before the
+    /// instance is first used (a later change is ignored here; Firebase raises).
     public var isPersistenceEnabled: Bool {
         get { self.state.withLock { $0.persistenceEnabled } }
         set { self.state.withLock { state in if !state.used { state.persistenceEnabled = newValue } } }
     }
 
     /// Firebase's disk cache size: 10 MB by default, 1 MB to 100 MB (outside that range traps
-    /// with Firebase's message, as Firebase raises). Read back as set; no effect here.
+    /// with Firebase's message, as Firebase raises). Here: how much data (in JSON bytes, as
+    /// measured when kept) the views kept live for persistence hold at most.
     public var persistenceCacheSizeBytes: UInt {
         get { self.state.withLock { $0.persistenceCacheSizeBytes } }
         set {
@@ -882,12 +888,14 @@ public final class Database: NSObject, Sendable {
         }
     }
 
-    /// Removes an observer; its view ends with its last observer.
+    /// Removes an observer; its view ends with its last observer, unless persistence is enabled
+    /// (`retainIfLast`).
     func removeObserver(_ handle: DatabaseHandle) {
         if self.info.owns(handle) {
             self.info.remove(handle)
             return
         }
+        self.retainIfLast(handle)
         guard let view = self.state.withLock({ $0.viewOfHandle.removeValue(forKey: handle) }) else { return }
         if view.remove(handle) {
             self.state.withLock { state in
@@ -899,6 +907,53 @@ public final class Database: NSObject, Sendable {
             // Answered writes kept for it alone go now.
             self.pruneAcknowledgedWrites()
         }
+    }
+
+    /// Views kept live with persistence enabled: at most this many per instance (each holds a
+    /// subscription on the server).
+    static let retainedViewsMax = 100
+
+    /// With persistence enabled, Firebase's disk cache answers a location read before even
+    /// when no observer holds it any more (offline too). Eddy keeps no disk cache; instead, when
+    /// `handle` is the last observer of its view, the view is kept live by an observer of its
+    /// own (as `keepSynced(true)` keeps one), so its data stays current and answers later
+    /// observers and reads, online or offline. The oldest kept views end once there are more
+    /// than `retainedViewsMax` or their data (as it was when kept, in JSON bytes) exceeds
+    /// `persistenceCacheSizeBytes`. Nothing outlives the process.
+    private func retainIfLast(_ handle: DatabaseHandle) {
+        let candidate = self.state.withLock { state -> QueryView? in
+            guard state.persistenceEnabled, let view = state.viewOfHandle[handle],
+                state.keptSynced[view.id] == nil, !state.retained.contains(where: { $0.viewID == view.id || $0.handle == handle })
+            else { return nil }
+            return view
+        }
+        guard let view = candidate, view.handles == [handle] else { return }
+        let keeper = view.query.observe(.value) { _ in }
+        let bytes = view.shownValueOnceStarted.map { JSONWriter.string($0).utf8.count } ?? 0
+        // The oldest beyond the bounds (never the one just kept) end. Each stays in `retained`
+        // until its observer is removed, so that removal does not keep its view again.
+        let evicted = self.state.withLock { state -> [DatabaseHandle] in
+            state.retained.append((view.id, keeper, bytes))
+            var count = state.retained.count
+            var total = state.retained.reduce(0) { $0 + $1.bytes }
+            var evicted: [DatabaseHandle] = []
+            for entry in state.retained.dropLast() where count > Self.retainedViewsMax || total > Int(state.persistenceCacheSizeBytes) {
+                count -= 1
+                total -= entry.bytes
+                evicted.append(entry.handle)
+            }
+            return evicted
+        }
+        for old in evicted {
+            self.removeObserver(old)
+            self.state.withLock { state in state.retained.removeAll { $0.handle == old } }
+        }
+    }
+
+    /// The observers that keep views live for the client (`keepSynced`, persistence), which
+    /// `removeAllObservers` leaves.
+    private static func keepers(_ state: State) -> Set<DatabaseHandle> {
+        Set(state.keptSynced.values).union(state.retained.map(\.handle))
     }
 
     /// `removeObserver(withHandle:)` called on `query`: removes the observer when it observes
@@ -925,6 +980,7 @@ public final class Database: NSObject, Sendable {
                 self.noteWholeView(view, added: false)
             }
             if let kept = state.keptSynced[view.id], view.handles.contains(kept) { state.keptSynced.removeValue(forKey: view.id) }
+            state.retained.removeAll { $0.viewID == view.id }
             for handle in view.handles { state.viewOfHandle.removeValue(forKey: handle) }
             state.viewOfHandle = state.viewOfHandle.filter { $0.value !== view }
         }
@@ -939,7 +995,7 @@ public final class Database: NSObject, Sendable {
         }
         let viewID = query.map(Self.viewID)
         let handles = self.state.withLock { state in
-            let kept = Set(state.keptSynced.values)
+            let kept = Self.keepers(state)
             return state.viewOfHandle.filter {
                 $0.value.query.path == path && (viewID == nil || $0.value.id == viewID) && !kept.contains($0.key)
             }.map(\.key)

@@ -130,5 +130,67 @@ import Testing
             database.goOnline()
         }
     }
-}
 
+    /// FIRDatabaseTests testPersistenceEnabled, and Firebase's "offline capabilities" guide: with
+    /// persistence enabled, what was observed answers observers and reads after its observers
+    /// went, offline too (Eddy keeps it live in memory instead of on disk). Without it, an
+    /// offline observer of a location nothing holds hears nothing.
+    @Test func withPersistenceWhatWasObservedAnswersOfflineAfterItsObserversWent() async throws {
+        let database = Database.database(url: self.daemon.socketURL + "?ns=persisted")
+        database.isPersistenceEnabled = true
+        database.callbackQueue = self.queue
+        let scores = database.reference().child("persisted/scores")
+        try await scores.setValue(["ada": 3])
+        _ = try await scores.observeSingleEvent(of: .value)  // its observer goes after the event
+        let empty = database.reference().childByAutoId()
+        _ = try await empty.observeSingleEvent(of: .value)  // null is data too
+        try await scores.child("bob").setValue(5)  // the kept view follows the server
+        database.goOffline()
+        let heard = Recorder<String>()
+        scores.observeSingleEvent(of: .value) { heard.add("\($0.childrenCount)") }
+        empty.observeSingleEvent(of: .value) { heard.add("\($0.value ?? "nil")") }
+        #expect(try await heard.wait(for: 2, seconds: 5) == ["2", "<null>"])
+        #expect((try await scores.getData().value as? [String: Int]) == ["ada": 3, "bob": 5])
+        // removeAllObservers leaves the views the client keeps.
+        scores.removeAllObservers()
+        #expect(try await scores.getData().childrenCount == 2)
+        database.goOnline()
+
+        let plain = Database.database(url: self.daemon.socketURL + "?ns=persisted&plain=1")
+        plain.callbackQueue = self.queue
+        let elsewhere = plain.reference().child("persisted/scores")
+        _ = try await elsewhere.observeSingleEvent(of: .value)
+        plain.goOffline()
+        let none = Recorder<String>()
+        elsewhere.observeSingleEvent(of: .value) { none.add("\($0.value ?? "nil")") }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(none.all.isEmpty, "without persistence nothing holds it: \(none.all)")
+        plain.goOnline()
+    }
+
+    /// The views kept for persistence hold at most `persistenceCacheSizeBytes` of data: the
+    /// oldest end (their subscriptions on the server with them).
+    @Test func viewsKeptForPersistenceEndOldestFirstBeyondTheCacheSize() async throws {
+        let database = Database.database(url: self.daemon.socketURL + "?ns=persisted-bounded")
+        database.isPersistenceEnabled = true
+        database.persistenceCacheSizeBytes = 1024 * 1024
+        database.callbackQueue = self.queue
+        let big = String(repeating: "x", count: 600 * 1024)
+        let base = try await self.daemon.subscriptions(over: "native")
+        for name in ["a", "b", "c"] {
+            let ref = database.reference().child("bounded/\(name)")
+            try await ref.setValue(big)
+            _ = try await ref.observeSingleEvent(of: .value)
+        }
+        // 600 KiB each: one fits in 1 MiB, so only the newest (c) stays live.
+        var live = try await self.daemon.subscriptions(over: "native")
+        for _ in 0..<100 where live != base + 1 {
+            try await Task.sleep(for: .milliseconds(50))
+            live = try await self.daemon.subscriptions(over: "native")
+        }
+        #expect(live == base + 1)
+        database.goOffline()
+        #expect(try await database.reference().child("bounded/c").getData().value as? String == big)
+        database.goOnline()
+    }
+}
