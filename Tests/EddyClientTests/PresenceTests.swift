@@ -169,6 +169,12 @@ import Testing
     @Test func childEventsUnderInfo() async throws {
         let user = self.database(self.daemon.socketURL)
         let info = user.reference(withPath: ".info")
+        // The observers come while the client is offline: a connection made before they were
+        // added (a loaded machine) would raise no change for them to hear.
+        user.goOffline()
+        for _ in 0..<200 where try await info.child("connected").getData().value as? Bool != false {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let added = Recorder<String>()
         let changed = Recorder<String>()
         let first = Recorder<String>()
@@ -177,6 +183,7 @@ import Testing
         info.observeSingleEvent(of: .childAdded) { snapshot in first.add(snapshot.key ?? "-") }
         #expect(try await added.wait(for: 2) == ["connected<nil", "serverTimeOffset<connected"])
         #expect(try await first.wait(for: 1) == ["connected"])
+        user.goOnline()
         #expect(try await changed.wait(for: 1) == ["connected=true"])
         user.goOffline()
         #expect(try await changed.wait(for: 2) == ["connected=true", "connected=false"])
