@@ -950,6 +950,20 @@ public final class Database: NSObject, Sendable {
         }
     }
 
+    /// With persistence enabled, what a read (`getData`) answered stays too, as Firebase's
+    /// reads fill its cache: a view of the query starts from the answer, subscribes, and is kept
+    /// live as one whose last observer went (`retainIfLast`). Nothing when a view of the query
+    /// is live already (it holds the data) or persistence is off.
+    func retainRead(of query: DatabaseQuery, _ value: Value) {
+        let id = Self.viewID(query)
+        guard !InfoView.isInfo(query.path), query.spec.error == nil,
+            self.state.withLock({ state in state.persistenceEnabled && state.views[id] == nil })
+        else { return }
+        let handle = query.observe(.value) { _ in }
+        self.state.withLock { $0.viewOfHandle[handle] }?.seed(value)
+        self.removeObserver(handle)
+    }
+
     /// The observers that keep views live for the client (`keepSynced`, persistence), which
     /// `removeAllObservers` leaves.
     private static func keepers(_ state: State) -> Set<DatabaseHandle> {

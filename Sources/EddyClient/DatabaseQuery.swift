@@ -216,6 +216,7 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
                 }
                 return
             }
+            if case .success(let answer) = result { self.database.retainRead(of: self, answer.payload["value"].normalized()) }
             completion(result.map { answer in DataSnapshot(ref: ref, value: answer.payload["value"].normalized(), order: spec.effectiveOrder) })
         }
         attempt()

@@ -168,6 +168,23 @@ import Testing
         plain.goOnline()
     }
 
+    /// With persistence enabled, what a read answered online answers the same read offline, as
+    /// Firebase's reads fill its cache; a query's read keeps its own window.
+    @Test func withPersistenceWhatWasReadAnswersOffline() async throws {
+        let database = Database.database(url: self.daemon.socketURL + "?ns=persisted-read")
+        database.isPersistenceEnabled = true
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("persisted/read")
+        try await ref.setValue(["a": 1, "b": 2])
+        #expect(try await ref.getData().childrenCount == 2)
+        let first = ref.queryOrderedByKey().queryLimited(toFirst: 1)
+        #expect(try await first.getData().childrenCount == 1)
+        database.goOffline()
+        #expect((try await ref.getData().value as? [String: Int]) == ["a": 1, "b": 2])
+        #expect((try await first.getData().value as? [String: Int]) == ["a": 1])
+        database.goOnline()
+    }
+
     /// The views kept for persistence hold at most `persistenceCacheSizeBytes` of data: the
     /// oldest end (their subscriptions on the server with them).
     @Test func viewsKeptForPersistenceEndOldestFirstBeyondTheCacheSize() async throws {
