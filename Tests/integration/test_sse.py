@@ -9,6 +9,7 @@ import json
 import queue
 import socket
 import threading
+import time
 import uuid
 
 import pytest
@@ -215,6 +216,54 @@ def test_firebase_admin_listen_receives_the_stream(daemon_factory):
             assert ref.get() == {"b": "there", "c": 1}
         finally:
             registration.close()
+
+
+def sse_subscriptions(daemon):
+    text = requests.get(daemon.base_url + "/metrics").text
+    (line,) = [l for l in text.splitlines() if l.startswith('eddy_subscriptions{transport="sse"}')]
+    return float(line.split()[-1])
+
+
+def test_a_stream_whose_client_went_ends_at_once_not_at_the_next_write(daemon_factory):
+    # An hour between keep-alives and no writes: before, a closed stream kept its listener
+    # until a write to its socket failed, so the count stayed up for an hour.
+    daemon = daemon_factory("--sse-keep-alive-seconds", "3600")
+    kept = SSEClient(daemon, "/kept")
+    kept.next_data()
+    gone = [SSEClient(daemon, f"/gone/{i}", query='orderBy="$key"&limitToLast=2' if i % 2 else "") for i in range(6)]
+    for client in gone:
+        client.next_data()
+    assert sse_subscriptions(daemon) == 7
+    for client in gone:
+        client.close()  # shutdown(SHUT_RDWR): the server gets the FIN
+    deadline = time.monotonic() + 20
+    while sse_subscriptions(daemon) != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sse_subscriptions(daemon) == 1, "closed streams still counted"
+    # The one still open is served as before.
+    put(daemon, "/kept/a", 1)
+    assert kept.next_data()[0:3:2] == ("put", {"path": "/a", "data": 1})
+    kept.close()
+
+
+def test_a_client_that_half_closes_ends_its_stream(daemon_factory):
+    # Documented: the end of the client's side (its FIN) ends an endless answer, as proxies do;
+    # the server finishes the response and closes.
+    daemon = daemon_factory("--sse-keep-alive-seconds", "3600")
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=20)
+    sock.sendall(b"GET /half.json HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+    received = b""
+    while b"event: put" not in received:
+        received += sock.recv(65536)
+    sock.shutdown(socket.SHUT_WR)
+    while True:
+        chunk = sock.recv(65536)  # the socket's 20 s timeout fails the test if the stream goes on
+        if not chunk:
+            break
+        received += chunk
+    assert received.endswith(b"0\r\n\r\n"), received[-64:]
+    sock.close()
+    assert sse_subscriptions(daemon) == 0
 
 
 def test_streams_end_when_the_daemon_stops(daemon):

@@ -268,7 +268,7 @@ public struct RESTResponder: HTTPResponder {
         switch method {
         case .get:
             if Self.wantsEventStream(request.headers) {
-                return try await self.stream(rest, engine: engine, headers: request.headers, identity: identity)
+                return try await self.stream(rest, engine: engine, headers: request.headers, identity: identity, channel: channel)
             }
             return try await self.get(rest, engine: engine, headers: request.headers, access: access)
         case .delete:

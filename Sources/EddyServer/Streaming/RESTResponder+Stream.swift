@@ -11,7 +11,9 @@
 // every entry) gets the full put. A client that falls more than `EventBuffer` allows
 // behind gets `cancel` (its reason, in a comment line, names the last id it was sent), and the
 // connection ends; reconnecting with that id resumes without a gap.
-// The stream ends at server shutdown (graceful shutdown handler) or when the client goes away.
+// The stream ends at server shutdown (graceful shutdown handler) or when the client goes away:
+// at once when its side of the connection ends (`ConnectionEndWatcher`: its FIN, a reset), else
+// at the next write that fails, so a client that closed does not keep a listener until then.
 //
 // Access: a client the rules do not let read the location is refused before the stream starts,
 // `401 {"error": "Permission denied"}` as a denied GET (firebase-admin's `listen()` then raises
@@ -36,7 +38,9 @@ extension RESTResponder {
         headers[.accept]?.lowercased().contains("text/event-stream") == true
     }
 
-    func stream(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, identity: Authenticator.Identity) async throws -> Response {
+    func stream(
+        _ rest: RESTRequest, engine: Engine, headers: HTTPFields, identity: Authenticator.Identity, channel: any Channel
+    ) async throws -> Response {
         let access = identity.access
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
         guard rest.callback == nil else { throw RESTError(status: 400, message: "callback= (JSONP) cannot be streamed; listen without it") }
@@ -63,6 +67,7 @@ extension RESTResponder {
             throw RESTError(error)
         }
         let replayFrom = replayAfter
+        let clientEnded = await ConnectionEndWatcher.ended(of: channel)
         let keepAlive = self.keepAliveSeconds
         let expires = identity.expires
         let revoked = RevocationFlag()
@@ -87,6 +92,8 @@ extension RESTResponder {
                     }
                 }
                 ServerMetrics.subscribed(.sse)
+                // A client that went ends the stream now, not at the keep-alive write that fails.
+                clientEnded.whenComplete { _ in buffer.finish() }
                 defer {
                     timer.cancel()
                     buffer.finish()
