@@ -237,6 +237,7 @@ public enum EddyServer {
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
+                backlog: ListenBacklog.connections,
                 availableConnectionsDelegate: HTTPConnectionCap(
                     max: HTTPConnectionCap.fitting(configuration.httpConnectionsMax, logger: logger), logger: logger)),
             onServerRunning: { channel in

@@ -7,6 +7,7 @@ subscriber that stops reading gets `behind` and is disconnected."""
 
 import json
 import os
+import resource
 import socket
 import stat
 import struct
@@ -754,3 +755,43 @@ def test_a_followers_http_port_is_http_only(daemon_factory):
     client.send(GET, 1, {"path": "/"})
     assert client.recv() == (VALUE, 1, {"value": None})
     client.close()
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue(daemon):
+    # Every client of a restarted daemon reconnects at once. A Unix-socket connect finds the
+    # accept queue full at once (EAGAIN) rather than waiting, so the queue must hold the burst:
+    # with the 256 it had, most of 2,000 back-to-back connects failed.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Both ends hold a descriptor per connection, eddyd under the same hard limit.
+    burst = 2000 if hard == resource.RLIM_INFINITY else min(2000, hard - 300)
+    if burst < 1024:
+        pytest.skip(f"the file-descriptor limit ({hard}) is too low for a burst that overflows the old queue")
+    if soft < burst + 200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (burst + 200, hard))
+    path = os.path.join(daemon.data_dir, "eddyd.sock")
+    clients, refused = [], 0
+    try:
+        for _ in range(burst):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)  # as NIO's clients connect: a full queue fails at once
+            try:
+                sock.connect(path)
+                clients.append(sock)
+            except BlockingIOError:
+                refused += 1
+                sock.close()
+        assert refused == 0, f"{refused} of {burst} connects found the accept queue full"
+        for i, sock in enumerate(clients):
+            sock.setblocking(True)
+            sock.settimeout(20)
+            body = json.dumps({"path": "/burst"}).encode()
+            sock.sendall(struct.pack(">IBBQ", 10 + len(body), 2, GET, i) + body)
+        for i, sock in enumerate(clients):
+            answer = b""
+            while len(answer) < 4 or len(answer) < 4 + struct.unpack(">I", answer[:4])[0]:
+                answer += sock.recv(65536)
+            assert struct.unpack(">BBQ", answer[4:14]) == (2, VALUE, i) and json.loads(answer[14:]) == {"value": None}
+    finally:
+        for sock in clients:
+            sock.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -50,7 +50,7 @@ public struct NativeServerService: Service {
         let onDisconnectRuns = self.onDisconnectRuns
         let tls = self.tls
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.backlog, value: Int32(ListenBacklog.connections))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
