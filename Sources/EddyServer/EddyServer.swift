@@ -175,6 +175,8 @@ public enum EddyServer {
         // Shared by the native listeners and HTTP presence connections: the Unix listener, which
         // stops after HTTP and before the databases, waits for all of their onDisconnect writes.
         let onDisconnectRuns = OnDisconnectRuns()
+        let subscriptionBounds = SubscriptionBounds(
+            perConnection: configuration.subscriptionsPerConnectionMax, total: configuration.subscriptionsMax)
         var nativeTCP: [NativeServerService] = []
         if let listen = configuration.nativeListen {
             let (host, port) = try ServeConfiguration.parseHostPort(listen)
@@ -183,7 +185,7 @@ public enum EddyServer {
                     address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
                     outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
                     budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, tls: tlsContext,
-                    onDisconnectRuns: onDisconnectRuns, logger: logger, bound: bound))
+                    onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -219,7 +221,7 @@ public enum EddyServer {
             ? NativeConnectionSetup(
                 data: data, outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
                 budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator,
-                onDisconnectRuns: onDisconnectRuns, logger: logger) : nil
+                onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger) : nil
         let http1 = HTTPServerBuilder { responder in
             let http = HTTP1Channel(responder: responder, configuration: http1Configuration)
             guard let httpNative else { return http }
@@ -256,7 +258,7 @@ public enum EddyServer {
             NativeServerService(
                 address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
                 outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
-                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, logger: logger, bound: bound),
+                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound),
         ]
         for service in nativeTCP { services.append(service) }
         for service in replicationServices { services.append(service) }

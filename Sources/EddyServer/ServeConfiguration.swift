@@ -89,6 +89,12 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// Open HTTP connections at most; at the cap new ones wait in the listen backlog (and the
     /// daemon logs it). Default 10000, lowered at start to fit the file-descriptor limit.
     public var httpConnectionsMax = 10_000
+    /// Subscriptions and tails one native connection may hold open; more are refused with
+    /// `limitExceeded`. Default 100000 (`Limits.subscriptionsPerConnectionMax`).
+    public var subscriptionsPerConnectionMax = Limits.subscriptionsPerConnectionMax
+    /// Native subscriptions open at once across the daemon; more are refused with
+    /// `limitExceeded`. Default 1000000 (`Limits.subscriptionsMax`).
+    public var subscriptionsMax = Limits.subscriptionsMax
     /// Log retention (see `LogRetention`): entries older than this many seconds are pruned.
     /// Default 604800 (7 days).
     public var logRetainSeconds = 604_800
@@ -215,6 +221,13 @@ public struct ServeConfiguration: Sendable, Equatable {
         }
         guard (1...1_000_000).contains(self.httpConnectionsMax) else {
             throw EddyError(.invalidArgument, "http-connections-max \(self.httpConnectionsMax) is out of range 1...1000000")
+        }
+        guard (1...100_000_000).contains(self.subscriptionsPerConnectionMax) else {
+            throw EddyError(
+                .invalidArgument, "subscriptions-per-connection-max \(self.subscriptionsPerConnectionMax) is out of range 1...100000000")
+        }
+        guard (1...100_000_000).contains(self.subscriptionsMax) else {
+            throw EddyError(.invalidArgument, "subscriptions-max \(self.subscriptionsMax) is out of range 1...100000000")
         }
         guard ((64 << 10)...(1 << 30)).contains(self.streamBufferBytes) else {
             throw EddyError(.invalidArgument, "stream-buffer-bytes \(self.streamBufferBytes) is out of range 65536...1073741824 (bytes)")
@@ -390,6 +403,8 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("http-body-timeout-seconds", .integer(let n)): self.httpBodyTimeoutSeconds = n
             case ("http-idle-timeout-seconds", .integer(let n)): self.httpIdleTimeoutSeconds = n
             case ("http-connections-max", .integer(let n)): self.httpConnectionsMax = n
+            case ("subscriptions-per-connection-max", .integer(let n)): self.subscriptionsPerConnectionMax = n
+            case ("subscriptions-max", .integer(let n)): self.subscriptionsMax = n
             case ("disk-reserve-bytes", .integer(let n)): self.diskReserveBytes = n
             case ("block-cache-bytes", .integer(let n)): self.blockCacheBytes = n
             case ("stream-buffers-bytes-total", .integer(let n)): self.streamBuffersBytesTotal = n
@@ -406,7 +421,8 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("ready-lag-max-seconds", .integer(let n)), ("ready_lag_max_seconds", .integer(let n)): self.readyLagMaxSeconds = n
             case ("index-build-chunk", _), ("index-build-pause-ms", _), ("sse-keep-alive-seconds", _), ("stream-buffer-batches", _),
                 ("stream-buffer-bytes", _), ("stream-buffers-bytes-total", _), ("request-bodies-bytes-total", _), ("http-header-timeout-seconds", _),
-                ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("disk-reserve-bytes", _),
+                ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("subscriptions-per-connection-max", _),
+                ("subscriptions-max", _), ("disk-reserve-bytes", _),
                 ("block-cache-bytes", _), ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
                 ("sync-followers", _), ("sync-followers-timeout-ms", _), ("snapshot-bootstrap-entries", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
@@ -418,7 +434,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, disk-reserve-bytes, block-cache-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, subscriptions-per-connection-max, subscriptions-max, disk-reserve-bytes, block-cache-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
                 )
             }
         }

@@ -92,6 +92,14 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("http-connections-max"), help: "Open HTTP connections at most; more wait in the listen backlog. Default: 10000 (lowered to fit the file-descriptor limit)")
     var httpConnectionsMax: Int?
 
+    @Option(
+        name: .customLong("subscriptions-per-connection-max"),
+        help: "Subscriptions and tails one native connection may hold open; more are refused (limitExceeded). Default: 100000")
+    var subscriptionsPerConnectionMax: Int?
+
+    @Option(name: .customLong("subscriptions-max"), help: "Native subscriptions open at once across the daemon; more are refused (limitExceeded). Default: 1000000")
+    var subscriptionsMax: Int?
+
     @Option(name: .customLong("stream-buffer-bytes"), help: "Bytes of events one SSE stream or native subscriber may have waiting before it is cut off with a resume id (65536 to 1073741824). Default: 16777216")
     var streamBufferBytes: Int?
 
@@ -292,6 +300,8 @@ struct Serve: AsyncParsableCommand {
         if let httpBodyTimeoutSeconds { configuration.httpBodyTimeoutSeconds = httpBodyTimeoutSeconds }
         if let httpIdleTimeoutSeconds { configuration.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds }
         if let httpConnectionsMax { configuration.httpConnectionsMax = httpConnectionsMax }
+        if let subscriptionsPerConnectionMax { configuration.subscriptionsPerConnectionMax = subscriptionsPerConnectionMax }
+        if let subscriptionsMax { configuration.subscriptionsMax = subscriptionsMax }
         if let diskReserveBytes { configuration.diskReserveBytes = diskReserveBytes }
         if let blockCacheBytes { configuration.blockCacheBytes = blockCacheBytes }
         if let streamBuffersBytesTotal { configuration.streamBuffersBytesTotal = streamBuffersBytesTotal }

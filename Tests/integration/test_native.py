@@ -795,3 +795,83 @@ def test_a_burst_of_connections_waits_in_the_listen_queue(daemon):
         for sock in clients:
             sock.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+TAIL, TAILING = 7, 27
+
+
+def native_subscriptions(daemon):
+    text = requests.get(daemon.base_url + "/metrics").text
+    (line,) = [l for l in text.splitlines() if l.startswith('eddy_subscriptions{transport="native"}')]
+    return float(line.split()[-1])
+
+
+def answer_to(client, request_id):
+    """The answer frame to `request_id`, skipping events of other subscriptions."""
+    while True:
+        kind, rid, payload = client.recv()
+        if rid == request_id and kind != EVENTS:
+            return kind, payload
+
+
+def test_a_request_id_names_one_open_subscription_or_tail(native, daemon):
+    # Before, a second subscribe with the id of an open one replaced it in the connection's
+    # table: the first listener outlived the connection (the gauge stayed up for good).
+    native.send(SUBSCRIBE, 5, {"path": "/dup"})
+    assert answer_to(native, 5)[0] == SUBSCRIBED
+    native.send(SUBSCRIBE, 5, {"path": "/dup/other"})
+    kind, error = answer_to(native, 5)
+    assert kind == ERROR and error["code"] == "invalidArgument" and "request id 5" in error["message"], error
+    native.send(TAIL, 9, {})
+    assert answer_to(native, 9)[0] == TAILING
+    native.send(TAIL, 9, {})
+    kind, error = answer_to(native, 9)
+    assert kind == ERROR and "request id 9" in error["message"], error
+    native.send(SUBSCRIBE, 9, {"path": "/dup"})  # a tail's id is taken too
+    assert answer_to(native, 9)[0] == ERROR
+    assert native_subscriptions(daemon) == 1
+    # Once unsubscribed, the id may name a new subscription.
+    native.send(UNSUBSCRIBE, 6, {"subscription": 5})
+    assert answer_to(native, 6) == (UNSUBSCRIBED, {"subscription": 5, "removed": True})
+    native.send(SUBSCRIBE, 5, {"path": "/dup"})
+    assert answer_to(native, 5)[0] == SUBSCRIBED
+    native.close()
+    deadline = time.monotonic() + 20
+    while native_subscriptions(daemon) != 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert native_subscriptions(daemon) == 0
+
+
+def test_subscriptions_are_bounded_per_connection_and_across_the_daemon(daemon_factory):
+    daemon = daemon_factory("--subscriptions-per-connection-max", "3", "--subscriptions-max", "5")
+    a, b = Native(daemon), Native(daemon)
+    try:
+        for i in range(1, 4):
+            a.send(SUBSCRIBE, i, {"path": f"/bounded/a{i}"})
+            assert answer_to(a, i)[0] == SUBSCRIBED
+        a.send(SUBSCRIBE, 4, {"path": "/bounded/a4"})
+        kind, error = answer_to(a, 4)
+        assert kind == ERROR and error["code"] == "limitExceeded", error
+        assert "3 subscriptions and tails" in error["message"] and "--subscriptions-per-connection-max" in error["message"]
+        a.send(TAIL, 5, {})  # tails count toward the connection's bound
+        assert answer_to(a, 5)[1]["code"] == "limitExceeded"
+        for i in range(1, 3):
+            b.send(SUBSCRIBE, i, {"path": f"/bounded/b{i}"})
+            assert answer_to(b, i)[0] == SUBSCRIBED
+        b.send(SUBSCRIBE, 3, {"path": "/bounded/b3"})
+        kind, error = answer_to(b, 3)
+        assert kind == ERROR and error["code"] == "limitExceeded" and "--subscriptions-max" in error["message"], error
+        assert native_subscriptions(daemon) == 5
+        # A refused subscription hears nothing: a write there reaches no one.
+        b.send(WRITE, 10, {"op": "set", "path": "/bounded/b3", "value": 1})
+        assert answer_to(b, 10)[0] == WRITTEN
+        # Room made on one connection is room for the other.
+        a.send(UNSUBSCRIBE, 11, {"subscription": 1})
+        assert answer_to(a, 11)[0] == UNSUBSCRIBED
+        b.send(SUBSCRIBE, 3, {"path": "/bounded/b3"})
+        assert answer_to(b, 3)[0] == SUBSCRIBED
+        kind, rid, first = b.recv()
+        assert (kind, rid) == (EVENTS, 3) and first["events"][-1] == {"kind": "value", "value": 1}
+    finally:
+        a.close()
+        b.close()

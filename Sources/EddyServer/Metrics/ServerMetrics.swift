@@ -7,6 +7,7 @@
 // Made on first use: eddyd bootstraps the metrics backend before it serves anything.
 
 import CoreMetrics
+import Synchronization
 import Metrics
 
 enum ServerMetrics {
@@ -32,12 +33,21 @@ enum ServerMetrics {
 
     private static func metrics(_ transport: Transport) -> PerTransport { transport == .sse ? self.sse : self.native }
 
-    static func subscribed(_ transport: Transport, count: Int = 1) { self.metrics(transport).subscriptions.increment(by: Double(count)) }
+    static func subscribed(_ transport: Transport, count: Int = 1) {
+        if transport == .native { self.nativeOpen.add(count, ordering: .relaxed) }
+        self.metrics(transport).subscriptions.increment(by: Double(count))
+    }
 
     static func unsubscribed(_ transport: Transport, count: Int = 1) {
         guard count > 0 else { return }
+        if transport == .native { self.nativeOpen.subtract(count, ordering: .relaxed) }
         self.metrics(transport).subscriptions.decrement(by: Double(count))
     }
+
+    /// Native subscriptions open now in this process (what the gauge shows), for
+    /// `Limits.subscriptionsMax`.
+    static var nativeSubscriptions: Int { self.nativeOpen.load(ordering: .relaxed) }
+    private static let nativeOpen = Atomic<Int>(0)
 
     static func delivered(_ transport: Transport, events: Int) {
         guard events > 0 else { return }

@@ -27,6 +27,7 @@ extension NativeConnection {
     }
 
     func tail(_ requestID: UInt64, _ body: Value, _ engine: Engine) throws(EddyError) {
+        try self.reserveStream(requestID, forTail: true)
         var position: LogID? = nil
         if let text = try Self.string(body, "since", optional: true) {
             guard let id = LogID(text) else { throw EddyError(.invalidArgument, "\"since\" \(text) is not a log id") }
@@ -43,7 +44,7 @@ extension NativeConnection {
         let (stream, bell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let token = self.doorbells.add(engine: engine, bell: bell)
         let open = self.state.withLock { state -> Bool in
-            if state.closed { return false }
+            if state.closed || state.tails[requestID] != nil { return false }
             state.tails[requestID] = (token, bell)
             return true
         }
@@ -53,6 +54,8 @@ extension NativeConnection {
         }
         self.answer(.tailing, requestID, .object(["after": position.map { .string($0.rawValue) } ?? .null]))
         Task { [position] in
+            // An ended tail (an error, the connection closing) frees its id and doorbell.
+            defer { self.endTail(requestID, token: token) }
             var position = position
             var rings = stream.makeAsyncIterator()
             do throws(EddyError) {
@@ -83,5 +86,15 @@ extension NativeConnection {
                 self.fail(requestID, error)
             }
         }
+    }
+
+    /// Forgets the tail `requestID` if it is still the one with `token`.
+    private func endTail(_ requestID: UInt64, token: UInt64) {
+        let mine = self.state.withLock { state -> Bool in
+            guard state.tails[requestID]?.token == token else { return false }
+            state.tails.removeValue(forKey: requestID)
+            return true
+        }
+        if mine { self.doorbells.remove(token) }
     }
 }

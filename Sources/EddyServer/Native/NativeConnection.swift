@@ -84,12 +84,14 @@ final class NativeConnection: Sendable {
     let state = Mutex(State())
     /// The server's count of onDisconnect writes still running (awaited at shutdown).
     let onDisconnectRuns: OnDisconnectRuns
+    let subscriptionBounds: SubscriptionBounds
 
     init(
         channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator,
-        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(), logger: Logger
     ) {
+        self.subscriptionBounds = subscriptionBounds
         self.onDisconnectRuns = onDisconnectRuns
         self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
@@ -604,7 +606,13 @@ final class NativeConnection: Sendable {
         case .bool(let flag): coalesces = flag
         case let other: throw EddyError(.invalidArgument, "field \"coalesce\" must be true or false, not \(JSONWriter.string(other))")
         }
-        self.state.withLock { $0.held[requestID] = [] }
+        try self.reserveStream(requestID)
+        guard ServerMetrics.nativeSubscriptions < self.subscriptionBounds.total else {
+            _ = self.state.withLock { $0.held.removeValue(forKey: requestID) }
+            throw EddyError(
+                .limitExceeded,
+                "eddyd holds \(self.subscriptionBounds.total) subscriptions already (--subscriptions-max); try again once some have ended")
+        }
         let attachment: ListenerAttachment
         do {
             attachment = try await engine.listen(
@@ -641,6 +649,29 @@ final class NativeConnection: Sendable {
             if batches.isEmpty { break }
             for batch in batches { self.sendEvents(requestID, batch) }
         }
+    }
+
+    /// Takes `requestID` for a new subscription (held until it is live) when the connection may
+    /// open one: the id must not name a subscription or tail the connection has open (it would
+    /// hide the older one, which then outlived the connection), and the connection must hold
+    /// fewer than `subscriptionBounds.perConnection`. `tail` passes `forTail` and takes the
+    /// id itself once it is set up.
+    func reserveStream(_ requestID: UInt64, forTail: Bool = false) throws(EddyError) {
+        let refusal = self.state.withLock { state -> EddyError? in
+            if state.subscriptions[requestID] != nil || state.held[requestID] != nil || state.tails[requestID] != nil {
+                return EddyError(
+                    .invalidArgument,
+                    "request id \(requestID) names a subscription or tail this connection has open; unsubscribe it first, or use another id")
+            }
+            if state.subscriptions.count + state.held.count + state.tails.count >= self.subscriptionBounds.perConnection {
+                return EddyError(
+                    .limitExceeded,
+                    "this connection has \(self.subscriptionBounds.perConnection) subscriptions and tails open (--subscriptions-per-connection-max); unsubscribe some first")
+            }
+            if !forTail { state.held[requestID] = [] }
+            return nil
+        }
+        if let refusal { throw refusal }
     }
 
     private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent]) {

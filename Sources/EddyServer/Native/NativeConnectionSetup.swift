@@ -17,6 +17,7 @@ struct NativeConnectionSetup: Sendable {
     let doorbells: CommitDoorbells
     let authenticator: Authenticator
     let onDisconnectRuns: OnDisconnectRuns
+    var subscriptionBounds = SubscriptionBounds()
     let logger: Logger
     /// Identical subscriptions of this listener's connections share one encoded payload.
     let payloads = EventsPayloadCache()
@@ -29,7 +30,8 @@ struct NativeConnectionSetup: Sendable {
         let connection = NativeConnection(
             channel: channel, data: self.data, outstandingMax: self.outstandingMax, outstandingBytesMax: self.outstandingBytesMax,
             budget: self.budget, payloads: self.payloads, replication: self.replication, doorbells: self.doorbells,
-            authenticator: self.authenticator, onDisconnectRuns: self.onDisconnectRuns, logger: self.logger)
+            authenticator: self.authenticator, onDisconnectRuns: self.onDisconnectRuns, subscriptionBounds: self.subscriptionBounds,
+            logger: self.logger)
         let connections = self.connections
         connections.add(channel)
         channel.closeFuture.whenComplete { _ in

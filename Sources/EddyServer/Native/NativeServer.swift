@@ -33,11 +33,13 @@ public struct NativeServerService: Service {
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, tls: NIOSSLContext? = nil,
-        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), logger: Logger, bound: ListenersBound? = nil
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(), logger: Logger,
+        bound: ListenersBound? = nil
     ) {
         self.setup = NativeConnectionSetup(
             data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget, replication: replication,
-            doorbells: doorbells, authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, logger: logger)
+            doorbells: doorbells, authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds,
+            logger: logger)
         self.tls = tls
         self.bound = bound
         self.address = address
