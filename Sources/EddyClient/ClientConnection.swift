@@ -157,6 +157,17 @@ final class ClientConnection: Transport {
     /// Sends a request; `answer` gets its answer frame (an `error` frame as a failure).
     func request(_ kind: Frame.Kind, _ payload: Value, answer: @escaping Answer) {
         let bytes = JSONWriter.bytes(self.inNamespace(payload, kind))
+        // eddyd closes a connection that sends a longer frame: refused here, with nothing sent,
+        // or the write would be sent again on every new connection.
+        guard Frame.headerBytes + bytes.count <= Frame.bytesMax else {
+            answer(
+                .failure(
+                    DatabaseError(
+                        .invalidValue,
+                        "the request is \(bytes.count) bytes; one sent to eddyd may hold at most \(Frame.bytesMax - Frame.headerBytes) (16 MiB, Firebase's limit for a write from its SDKs): write less at once, or over REST (256 MB)"
+                    )))
+            return
+        }
         // Writes and onDisconnect requests wait for the connection and are sent again on a new
         // one until answered, as Firebase queues both; reads wait a while (`State.reads`); all
         // but writes fail while offline.
@@ -490,7 +501,7 @@ private final class ClientFrameHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let connection: ClientConnection
-    private var decoder = FrameDecoder()
+    private var decoder = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
 
     init(connection: ClientConnection) {
         self.connection = connection

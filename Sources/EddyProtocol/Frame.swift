@@ -5,8 +5,12 @@
 //
 // One connection multiplexes requests: every request carries an id chosen by the client, and
 // every answer (and a subscription's event frames) carries the id of the request it belongs to.
-// Frames are at most `Frame.bytesMax`; a longer length prefix is a protocol error that closes
-// the connection. A version this side does not speak is refused with an `error` frame.
+// Frames a server reads (requests, a follower's frames) are at most `Frame.bytesMax` (16 MiB,
+// Firebase's limit for a write from its SDKs); frames a client or follower reads (answers,
+// events, replicated log entries) at most `Frame.fromServerBytesMax` (1 GiB), since they carry
+// what REST writes of up to 256 MiB stored, with their before-images. A longer length prefix
+// is a protocol error that closes the connection. A version this side does not speak is
+// refused with an `error` frame.
 //
 // Versions: 2 (this one) changed the `events` payload: a live `value` event carries the change
 // (`changes`, see `Kind.events`) instead of the whole value, and `subscribe` takes `events`.
@@ -23,8 +27,14 @@ public struct Frame: Sendable, Equatable {
     public static let version: UInt8 = 2
     /// The `protocol` of a replication hello this build speaks (see the file comment).
     public static let replicationProtocolVersion = 2
-    /// Largest frame (after the length prefix), 16 MiB: bounds every buffer of a connection.
+    /// Largest frame a server reads (after the length prefix), 16 MiB: bounds every buffer of
+    /// a connection to it. A client's request must fit.
     public static let bytesMax = 16 * 1024 * 1024
+    /// Largest frame a client or follower reads from a server, 1 GiB: an answer or event holds
+    /// a value of up to Firebase's 256 MB per response (twice in a first `events` frame, which
+    /// has the children and the value), and a replicated log entry a 256 MiB REST write and the
+    /// before-image of what it replaced.
+    public static let fromServerBytesMax = 1 << 30
     /// Bytes before the payload, after the length prefix: version, kind, request id.
     public static let headerBytes = 10
 
@@ -171,8 +181,14 @@ public struct Frame: Sendable, Equatable {
 public struct FrameDecoder: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Longest frame accepted (after the length prefix).
+    public let lengthMax: Int
 
-    public init() {}
+    /// `lengthMax`: `Frame.bytesMax` where a server reads, `Frame.fromServerBytesMax` where a
+    /// client or follower reads a server's frames.
+    public init(lengthMax: Int = Frame.bytesMax) {
+        self.lengthMax = lengthMax
+    }
 
     public mutating func append(_ bytes: some Sequence<UInt8>) {
         self.buffer.append(contentsOf: bytes)
@@ -185,7 +201,7 @@ public struct FrameDecoder: Sendable {
         guard available >= 4 else { return nil }
         var length = 0
         for i in 0..<4 { length = length << 8 | Int(self.buffer[self.start + i]) }
-        guard length >= Frame.headerBytes, length <= Frame.bytesMax else {
+        guard length >= Frame.headerBytes, length <= self.lengthMax else {
             // A TLS record (handshake 0x16 or alert 0x15, version 3.x): the peer speaks TLS and
             // this side does not (a follower or client without --tls-ca-file), or the reverse.
             let first = self.buffer[self.start], second = self.buffer[self.start + 1]
@@ -193,7 +209,7 @@ public struct FrameDecoder: Sendable {
                 throw ProtocolError(
                     "the peer speaks TLS and this connection does not (a TLS listener: connect with TLS, e.g. --tls-ca-file for a follower)")
             }
-            throw ProtocolError("frame length \(length) is outside \(Frame.headerBytes)...\(Frame.bytesMax) bytes")
+            throw ProtocolError("frame length \(length) is outside \(Frame.headerBytes)...\(self.lengthMax) bytes")
         }
         guard available >= 4 + length else { return nil }
         let base = self.start + 4

@@ -9,7 +9,7 @@ public final class NativeClient: @unchecked Sendable {
     // @unchecked: `fd` is immutable; `decoder` and `readBuffer` are only used by the receiving
     // thread.
     private let fd: Int32
-    private var decoder = FrameDecoder()
+    private var decoder = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
     /// Where `receive` reads the socket into, allocated once.
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
 

@@ -95,7 +95,7 @@ enum SnapshotChunk {
         guard payload.count >= 8 else { throw ProtocolError("snapshot chunk of \(payload.count) bytes is truncated") }
         let expected = BigEndian.uint32(payload, at: 0)
         let rawLength = Int(BigEndian.uint32(payload, at: 4))
-        guard rawLength <= Frame.bytesMax * 8 else { throw ProtocolError("snapshot chunk claims \(rawLength) bytes uncompressed") }
+        guard rawLength <= 2 * Frame.fromServerBytesMax else { throw ProtocolError("snapshot chunk claims \(rawLength) bytes uncompressed") }
         var raw = [UInt8](repeating: 0, count: rawLength)
         let produced = raw.withUnsafeMutableBytes { destination in
             payload.withUnsafeBytes { source in

@@ -93,7 +93,7 @@ public final class TLSFrameClient: FrameChannel, @unchecked Sendable {
         static let framesMax = 256
         private let condition = NSCondition()
         private var frames: [Frame] = []
-        private var decoder = FrameDecoder()
+        private var decoder = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
         private var closed = false
         /// Reading stopped because `framesMax` frames wait.
         private var paused = false
