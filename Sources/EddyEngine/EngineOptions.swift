@@ -23,6 +23,10 @@ public struct EngineOptions: Sendable {
     public var batchedSyncInterval: Duration = .milliseconds(100)
     /// Writes applied per group commit. Default `Limits.commitGroupCountMax` (512).
     public var commitGroupCountMax = Limits.commitGroupCountMax
+    /// Bytes of one log entry (a write and the before-image of what it replaces); a larger write
+    /// is refused with `limitExceeded`. Default `Limits.logEntryBytesMax` (1 GiB less 1 MiB, what
+    /// one replication frame holds); lowered only by tests.
+    public var logEntryBytesMax = Limits.logEntryBytesMax
     /// Writes waiting for the committer before new writes are refused with `busy`. Default 4096.
     public var commitQueueCountMax = Limits.commitQueueCountMax
     /// Threads serving reads (RocksDB calls may block, so they never run on an event loop).

@@ -53,6 +53,13 @@ public enum Limits {
     /// Indexes (`.indexOn` entries) per database: each costs work on every write that touches its
     /// locations.
     public static let indexCountMax = 64
+    /// Bytes of one log entry: a write's resolved value and the before-image of everything it
+    /// replaces. A write whose entry would be larger is refused with `limitExceeded` and
+    /// nothing of it is applied: every entry must fit one replication frame
+    /// (`Frame.fromServerBytesMax`, 1 GiB, less room for the frame's own bytes), or followers
+    /// could never apply it. Reached by replacing or removing a very large subtree at once;
+    /// Firebase likewise asks for large deletes in parts.
+    public static let logEntryBytesMax = (1 << 30) - (1 << 20)
     /// Subscriptions and tails one native connection may hold open at once by default
     /// (`--subscriptions-per-connection-max`); more are refused with `limitExceeded`. Each costs the server about 1.3 KiB with nothing at its location
     /// (more with a value it keeps for child events), so one client cannot grow the daemon

@@ -291,3 +291,37 @@ import Testing
         expectEddyErrorSync(.corruption) { _ = try LogEntryCodec.decode(id: entry.id, signed(body + [0])) }
     }
 }
+
+@Suite struct LogEntrySizeTests {
+    /// A write whose entry (its value and the before-image of what it replaces) would exceed
+    /// `logEntryBytesMax` is refused whole: nothing applied, nothing logged. With the default
+    /// bound (1 GiB) every entry fits one replication frame.
+    @Test func aWriteWhoseEntryWouldBeTooLargeIsRefusedWhole() async throws {
+        let directory = TemporaryDirectory("log-entry-size")
+        defer { directory.remove() }
+        var options = EngineOptions(durability: .none)
+        options.logEntryBytesMax = 4096
+        let engine = try Engine.open(directory: directory.path, options: options, logger: quietLogger)
+        defer { engine.close() }
+        let first = Value.object(["text": .string(String(repeating: "a", count: 1500))])
+        let second = Value.object(["text": .string(String(repeating: "b", count: 1500))])
+        let third = Value.object(["text": .string(String(repeating: "c", count: 1500))])
+        _ = try await engine.set(p("/doc"), first)
+        _ = try await engine.update(p("/"), [.init(path: p("doc2"), value: second)])
+        let last = try engine.lastLogID()
+        // Replacing both at once logs the new values and both before-images: about 6 KB.
+        let refused = await #expect(throws: EddyError.self) {
+            try await engine.update(p("/"), [.init(path: p("doc"), value: third), .init(path: p("doc2"), value: third)])
+        }
+        #expect(refused?.code == .limitExceeded, "\(String(describing: refused))")
+        #expect(refused?.message.contains("logEntryBytesMax (4096)") == true, "\(String(describing: refused))")
+        #expect(try await engine.get(p("/doc")) == first)
+        #expect(try await engine.get(p("/doc2")) == second)
+        #expect(try engine.lastLogID() == last, "nothing logged")
+        // In parts it goes through, and the engine is whole.
+        _ = try await engine.set(p("/doc"), third)
+        _ = try await engine.set(p("/doc2"), third)
+        #expect(try await engine.get(p("/doc2")) == third)
+        #expect(try engine.verify().logEntryCount == 4)
+    }
+}

@@ -446,8 +446,15 @@ final class Committer: @unchecked Sendable {
         let entry = LogEntry(
             id: id, kind: kind, timestampMilliseconds: now, location: operation.location, changes: changes, before: before,
             term: self.groupTerm)
+        let encoded = LogEntryCodec.encode(entry)
+        guard encoded.count <= self.options.logEntryBytesMax else {
+            // Thrown before anything of the write is kept: `commit` rolls its batch changes back.
+            throw EddyError(
+                .limitExceeded,
+                "this write would log \(encoded.count) bytes at \(operation.location.abbreviated) (what it writes and the before-image of what it replaces), more than logEntryBytesMax (\(self.options.logEntryBytesMax)), the most a follower can receive; write or remove it in smaller parts")
+        }
         self.newestTerm.store(self.groupTerm, ordering: .relaxed)
-        self.batch.put(self.log, Array(id.rawValue.utf8), LogEntryCodec.encode(entry))
+        self.batch.put(self.log, Array(id.rawValue.utf8), encoded)
         if listening { self.events.endWrite(logID: id, silenced: write.silenced, canRead: self.canReadInGroup) }
         self.lastAssignedLogID = id
         return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
