@@ -201,7 +201,14 @@ let package = Package(
         // The runnable example of the README's "Swift client" section (Firebase's lists-of-data guide).
         .executableTarget(name: "eddy-example-lists", dependencies: ["EddyClient"], path: "Examples/ListsOfData"),
         .testTarget(name: "EddyProtocolTests", dependencies: ["EddyProtocol", "EddyModel"], swiftSettings: swiftSettings),
-        .testTarget(name: "EddyServerTests", dependencies: ["EddyServer", "EddyEngine", "EddyModel", "EddyTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EddyServerTests",
+            dependencies: [
+                "EddyServer", "EddyEngine", "EddyModel", "EddyTesting", "EddyProtocol", "EddyReplication",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "EddyEngineTests",
             dependencies: ["EddyEngine", "EddyModel", "EddyStorage", "EddyTesting", "EddyTree", "EddyIndexes"],

@@ -22,9 +22,14 @@ extension Engine {
     /// The value at `path` as compact JSON text for `access`, written straight from the tree
     /// (`TreeJSONWriter`): byte for byte `JSONWriter.bytes` of `get`'s value.
     public func getJSON(_ path: Path, access: Access) async throws(EddyError) -> [UInt8] {
+        try await self.getJSON(path, access: access, bytesMax: .max)!  // no bound: always whole
+    }
+
+    /// `getJSON`, or nil as soon as the JSON would pass `bytesMax` bytes (nothing larger is built).
+    public func getJSON(_ path: Path, access: Access, bytesMax: Int) async throws(EddyError) -> [UInt8]? {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
-            return try self.readValueJSON(path)!  // no bound: always whole
+            return try self.readValueJSON(path, bytesMax: bytesMax)
         }
     }
 

@@ -36,6 +36,9 @@ final class NativeConnection: Sendable {
         var subscriptions: [UInt64: (engine: Engine, id: ListenerID)] = [:]
         /// Events of a subscription that arrived before its `subscribed` answer was sent.
         var held: [UInt64: [[ChildEvent]]] = [:]
+        /// Subscriptions still attaching whose events were too large to send: dropped once the
+        /// attach completes.
+        var dropped: Set<UInt64> = []
         /// `events` frames queued or handed to the channel and not yet written to the socket.
         /// (Answers are not counted: they are bounded by the requests in flight.)
         var outstandingEvents = 0
@@ -85,13 +88,18 @@ final class NativeConnection: Sendable {
     /// The server's count of onDisconnect writes still running (awaited at shutdown).
     let onDisconnectRuns: OnDisconnectRuns
     let subscriptionBounds: SubscriptionBounds
+    /// Longest frame this connection sends (after the length prefix): what clients accept,
+    /// `Frame.fromServerBytesMax`. A longer answer becomes a `limitExceeded` error instead.
+    let frameBytesMax: Int
 
     init(
         channel: any Channel, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         payloads: EventsPayloadCache, replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator,
-        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(), logger: Logger
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(),
+        frameBytesMax: Int = Frame.fromServerBytesMax, logger: Logger
     ) {
         self.subscriptionBounds = subscriptionBounds
+        self.frameBytesMax = frameBytesMax
         self.onDisconnectRuns = onDisconnectRuns
         self.authenticator = authenticator
         self.outstandingBytesMax = outstandingBytesMax
@@ -113,7 +121,21 @@ final class NativeConnection: Sendable {
     /// loop, which takes every queued frame and flushes once (`flushOutbox`): a burst of events
     /// costs one hop and one write call, not one per frame.
     func send(_ frame: Frame, logID: LogID? = nil) {
+        guard Frame.headerBytes + frame.payload.count <= self.frameBytesMax else {
+            // A client could not read it (and past 4 GiB its length would not fit the prefix).
+            self.fail(frame.requestID, self.tooLarge("the answer to request \(frame.requestID)", bytes: frame.payload.count))
+            return
+        }
         self.send(encoded: ByteBuffer.frame(frame, allocator: self.channel.allocator), kind: frame.kind, logID: logID)
+    }
+
+    /// The error for a frame of `bytes` payload bytes (nil: more than fit) that this connection
+    /// may not send.
+    func tooLarge(_ what: String, bytes: Int?) -> EddyError {
+        let size = bytes.map { "is \($0) bytes" } ?? "is larger"
+        return EddyError(
+            .limitExceeded,
+            "\(what) \(size), more than one frame from eddyd may hold (\(self.frameBytesMax - Frame.headerBytes) bytes); read less at once: a query with a limit, or the children one by one (over REST a GET streams any size)")
     }
 
     /// Queues an encoded frame of `kind` (the buffer may be shared with other connections).
@@ -278,7 +300,14 @@ final class NativeConnection: Sendable {
             case .get:
                 // `"etag": true`: also the value's ETag, for a conditional write (`ifMatch`).
                 guard body["etag"] == .bool(true) else {
-                    self.answerValue(frame.requestID, json: try await engine.getJSON(try Self.path(body), access: access))
+                    // Bounded while it is read, so a huge location is refused before it is built.
+                    let path = try Self.path(body)
+                    let bytesMax = self.frameBytesMax - Frame.headerBytes - 10  // `{"value":` and `}`
+                    // (A single leaf is read whole, then measured.)
+                    guard let json = try await engine.getJSON(path, access: access, bytesMax: bytesMax), json.count <= bytesMax else {
+                        throw self.tooLarge("the value at \(path.abbreviated)", bytes: nil)
+                    }
+                    self.answerValue(frame.requestID, json: json)
                     return
                 }
                 let value = try await engine.get(try Self.path(body), access: access)
@@ -635,7 +664,12 @@ final class NativeConnection: Sendable {
                 )
         // Release what arrived meanwhile, in order, then send directly.
         while true {
-            let batches = self.state.withLock { state -> [[ChildEvent]] in
+            let batches = self.state.withLock { state -> [[ChildEvent]]? in
+                if state.dropped.remove(requestID) != nil {
+                    // Its events were too large to send (`endOversizedSubscription`).
+                    state.held.removeValue(forKey: requestID)
+                    return nil
+                }
                 let batches = state.held[requestID] ?? []
                 if batches.isEmpty {
                     state.held.removeValue(forKey: requestID)
@@ -645,6 +679,10 @@ final class NativeConnection: Sendable {
                     state.held[requestID] = []
                 }
                 return batches
+            }
+            guard let batches else {
+                await engine.removeListener(attachment.id)
+                return
             }
             if batches.isEmpty { break }
             for batch in batches { self.sendEvents(requestID, batch) }
@@ -675,8 +713,27 @@ final class NativeConnection: Sendable {
     }
 
     private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent]) {
+        let bytes = self.payloads.payload(for: events).count
+        guard Frame.headerBytes + bytes <= self.frameBytesMax else {
+            self.endOversizedSubscription(requestID, bytes: bytes)
+            return
+        }
         ServerMetrics.delivered(.native, events: events.count)
         self.send(encoded: self.payloads.frame(for: events, requestID: requestID), kind: .events, logID: events.last?.logID)
+    }
+
+    /// A subscription whose events would not fit a frame ends with a `limitExceeded` error, and
+    /// its listener goes (one still attaching is dropped when its attach completes).
+    private func endOversizedSubscription(_ requestID: UInt64, bytes: Int) {
+        let removed = self.state.withLock { state -> (engine: Engine, id: ListenerID)? in
+            if let removed = state.subscriptions.removeValue(forKey: requestID) { return removed }
+            if state.held[requestID] != nil { state.dropped.insert(requestID) }
+            return nil
+        }
+        self.fail(requestID, self.tooLarge("an events frame of subscription \(requestID)", bytes: bytes))
+        guard let removed else { return }
+        ServerMetrics.unsubscribed(.native)
+        Task { await removed.engine.removeListener(removed.id) }
     }
 
     /// The connection closed (or was cut off): its listeners go.
