@@ -875,3 +875,19 @@ def test_subscriptions_are_bounded_per_connection_and_across_the_daemon(daemon_f
     finally:
         a.close()
         b.close()
+
+
+def test_a_subscription_whose_connection_closes_while_it_attaches_goes_too(daemon):
+    # The connection closing between the subscribe's answer and its registration used to leave
+    # the listener behind for good (closed() found nothing to remove yet).
+    requests.put(daemon.url("/attach"), data=json.dumps({str(i): i for i in range(200)}))
+    for i in range(300):
+        client = Native(daemon)
+        client.send(SUBSCRIBE, 1, {"path": "/attach"})
+        if i % 2:
+            client.recv()  # sometimes after the answer began to arrive
+        client.close()
+    deadline = time.monotonic() + 20
+    while native_subscriptions(daemon) != 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert native_subscriptions(daemon) == 0

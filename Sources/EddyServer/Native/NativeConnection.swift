@@ -665,8 +665,9 @@ final class NativeConnection: Sendable {
         // Release what arrived meanwhile, in order, then send directly.
         while true {
             let batches = self.state.withLock { state -> [[ChildEvent]]? in
-                if state.dropped.remove(requestID) != nil {
-                    // Its events were too large to send (`endOversizedSubscription`).
+                if state.dropped.remove(requestID) != nil || state.closed {
+                    // Its events were too large to send (`endOversizedSubscription`), or the
+                    // connection closed while it attached (`closed()` found nothing to remove).
                     state.held.removeValue(forKey: requestID)
                     return nil
                 }
