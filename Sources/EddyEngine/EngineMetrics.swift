@@ -12,6 +12,8 @@
 // - `eddy_query_seconds{namespace,kind}`: a query's read, `kind` `indexed` (served by a
 //   declared `.indexOn` index) or `unindexed` (read from the tree in key order: `orderByKey`,
 //   limit-only queries; Firebase refuses other orders without an index).
+// - `eddy_listeners{namespace}`: engine listeners attached now (event streams, native
+//   subscriptions); one that outlives its client shows here.
 
 import CoreMetrics
 import EddyModel
@@ -31,6 +33,10 @@ final class EngineMetrics: Sendable {
     let fsync: Metrics.Timer
     let indexedQuery: Metrics.Timer
     let unindexedQuery: Metrics.Timer
+    /// `eddy_listeners{namespace}`: engine listeners attached now (SSE streams, native
+    /// subscriptions and the server's own, such as a follower's subscribers'), so one that
+    /// outlives its client shows.
+    let listeners: Gauge
 
     init(namespace: String) {
         self.namespace = namespace
@@ -44,6 +50,7 @@ final class EngineMetrics: Sendable {
             label: "eddy_query_seconds", dimensions: labels + [("kind", "indexed")], preferredDisplayUnit: .seconds)
         self.unindexedQuery = Metrics.Timer(
             label: "eddy_query_seconds", dimensions: labels + [("kind", "unindexed")], preferredDisplayUnit: .seconds)
+        self.listeners = Gauge(label: "eddy_listeners", dimensions: labels)
     }
 
     private static func counters(_ namespace: String, outcome: String) -> OutcomeCounters {

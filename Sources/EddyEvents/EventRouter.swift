@@ -214,6 +214,9 @@ package final class EventRouter {
         if self.clientAccess.removeValue(forKey: id)?.recheck == true { self.recheckCount -= 1 }
     }
 
+    /// Listeners attached now.
+    package var listenerCount: Int { self.listeners.count }
+
     package func remove(_ id: ListenerID) -> Bool {
         self.forgetClientAccess(id)
         guard let windowID = self.listeners.removeValue(forKey: id), let window = self.windows[windowID] else { return false }

@@ -887,7 +887,12 @@ def test_a_subscription_whose_connection_closes_while_it_attaches_goes_too(daemo
         if i % 2:
             client.recv()  # sometimes after the answer began to arrive
         client.close()
+    def listeners():
+        text = requests.get(daemon.base_url + "/metrics").text
+        (line,) = [l for l in text.splitlines() if l.startswith('eddy_listeners{namespace="default"}')]
+        return float(line.split()[-1])
+
     deadline = time.monotonic() + 20
-    while native_subscriptions(daemon) != 0 and time.monotonic() < deadline:
+    while (native_subscriptions(daemon), listeners()) != (0, 0) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert native_subscriptions(daemon) == 0
+    assert (native_subscriptions(daemon), listeners()) == (0, 0)

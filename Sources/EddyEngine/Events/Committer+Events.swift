@@ -3,11 +3,14 @@
 // events, so it arrives after the events of every earlier entry and only once the state it
 // describes is durable.
 
+import CoreMetrics
 import EddyEvents
 import EddyModel
 
 extension Committer {
     func run(_ control: ControlRequest) {
+        // Listeners come and go only here (attach, removal, a rules change's cancels).
+        defer { self.metrics.listeners.record(self.events.listenerCount) }
         switch control {
         case .setRules(let rules, let continuation):
             let result = self.applyRules(rules)
