@@ -266,6 +266,32 @@ def test_a_client_that_half_closes_ends_its_stream(daemon_factory):
     assert sse_subscriptions(daemon) == 0
 
 
+def engine_listeners(daemon):
+    text = requests.get(daemon.base_url + "/metrics").text
+    lines = [l for l in text.splitlines() if l.startswith('eddy_listeners{namespace="default"}')]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
+def test_no_listener_outlives_a_client_that_went_before_its_stream_began(daemon):
+    # A client that closes right after its request, before or while the answer's head goes out:
+    # its listener, attached before the head, must go too (Hummingbird does not run the body of
+    # an answer whose head it could not write).
+    requests.put(daemon.url("/early"), data=json.dumps({str(i): i for i in range(200)}))
+    for i in range(300):
+        sock = socket.create_connection(("127.0.0.1", daemon.port))
+        sock.sendall(b"GET /early.json HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        if i % 3 == 0:
+            sock.recv(10)
+        if i % 2:
+            # A reset instead of a FIN.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    deadline = time.monotonic() + 20
+    while (engine_listeners(daemon), sse_subscriptions(daemon)) != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (engine_listeners(daemon), sse_subscriptions(daemon)) == (0, 0)
+
+
 def test_streams_end_when_the_daemon_stops(daemon):
     client = SSEClient(daemon, "/s")
     client.next_data()

@@ -67,7 +67,13 @@ extension RESTResponder {
             throw RESTError(error)
         }
         let replayFrom = replayAfter
+        // The client going ends the stream, and its listener goes even if the body never runs
+        // (Hummingbird does not run it when writing the head fails on a closed connection).
         let clientEnded = await ConnectionEndWatcher.ended(of: channel)
+        clientEnded.whenComplete { _ in
+            buffer.finish()
+            Task { await engine.removeListener(attachment.id) }
+        }
         let keepAlive = self.keepAliveSeconds
         let expires = identity.expires
         let revoked = RevocationFlag()
@@ -92,8 +98,6 @@ extension RESTResponder {
                     }
                 }
                 ServerMetrics.subscribed(.sse)
-                // A client that went ends the stream now, not at the keep-alive write that fails.
-                clientEnded.whenComplete { _ in buffer.finish() }
                 defer {
                     timer.cancel()
                     buffer.finish()
