@@ -14,15 +14,16 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct LargeValueTests {
     let daemon: DaemonProcess
     let queue = DispatchQueue(label: "eddy.client.large-values")
-    /// 18 MiB in two strings (a string may hold 10 MiB).
-    let big = ["a": String(repeating: "x", count: 9 << 20), "b": String(repeating: "y", count: 9 << 20)]
+    /// Just past 16 MiB, in two strings (a string may hold 10 MiB): a debug eddyd and client
+    /// parse JSON at a few MB/s, so every byte more costs the suite time.
+    let big = ["a": String(repeating: "x", count: (8 << 20) + 4096), "b": String(repeating: "y", count: (8 << 20) + 4096)]
 
     init() async throws {
         self.daemon = try DaemonProcess()
         try await self.daemon.start()
     }
 
-    @Test func aValueLargerThanARequestIsReadAndObserved() async throws {
+    @Test func aValueLargerThanARequestIsRead() async throws {
         var request = URLRequest(url: URL(string: self.daemon.httpURL + "/big.json")!)
         request.httpMethod = "PUT"
         request.httpBody = try JSONSerialization.data(withJSONObject: self.big)
@@ -30,12 +31,9 @@ import Testing
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
 
         let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        // (Events frames go through the same decoder: FrameTests.theBoundIsTheReadersByDirection.)
         let read = try await database.reference(withPath: "big").getData()
         #expect(read.value as? [String: String] == self.big)
-        let heard = Recorder<Int>()
-        let handle = database.reference(withPath: "big").observe(.value) { heard.add(($0.value as? [String: String])?.values.map(\.count).reduce(0, +) ?? -1) }
-        #expect(try await heard.wait(for: 1) == [18 << 20])
-        database.reference(withPath: "big").removeObserver(withHandle: handle)
         // The connection carries on.
         try await database.reference(withPath: "small").setValue(1)
         #expect(try await database.reference(withPath: "small").getData().value as? Int == 1)

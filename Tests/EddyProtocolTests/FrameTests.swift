@@ -35,6 +35,23 @@ import Testing
         #expect(throws: ProtocolError.self) { try kind.next() }
     }
 
+    /// A server reads frames of at most 16 MiB; a client or follower reads a server's of up to
+    /// 1 GiB (what REST wrote, with before-images, travels back in them).
+    @Test func theBoundIsTheReadersByDirection() throws {
+        let events = Frame(kind: .events, requestID: 3, payload: [UInt8](repeating: UInt8(ascii: " "), count: Frame.bytesMax))
+        let bytes = events.encoded()
+        var server = FrameDecoder()
+        server.append(bytes)
+        #expect(throws: ProtocolError.self) { try server.next() }
+        var client = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
+        client.append(bytes)
+        #expect(try client.next() == events)
+        var beyond = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
+        let length = UInt32(Frame.fromServerBytesMax + 1)
+        beyond.append([UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)])
+        #expect(throws: ProtocolError.self) { try beyond.next() }
+    }
+
     @Test func aTLSRecordIsNamedAsSuch() {
         // A plain follower's first read from a TLS replication listener: an alert record.
         var alert = FrameDecoder()
