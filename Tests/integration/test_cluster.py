@@ -152,9 +152,12 @@ def test_followers_redirect_writes_to_the_elected_leader(daemon_factory, etcd):
                                          capture_output=True, text=True).stdout)
 
     # Each node's record (republished every tick) names the term of its newest entry: the
-    # writes above, made in the leader's term.
-    status = wait_for(lambda: (lambda s: s if all(v["term"] == s["leader"]["term"] for v in s["nodes"].values()) else None)(status_now()),
-                      what="every node's newest entry in the leader's term")
+    # writes above, made in the leader's term; and, once caught up, no lag. (A record published
+    # while a node applied the last writes can have the term and a lag: wait for both.)
+    status = wait_for(
+        lambda: (lambda s: s if all(v["term"] == s["leader"]["term"] and v["lagMilliseconds"] == 0 for v in s["nodes"].values()) else None)(
+            status_now()),
+        what="every node's newest entry in the leader's term, without lag")
     assert all(v["lagMilliseconds"] == 0 for v in status["nodes"].values())
     assert status["leader"]["node"] == leader.name
     assert status["leader"]["term"] > 0
