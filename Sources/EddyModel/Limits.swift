@@ -61,14 +61,15 @@ public enum Limits {
     /// Firebase likewise asks for large deletes in parts.
     public static let logEntryBytesMax = (1 << 30) - (1 << 20)
     /// Subscriptions and tails one native connection may hold open at once by default
-    /// (`--subscriptions-per-connection-max`); more are refused with `limitExceeded`. Each costs the server about 1.3 KiB with nothing at its location
-    /// (more with a value it keeps for child events), so one client cannot grow the daemon
-    /// without bound. Firebase's SDKs hold one listen per observed query: far fewer.
+    /// (`--subscriptions-per-connection-max`); more are refused with `limitExceeded`. Each
+    /// costs the server about 1.3 KiB with nothing at its location (more with a value it keeps
+    /// for child events), so one client cannot grow the daemon without bound. Firebase's SDKs
+    /// hold one listen per observed query: far fewer.
     public static let subscriptionsPerConnectionMax = 100_000
     /// Native subscriptions open at once across every connection of the daemon by default
     /// (`--subscriptions-max`; about 1.3 GiB at the cost above); more are refused with
-    /// `limitExceeded`. Event streams (SSE) are
-    /// bounded by `--http-connections-max` instead, one per connection.
+    /// `limitExceeded`. Event streams (SSE) are bounded by `--http-connections-max` instead,
+    /// one per connection.
     public static let subscriptionsMax = 1_000_000
     /// How long a query waits for the index it needs to finish building before answering
     /// `unavailable` (HTTP 503) with the build's progress.

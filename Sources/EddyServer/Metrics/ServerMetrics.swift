@@ -7,8 +7,8 @@
 // Made on first use: eddyd bootstraps the metrics backend before it serves anything.
 
 import CoreMetrics
-import Synchronization
 import Metrics
+import Synchronization
 
 enum ServerMetrics {
     enum Transport: String {
@@ -45,7 +45,7 @@ enum ServerMetrics {
     }
 
     /// Native subscriptions open now in this process (what the gauge shows), for
-    /// `Limits.subscriptionsMax`.
+    /// `--subscriptions-max` (`SubscriptionBounds.total`).
     static var nativeSubscriptions: Int { self.nativeOpen.load(ordering: .relaxed) }
     private static let nativeOpen = Atomic<Int>(0)
 
