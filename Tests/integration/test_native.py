@@ -456,6 +456,9 @@ def test_a_client_that_sends_faster_than_it_is_served_is_read_no_faster(daemon, 
     assert requests.put(daemon.url("/big"), json="x" * (8 << 20)).status_code == 200
     client = Native(daemon)
     client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # 96 MiB of writes through a debug eddyd that shares two cores with other tests' daemons:
+    # an answer may take longer than the usual 20 s to come, which is no hang.
+    client.sock.settimeout(120)
     client.send(GET, 0, {"path": "/big"})  # an answer the client leaves unread holds up the request task
     payload = "y" * size
     sent = []
