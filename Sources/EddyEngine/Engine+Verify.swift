@@ -11,6 +11,8 @@
 //    the state just after it (and its before-images give the state before it).
 // 4. Indexes: every ready index equals, entry by entry, what the tree implies
 //    (`IndexVerifier`); no entries of unknown index ids.
+// 5. Priorities: every record is a number or a string on a node the tree holds. The agreement
+//    of 3 compares the tree with its priorities (export form), replaying by `Value.setExport`.
 // All reads use one RocksDB snapshot, so concurrent writes do not cause false reports.
 
 import EddyIndexes
@@ -92,7 +94,7 @@ extension Engine {
             }
             if pruned == nil {
                 for change in entry.changes {
-                    replayed.set(change.value, at: entry.location.appending(change.path))
+                    replayed.setExport(change.value, at: entry.location.appending(change.path))
                 }
             } else {
                 retained.append(entry)
@@ -106,9 +108,22 @@ extension Engine {
         } catch {
             throw EngineErrors.storage(error, while: "reading the log")
         }
-        let stored = try TreeReader.readSubtree(
-            self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot), prefix: []
-        ).value
+        let treeIterator = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot)
+        var stored = try TreeReader.readSubtree(treeIterator, prefix: []).value
+        if let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) {
+            let records = try PriorityRecords.records(self.database.makeIterator(family, snapshot: snapshot), under: [])
+            for record in records {
+                treeIterator.seek(record.key, within: record.key)
+                let exists = treeIterator.isValid && treeIterator.keyHasPrefix(record.key)
+                try TreeReader.check(treeIterator)
+                guard exists, record.priority.isPriority else {
+                    report.problem =
+                        "priority: record \(describe(record.key)) \(exists ? "is not a number or a string" : "is on a node the tree does not hold")"
+                    return report
+                }
+            }
+            stored = try PriorityRecords.merging(records, into: stored, prefix: [])
+        }
         if let pruned {
             var state = stored
             for entry in retained.reversed() {
@@ -117,7 +132,8 @@ extension Engine {
                         "tree and log disagree: undoing the entries after \(entry.id) (the log is pruned through \(pruned)), its change at \(entry.location.appending(change.path).abbreviated) is not what the tree holds"
                     return report
                 }
-                for image in entry.before.reversed() { state.set(image.value, at: image.path) }
+                // In the order the entry recorded them, as a discarded entry is written back.
+                for image in entry.before { state.setExport(image.value, at: image.path) }
             }
         } else if stored != replayed {
             report.problem = "tree and log disagree: replaying \(report.logEntryCount) log entries does not give the stored tree"

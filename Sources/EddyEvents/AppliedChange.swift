@@ -65,9 +65,11 @@ extension LogEntry {
     var appliedChanges: [AppliedChange] {
         var images: [Path: Value] = [:]
         for image in self.before { images[image.path] = image.value }
-        return self.changes.map { change in
+        // Listeners hear values without priorities (see `Committer`'s `changed(path:written:...)`).
+        return self.changes.compactMap { change in
             let path = self.location.appending(change.path)
-            return AppliedChange(path: path, value: change.value, before: images[path] ?? .null)
+            guard path.lastKey != Value.priorityKey else { return nil }
+            return AppliedChange(path: path, value: change.value.withoutPriorities, before: (images[path] ?? .null).withoutPriorities)
         }
     }
 }

@@ -85,14 +85,18 @@ public enum LogEntryCodec {
     }
 
     private static func count(_ raw: UInt64?, id: LogID) throws(EddyError) -> Int {
-        guard let raw, raw <= UInt64(Limits.updatePathsCountMax) * 2 + 2 else { throw corrupt(id, "bad count") }
+        // Each change has its own image, plus one of a primitive ancestor or of each ancestor
+        // it emptied that had a priority (at most one per level).
+        guard let raw, raw <= UInt64(Limits.updatePathsCountMax) * UInt64(Limits.pathDepthMax + 2) + 2 else {
+            throw corrupt(id, "bad count")
+        }
         return Int(raw)
     }
 
     private static func path(_ raw: String?, id: LogID) throws(EddyError) -> Path {
         guard let raw else { throw corrupt(id, "truncated path") }
         do {
-            return try Path(raw)
+            return try Path(allowingPriority: raw)
         } catch {
             throw corrupt(id, "invalid path: \(error.message)")
         }

@@ -24,7 +24,9 @@ public enum Key {
         for byte in key.utf8 {
             if let name = forbiddenCharacterName(byte) {
                 if key == ".priority" {
-                    throw EddyError(.invalidKey, "key \".priority\"\(place()): priorities are not supported yet")
+                    throw EddyError(
+                        .invalidKey,
+                        "key \".priority\"\(place()) is a location's priority, not a child; write a priority in the export form ({\".value\": v, \".priority\": p}) or at <path>/.priority")
                 }
                 throw EddyError(
                     .invalidKey,

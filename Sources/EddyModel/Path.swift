@@ -39,6 +39,23 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
         self = path
     }
 
+    /// As `init(_:)`, also accepting a last key `.priority` below the root: the path of a
+    /// node's priority, as log entries hold writes of one (`<path>/.priority`).
+    public init(allowingPriority string: String) throws(EddyError) {
+        if string == Value.priorityKey {  // an update's change of its location's priority
+            self.init(validatedKeys: [Value.priorityKey])
+            return
+        }
+        let suffix = "/" + Value.priorityKey
+        guard string.hasSuffix(suffix), string.utf8.count > suffix.utf8.count else {
+            try self.init(string)
+            return
+        }
+        let node = try Path(String(string.dropLast(suffix.utf8.count)))
+        guard !node.isRoot else { try self.init(string); return }
+        self = node.appending(Value.priorityKey)
+    }
+
     public var isRoot: Bool { self.keys.isEmpty }
     public var depth: Int { self.keys.count }
     public var lastKey: String? { self.keys.last }

@@ -2,14 +2,14 @@
 //
 // Refuses (naming the offending key, path and rule): invalid keys (each at most
 // `Limits.keyBytesMax`), leaf paths deeper than `Limits.pathDepthMax`, strings over
-// `Limits.stringBytesMax`, non-finite numbers, malformed server values, and priorities, which
-// Eddy does not store yet (a `.priority` that is not null). Walks with an explicit stack.
+// `Limits.stringBytesMax`, non-finite numbers, malformed server values, and priorities that are
+// not a finite number, a string, null or `{".sv": "timestamp"}`. Walks with an explicit stack.
 // Validation runs on the writer's task for every write, so the walk allocates little.
 //
-// Firebase's wrapper forms are accepted and unwrapped, as Firebase's SDKs read them:
-// `{".value": v}` is `v` (`.value` may sit beside `.priority` only), and `".priority": null`
-// is no priority, so the key is dropped. This is what a Firebase export (`format=export`) of
-// data without priorities holds.
+// Priorities are kept in Firebase's export form (`Value+Priority.swift`): `{".value": v}` is
+// `v`, `{".value": v, ".priority": p}` stays so when `v` is a primitive (an object `v` gets
+// the `.priority` member itself), a null `.priority` is dropped, and a node that is empty but
+// for its priority is null (Firebase keeps no priority on an empty node).
 
 public enum WriteValidator {
     public static let serverValueKey = ".sv"
@@ -68,11 +68,8 @@ public enum WriteValidator {
                     continue
                 }
                 if let priority = children[priorityKey] {
-                    guard priority.isNull else {
-                        throw EddyError(
-                            .unsupported,
-                            "key \".priority\" at \(path(index).abbreviated): priorities are not supported yet; write the value without one (a null priority is accepted)")
-                    }
+                    try validatePriority(priority, at: path(index))
+                    size += 16
                     needsUnwrapping = true
                 }
                 if let wrapped = children[wrappedValueKey] {
@@ -104,17 +101,59 @@ public enum WriteValidator {
             }
         }
         approximateBytes += size
-        let unwrapped = needsUnwrapping ? unwrapped(value) : value
-        return needsNormalization || needsUnwrapping ? unwrapped.normalized() : unwrapped
+        if needsUnwrapping { return exportNormalized(value) }
+        return needsNormalization ? value.normalized() : value
     }
 
-    static let wrappedValueKey = ".value"
-    static let priorityKey = ".priority"
+    /// Checks a `.priority` member (or the value of a `<path>/.priority` write): a finite
+    /// number, a string, null or the server timestamp.
+    public static func validatePriority(_ priority: Value, at path: Path) throws(EddyError) {
+        switch priority {
+        case .null: return
+        case .string(let s):
+            guard s.utf8.count <= Limits.stringBytesMax else {
+                throw EddyError(.limitExceeded, "priority of \(path.abbreviated) is over stringBytesMax (\(Limits.stringBytesMax)) bytes")
+            }
+        case .number(let n):
+            guard n.isFinite else {
+                throw EddyError(.invalidValue, "priority of \(path.abbreviated) is not finite; a priority is a finite number, a string or null")
+            }
+        case .bool, .object:
+            if case .object(let children) = priority, children[serverValueKey] != nil {
+                try validateServerValue(children, at: path.appending(priorityKey))
+                if case .string("timestamp")? = children[serverValueKey] { return }
+            }
+            throw EddyError(
+                .invalidValue,
+                "priority of \(path.abbreviated) must be a number, a string, null or {\".sv\": \"timestamp\"}")
+        }
+    }
 
-    /// `value` as Firebase's SDKs read it: every `{".value": v}` replaced by `v` and every
-    /// `.priority` key dropped (`validate` refuses one that is not null before it gets here; the
-    /// Swift client drops priorities, as its `setValue(_:andPriority:)` does). `value` itself
-    /// when it holds neither (the check builds no new value).
+    /// `value` normalized in export form (see the header): wrappers unwrapped where they carry
+    /// no priority, null priorities dropped, nulls and empty objects pruned, and a node empty
+    /// but for its priority made null. Server values are left as they are. Recursion depth is
+    /// bounded by the JSON nesting bound every value was parsed under.
+    private static func exportNormalized(_ value: Value) -> Value {
+        guard case .object(let children) = value, children[serverValueKey] == nil else { return value }
+        let priority = children[priorityKey] ?? .null
+        if let wrapped = children[wrappedValueKey] {
+            return exportNormalized(wrapped).withOwnPriority(.null).withOwnPriority(priority)
+        }
+        var kept: [String: Value] = [:]
+        kept.reserveCapacity(children.count)
+        for (key, child) in children where key != priorityKey {
+            let normal = exportNormalized(child)
+            if !normal.isNull { kept[key] = normal }
+        }
+        return kept.isEmpty ? .null : Value.object(kept).withOwnPriority(priority)
+    }
+
+    static let wrappedValueKey = Value.wrappedValueKey
+    static let priorityKey = Value.priorityKey
+
+    /// `value` as Firebase's SDKs read it without priorities: every `{".value": v}` replaced by
+    /// `v` and every `.priority` key dropped (the Swift client's view; it keeps no priorities).
+    /// `value` itself when it holds neither (the check builds no new value).
     public static func unwrappingFirebaseForms(_ value: Value) -> Value {
         var stack = [value]
         while let node = stack.popLast() {
@@ -126,8 +165,7 @@ public enum WriteValidator {
     }
 
     /// `value` with every `{".value": v}` replaced by `v` and every `.priority` key dropped;
-    /// server values are left as they are. Recursion depth is bounded by the JSON nesting bound
-    /// every value was parsed under.
+    /// server values are left as they are.
     private static func unwrapped(_ value: Value) -> Value {
         guard case .object(let children) = value, children[serverValueKey] == nil else { return value }
         if let wrapped = children[wrappedValueKey] { return unwrapped(wrapped) }
@@ -141,7 +179,8 @@ public enum WriteValidator {
     /// leading key is refused by key validation and the REST layer answers it read-only.)
     public static func validateLocation(_ path: Path) throws(EddyError) {
         // Paths built with `Path(validatedKeys:)` reach here too; a bad key must never be stored.
-        for key in path.keys {
+        for (i, key) in path.keys.enumerated() {
+            if key == priorityKey, i == path.depth - 1, i > 0 { continue }  // a `<path>/.priority` write
             do {
                 try Key.validate(key)
             } catch {

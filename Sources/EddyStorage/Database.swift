@@ -71,7 +71,12 @@ public final class Database: @unchecked Sendable {
             rocksdb_options_set_compression(cfOptions, Int32(rocksdb_zstd_compression))
             rocksdb_options_set_compression(options, Int32(rocksdb_zstd_compression))
         }
-        let all = ["default"] + names.filter { $0 != "default" }
+        var all = ["default"] + names.filter { $0 != "default" }
+        if storage.readOnly, let existing = Self.existingColumnFamilies(path: path, options: options) {
+            // A read-only open cannot create a family a newer layout added; it opens those the
+            // database has (`columnFamilyIfPresent` tells the caller).
+            all = all.filter { existing.contains($0) }
+        }
         var handles = [OpaquePointer?](repeating: nil, count: all.count)
         let cNames = all.map { strdup($0) }
         defer { cNames.forEach { free($0) } }
@@ -191,6 +196,26 @@ public final class Database: @unchecked Sendable {
         rocksdb_block_based_options_set_filter_policy(table, rocksdb_filterpolicy_create_bloom(10))
         if let blockBytes { rocksdb_block_based_options_set_block_size(table, blockBytes) }
         return table
+    }
+
+    /// The family `name`, nil when a read-only open found the database without it.
+    public func columnFamilyIfPresent(_ name: String) -> ColumnFamily? {
+        self.columnFamilies[name]
+    }
+
+    /// The names of the families the database at `path` has; nil when it cannot be listed
+    /// (e.g. no database there: the open reports that).
+    private static func existingColumnFamilies(path: String, options: OpaquePointer) -> Set<String>? {
+        var count = 0
+        var errptr: UnsafeMutablePointer<CChar>? = nil
+        guard let list = rocksdb_list_column_families(options, path, &count, &errptr) else {
+            if let errptr { rocksdb_free(errptr) }
+            return nil
+        }
+        defer { rocksdb_list_column_families_destroy(list, count) }
+        var names: Set<String> = []
+        for i in 0..<count { if let name = list[i] { names.insert(String(cString: name)) } }
+        return names
     }
 
     public func columnFamily(_ name: String) -> ColumnFamily {

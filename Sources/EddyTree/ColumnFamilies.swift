@@ -12,8 +12,13 @@ package enum ColumnFamilies {
     package static let log = "log"
     /// Format version, database id, later the index catalog and rules.
     package static let meta = "meta"
+    /// Priorities (format 4): key = `PathKeyEncoding` of the node that has one, value =
+    /// `LeafEncoding` of the priority (a number or a string). Only existing nodes have a
+    /// record; the tree's records never hold priorities, so reads that answer data without
+    /// them (Firebase's default) never look here. See `PriorityStore`.
+    package static let priority = "priority"
 
-    package static let all = [tree, index, log, meta]
+    package static let all = [tree, index, log, meta, priority]
 }
 
 package enum MetaKeys {
@@ -54,7 +59,10 @@ public enum StorageFormat {
     /// - 3: log entries of format version 2 (with the leadership term). Older databases are
     ///   upgraded when opened (version 1 entries stay and read as term 0); a version 2 binary
     ///   refuses version 3, because it cannot decode the new entries.
-    public static let version: UInt8 = 3
+    /// - 4: the `priority` family. Older databases are upgraded when opened (the family is
+    ///   created empty); a version 3 binary refuses version 4, because it would write without
+    ///   keeping priorities.
+    public static let version: UInt8 = 4
     /// Versions this binary opens (older ones are upgraded in place).
-    public static let readable: ClosedRange<UInt8> = 1...3
+    public static let readable: ClosedRange<UInt8> = 1...4
 }

@@ -300,8 +300,8 @@ import Testing
             try await expectRefused(engine, .invalidKey, mentioning: ["a.b", "\".\""], "message names key and rule") {
                 _ = try await engine.set(p("/x"), .object(["a.b": .number(1)]))
             }
-            try await expectRefused(engine, .unsupported, mentioning: [".priority"], "priorities") {
-                _ = try await engine.set(p("/x"), .object([".priority": .number(1), "v": .number(2)]))
+            try await expectRefused(engine, .invalidValue, mentioning: ["priority of /x", "a number, a string"], "a priority that is neither") {
+                _ = try await engine.set(p("/x"), .object([".priority": .bool(true), "v": .number(2)]))
             }
         }
     }

@@ -59,7 +59,7 @@ import Testing
         _ directory: TemporaryDirectory, _ damage: (Database, ColumnFamily, ColumnFamily) throws -> Void
     ) throws -> VerifyReport {
         do {
-            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta", "priority"], options: StorageOptions())
             defer { database.close() }
             try damage(database, database.columnFamily("tree"), database.columnFamily("log"))
         }
@@ -209,7 +209,7 @@ import Testing
         defer { directory.remove() }
         _ = try await Self.populate(directory)
         do {
-            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta", "priority"], options: StorageOptions())
             defer { database.close() }
             try database.put(database.columnFamily("log"), Array("~zzz".utf8), [1, 2, 3], durability: .sync)
         }
@@ -223,7 +223,7 @@ import Testing
         defer { directory.remove() }
         _ = try await Self.populate(directory)
         do {
-            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta", "priority"], options: StorageOptions())
             defer { database.close() }
             try database.put(database.columnFamily("meta"), Array("format-version".utf8), [StorageFormat.version + 1], durability: .sync)
         }
@@ -237,7 +237,7 @@ import Testing
         defer { directory.remove() }
         let ids = try await Self.populate(directory)
         do {
-            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+            let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta", "priority"], options: StorageOptions())
             defer { database.close() }
             try database.put(database.columnFamily("meta"), Array("format-version".utf8), [1], durability: .sync)
         }
@@ -248,7 +248,7 @@ import Testing
             #expect(report.isHealthy, "\(report)")
             #expect(report.logEntryCount == ids.count)
         }
-        let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta"], options: StorageOptions())
+        let database = try Database(path: directory.path, columnFamilies: ["tree", "index", "log", "meta", "priority"], options: StorageOptions())
         defer { database.close() }
         #expect(try database.get(database.columnFamily("meta"), Array("format-version".utf8)) == [StorageFormat.version])
     }

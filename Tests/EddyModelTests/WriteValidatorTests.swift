@@ -103,10 +103,27 @@ import Testing
         }
     }
 
-    @Test(arguments: [#"{".priority":1}"#, #"{"a":1,".priority":"p"}"#, #"{".value":1,".priority":2}"#, #"{"x":{".value":"v",".priority":{"a":1}}}"#])
-    func aPriorityThatIsNotNullIsUnsupported(text: String) throws {
+    @Test(arguments: [
+        // Priorities stay in the export form; a node empty but for its priority is null.
+        (#"{".priority":1}"#, "null"),
+        (#"{"a":1,".priority":"p"}"#, #"{".priority":"p","a":1}"#),
+        (#"{".value":1,".priority":2}"#, #"{".priority":2,".value":1}"#),
+        (#"{".value":{"k":1},".priority":2}"#, #"{".priority":2,"k":1}"#),
+        (#"{"x":{"y":null,".priority":2},"z":1}"#, #"{"z":1}"#),
+        (#"{"t":{".value":1,".priority":{".sv":"timestamp"}}}"#, #"{"t":{".priority":{".sv":"timestamp"},".value":1}}"#),
+    ])
+    func prioritiesAreKeptInTheExportForm(text: String, normalized: String) throws {
+        let value = try WriteValidator.validate(try JSONParser.parse(text), at: Self.base)
+        #expect(JSONWriter.string(value) == normalized)
+    }
+
+    @Test(arguments: [
+        (#"{"a":1,".priority":true}"#, "/users/alice"), (#"{"x":{".value":"v",".priority":{"a":1}}}"#, "/users/alice/x"),
+        (#"{"x":{".value":"v",".priority":{".sv":{"increment":1}}}}"#, "/users/alice/x"),
+    ])
+    func aPriorityThatIsNotANumberOrAStringIsRefused(text: String, path: String) throws {
         let value = try JSONParser.parse(text)
-        expectEddyErrorSync(.unsupported, mentioning: [".priority", "/users/alice", "not supported"]) {
+        expectEddyErrorSync(.invalidValue, mentioning: ["priority of \(path)", "a number, a string"]) {
             _ = try WriteValidator.validate(value, at: Self.base)
         }
     }

@@ -44,7 +44,10 @@ extension Engine {
     func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
-        guard let definition else { return try self.keyQueryReader(path, query)?.read() ?? .null }
+        guard let definition else {
+            if let answer = try self.readPriorityQuery(path, query) { return answer }
+            return try self.keyQueryReader(path, query)?.read() ?? .null
+        }
         let reader = self.indexQueryReader(definition, path, query)
         do {
             return try reader.read()
@@ -59,7 +62,10 @@ extension Engine {
     ) throws(EddyError) -> [UInt8] {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
-        guard let definition else { return try self.keyQueryReader(path, query)?.readJSON() ?? Array("null".utf8) }
+        guard let definition else {
+            if let answer = try self.readPriorityQuery(path, query) { return JSONWriter.bytes(answer) }
+            return try self.keyQueryReader(path, query)?.readJSON() ?? Array("null".utf8)
+        }
         let reader = self.indexQueryReader(definition, path, query, beforeTree: beforeTree)
         do {
             return try reader.readJSON()
@@ -68,8 +74,8 @@ extension Engine {
         }
     }
 
-    /// Key order, or priority order (`Query.keyQueryForNullPriorities`: nil when it selects
-    /// nothing).
+    /// Key order, or priority order where no child has a priority
+    /// (`Query.keyQueryForNullPriorities`: nil when it selects nothing).
     private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader? {
         guard let keyQuery = query.order == .priority ? query.keyQueryForNullPriorities : query else { return nil }
         let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))

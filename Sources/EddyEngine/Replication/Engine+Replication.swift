@@ -133,6 +133,7 @@ extension Engine {
                 return name + [0] + key.dropFirst(4)
             },
             "log": try walk(ColumnFamilies.log) { $0 },
+            "priority": try walk(ColumnFamilies.priority) { $0 },
         ])
     }
 }

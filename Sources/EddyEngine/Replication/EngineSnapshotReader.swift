@@ -1,5 +1,5 @@
 // A consistent copy of a whole database for bootstrapping a follower: every record of the tree,
-// index, log and meta families as of one RocksDB snapshot, read in bounded chunks. `at` is the
+// index, log, meta and priority families as of one RocksDB snapshot, read in bounded chunks. `at` is the
 // newest log entry in it: the copy is exactly the state after that entry (tree, indexes and the
 // log up to it are written in one batch per entry). The reader is used by one thread at a time.
 
@@ -11,7 +11,8 @@ public final class EngineSnapshotReader: @unchecked Sendable {
     // @unchecked: used by one task at a time (the log server connection sending it).
 
     /// The families in the order they are copied; a record names its family by index here.
-    public static let families = [ColumnFamilies.tree, ColumnFamilies.index, ColumnFamilies.log, ColumnFamilies.meta]
+    /// `priority` came with storage format 4 (appended, so the other indexes stay).
+    public static let families = [ColumnFamilies.tree, ColumnFamilies.index, ColumnFamilies.log, ColumnFamilies.meta, ColumnFamilies.priority]
 
     public struct Record: Sendable {
         public var family: UInt8

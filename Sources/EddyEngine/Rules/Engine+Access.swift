@@ -62,7 +62,7 @@ extension Engine {
     /// The query's index (waiting for one being built). Its errors name the rules' `.indexOn`
     /// entries and a build's progress: a caller who may not read the location gets Firebase's
     /// denial instead.
-    private func index(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> IndexDefinition? {
+    func index(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> IndexDefinition? {
         do {
             return try await self.indexWaitingForBuild(path, query)
         } catch {
@@ -164,7 +164,11 @@ extension Engine {
         }
         for change in changes {
             guard !TreeWriter.containsServerValue(change.value), rules.decidesWithoutTree(change.path) else { return .needsTree }
+            // A `.priority` write's `newData` is the stored data (`WriteAuthorization`).
+            if change.path.lastKey == Value.priorityKey { return .needsTree }
         }
+        // Rules see data without priorities (`WriteAuthorization`).
+        changes = changes.map { ($0.path, $0.value.withoutPriorities) }
         // The stored tree is never read for such rules; a read would be a bug, and fails closed.
         let stored = RuleTree(reading: { path in throw EddyError(.internal, "a tree-independent rule read \(path)") })
         let after = RuleTree(base: stored, writing: changes)

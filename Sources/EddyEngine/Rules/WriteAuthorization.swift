@@ -20,22 +20,25 @@ enum WriteAuthorization {
         read: @escaping (Path) throws(EddyError) -> Value
     ) throws(EddyError) {
         let before = RuleTree(reading: { path in try read(path) })
+        // Rules see data without priorities (`val()`, `$wildcards`); a `<path>/.priority` write
+        // is a write at the path that leaves its data as it is.
         func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
-            guard TreeWriter.containsServerValue(value) else { return value }
-            return try TreeWriter.resolve(value, old: try read(path), now: now, path: path)
+            guard TreeWriter.containsServerValue(value) else { return value.withoutPriorities }
+            return try TreeWriter.resolve(value, old: try read(path), now: now, path: path).withoutPriorities
+        }
+        func change(_ path: Path, _ value: Value) throws(EddyError) -> (path: Path, value: Value) {
+            if path.lastKey == Value.priorityKey, let node = path.parent { return (node, try read(node)) }
+            return (path, try resolved(value, at: path))
         }
         var changes: [(path: Path, value: Value)] = []
         switch operation {
-        case .set(let path, let value): changes = [(path, try resolved(value, at: path))]
-        case .remove(let path): changes = [(path, .null)]
+        case .set(let path, let value): changes = [try change(path, value)]
+        case .remove(let path): changes = [try change(path, .null)]
         case .push(let path, let value):
             let child = path.appending(pushedKey)
             changes = [(child, try resolved(value, at: child))]
         case .update(let path, let list):
-            for change in list {
-                let location = path.appending(change.path)
-                changes.append((location, try resolved(change.value, at: location)))
-            }
+            for item in list { changes.append(try change(path.appending(item.path), item.value)) }
         }
         let after = RuleTree(base: before, writing: changes)
         let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)

@@ -91,7 +91,15 @@ final class Committer: @unchecked Sendable {
         self.tree = database.columnFamily(ColumnFamilies.tree)
         self.log = database.columnFamily(ColumnFamilies.log)
         self.batch = WriteBatchWithIndex(database: database)
-        self.treeWriter = TreeWriter(tree: self.tree, index: database.columnFamily(ColumnFamilies.index), batch: self.batch)
+        let priority = database.columnFamilyIfPresent(ColumnFamilies.priority)
+        let holdsPriorities = priority.map { family in
+            let iterator = database.makeIterator(family)
+            iterator.seekToFirst()
+            return iterator.isValid
+        } ?? false
+        self.treeWriter = TreeWriter(
+            tree: self.tree, index: database.columnFamily(ColumnFamilies.index), priority: priority, mayHoldPriorities: holdsPriorities,
+            batch: self.batch)
         self.events = EventRouter(database: database, group: self.treeWriter)
         self.lastAssignedLogID = lastLogID
         self.newestTerm = Atomic(lastTerm)
@@ -415,19 +423,19 @@ final class Committer: @unchecked Sendable {
             kind = .set
             written = try writer.apply(path: path, value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: written))
-            if listening { try self.events.changed(path: path, value: written, before: before[0].value, update: false) }
+            if listening { try self.events.changed(path: path, written: written, before: before[0].value, update: false) }
         case .remove(let path):
             kind = .remove
             written = try writer.apply(path: path, value: .null, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: .null))
-            if listening { try self.events.changed(path: path, value: .null, before: before[0].value, update: false) }
+            if listening { try self.events.changed(path: path, written: .null, before: before[0].value, update: false) }
         case .push(let path, let value):
             kind = .push
             pushedKey = id.rawValue
             let child = Path(validatedKeys: [id.rawValue])
             written = try writer.apply(path: path.appending(child), value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: child, value: written))
-            if listening { try self.events.changed(path: path.appending(child), value: written, before: before[0].value, update: false) }
+            if listening { try self.events.changed(path: path.appending(child), written: written, before: before[0].value, update: false) }
         case .update(let path, let requested):
             kind = .update
             var object: [String: Value] = [:]
@@ -437,7 +445,7 @@ final class Committer: @unchecked Sendable {
                     path: path.appending(change.path), value: change.value, nowMilliseconds: now, before: &before)
                 changes.append(.init(path: change.path, value: resolved))
                 if listening {
-                    try self.events.changed(path: path.appending(change.path), value: resolved, before: before[image].value, update: true)
+                    try self.events.changed(path: path.appending(change.path), written: resolved, before: before[image].value, update: true)
                 }
                 object[change.path.keys.joined(separator: "/")] = resolved
             }
@@ -457,7 +465,17 @@ final class Committer: @unchecked Sendable {
         self.batch.put(self.log, Array(id.rawValue.utf8), encoded)
         if listening { self.events.endWrite(logID: id, silenced: write.silenced, canRead: self.canReadInGroup) }
         self.lastAssignedLogID = id
-        return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written)), entry)
+        return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written.withoutPriorities)), entry)
+    }
+}
+
+extension EventRouter {
+    /// `changed` with what a writer applied (export form): listeners hear values without
+    /// priorities, and a `<path>/.priority` change (which leaves every value as it was) is
+    /// heard by none.
+    func changed(path: Path, written: Value, before: Value, update: Bool) throws(EddyError) {
+        guard path.lastKey != Value.priorityKey else { return }
+        try self.changed(path: path, value: written.withoutPriorities, before: before.withoutPriorities, update: update)
     }
 }
 

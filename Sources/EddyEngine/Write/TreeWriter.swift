@@ -6,6 +6,13 @@
 //    value becomes a before-image); writing at a path deletes every leaf below it.
 // 2. Reads go through the batch, so a change sees the earlier changes of its group.
 // 3. Index entries of every index change in the same batch (`IndexMaintainer`).
+// 4. Priorities (export form in `value`, `Value+Priority.swift`) go to the `priority` family,
+//    never to `tree`: a write at a path replaces the priorities at and below it, a
+//    `<path>/.priority` write sets one node's (nothing when the node is empty), writing below
+//    a primitive keeps the primitive's priority (as Firebase does), and a removal that empties
+//    an ancestor drops the ancestor's. Before-images are in export form, so writing them back
+//    (a discarded entry) restores priorities too; an emptied ancestor's dropped priority is
+//    its own image at `<ancestor>/.priority`, after the change's image.
 // Server values are resolved here, against the value being replaced.
 //
 // Two costs are paid once instead of per write (the committer's CPU bounds group commit):
@@ -29,7 +36,15 @@ final class TreeWriter: EventGroupReads {
     let batch: WriteBatchWithIndex
     /// Index entries change with the tree, in the same batch.
     let indexes: IndexMaintainer
+    /// The `priority` family (nil only on a read-only open of an older database, which
+    /// writes nothing).
+    let priority: ColumnFamily?
+    /// False while the `priority` family is known to be empty, so writes skip reading it (the
+    /// common case: most databases hold no priority). Set at open and by the first put; never
+    /// cleared, so it is never wrong in the direction that would lose a record.
+    private(set) var mayHoldPriorities: Bool
     private var iterator: Iterator?
+    private var priorityIterator: Iterator?
     /// Slices hash and compare by their elements, so a lookup needs no copy of the prefix.
     private var keysWithoutPrimitive: Set<ArraySlice<UInt8>> = []
     private let keysWithoutPrimitiveMax = 4096
@@ -40,9 +55,11 @@ final class TreeWriter: EventGroupReads {
     static let largeRemovalLeaves = 10_000
     static let largeRemovalsMax = 8
 
-    init(tree: ColumnFamily, index: ColumnFamily, batch: WriteBatchWithIndex) {
+    init(tree: ColumnFamily, index: ColumnFamily, priority: ColumnFamily?, mayHoldPriorities: Bool, batch: WriteBatchWithIndex) {
         self.tree = tree
         self.index = index
+        self.priority = priority
+        self.mayHoldPriorities = mayHoldPriorities
         self.batch = batch
         self.indexes = IndexMaintainer(family: index, batch: batch)
     }
@@ -55,6 +72,15 @@ final class TreeWriter: EventGroupReads {
     /// Must run before the batch is cleared or written.
     func endGroup() {
         self.iterator = nil
+        self.priorityIterator = nil
+    }
+
+    /// The group's iterator over `priority` (batch and database), made when first needed.
+    private var groupPriorityIterator: Iterator {
+        if let iterator = self.priorityIterator { return iterator }
+        let iterator = self.batch.makeIterator(self.priority!)
+        self.priorityIterator = iterator
+        return iterator
     }
 
     /// Call after the batch was rolled back: cached facts may describe undone changes.
@@ -92,6 +118,9 @@ final class TreeWriter: EventGroupReads {
     func apply(
         path: Path, value: Value, nowMilliseconds: UInt64, before: inout [LogEntry.BeforeImage]
     ) throws(EddyError) -> Value {
+        if path.lastKey == Value.priorityKey, let node = path.parent {
+            return try self.applyPriority(of: node, value, nowMilliseconds: nowMilliseconds, before: &before)
+        }
         var ancestorEnds: [Int] = []
         ancestorEnds.reserveCapacity(path.depth)
         var prefix: [UInt8] = []
@@ -107,10 +136,17 @@ final class TreeWriter: EventGroupReads {
             plans = try self.indexes.prepare(path: path, prefix: prefix, segmentEnds: segmentEnds, tree: self.groupIterator)
         }
         let (old, oldKeys) = try TreeReader.readSubtree(self.groupIterator, prefix: prefix, collectKeys: true)
-        before.append(LogEntry.BeforeImage(path: path, value: old))
+        var oldPriorities: [PriorityRecords.Record] = []
+        if self.mayHoldPriorities, !old.isNull {
+            oldPriorities = try PriorityRecords.records(self.groupPriorityIterator, under: prefix)
+        }
+        before.append(
+            LogEntry.BeforeImage(
+                path: path, value: oldPriorities.isEmpty ? old : try PriorityRecords.merging(oldPriorities, into: old, prefix: prefix)))
         let resolved =
             Self.containsServerValue(value) ? try Self.resolve(value, old: old, now: nowMilliseconds, path: path) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
+        for record in oldPriorities { self.batch.delete(self.priority!, record.key) }
         if oldKeys.count >= Self.largeRemovalLeaves, self.largeRemovals.count < Self.largeRemovalsMax {
             self.largeRemovals.append(prefix)
         }
@@ -119,12 +155,65 @@ final class TreeWriter: EventGroupReads {
                 try self.removePrimitiveAncestor(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
             }
             self.putLeaves(resolved, prefix: prefix)
+        } else if !old.isNull, self.mayHoldPriorities {
+            try self.dropEmptiedAncestorPriorities(of: path, prefix: prefix, ancestorEnds: ancestorEnds, before: &before)
         }
         if !plans.isEmpty {
             try self.indexes.finish(
-                plans, path: path, prefix: prefix, segmentEnds: segmentEnds, old: old, new: resolved, tree: self.groupIterator)
+                plans, path: path, prefix: prefix, segmentEnds: segmentEnds, old: old, new: resolved.withoutPriorities,
+                tree: self.groupIterator)
         }
         return resolved
+    }
+
+    /// A `<node>/.priority` write: sets (or with null removes) the node's own priority; an
+    /// empty node keeps none, so there it changes nothing. The image is the old priority at
+    /// `<node>/.priority`. Returns the priority stored (`.null` when none).
+    private func applyPriority(
+        of node: Path, _ value: Value, nowMilliseconds: UInt64, before: inout [LogEntry.BeforeImage]
+    ) throws(EddyError) -> Value {
+        let prefix = PathKeyEncoding.encode(node)
+        let iterator = self.groupIterator
+        iterator.seek(prefix, within: prefix)
+        let exists = iterator.isValid && iterator.keyHasPrefix(prefix)
+        try TreeReader.check(iterator)
+        let old = self.mayHoldPriorities ? try PriorityRecords.priority(self.groupPriorityIterator, at: prefix) : .null
+        before.append(LogEntry.BeforeImage(path: node.appending(Value.priorityKey), value: old))
+        guard exists else { return .null }
+        let resolved = WriteValidator.serverValue(value) == .timestamp ? .number(Double(nowMilliseconds)) : value
+        if resolved.isPriority {
+            self.putPriority(resolved, key: prefix)
+        } else if !old.isNull {
+            self.batch.delete(self.priority!, prefix)
+        }
+        return resolved.isPriority ? resolved : .null
+    }
+
+    private func putPriority(_ priority: Value, key: [UInt8]) {
+        guard let family = self.priority else { preconditionFailure("a priority written on a read-only open") }
+        self.mayHoldPriorities = true
+        self.batch.put(family, key, LeafEncoding.encode(priority))
+    }
+
+    /// After a removal at `path` took a node away: each ancestor it left empty (deepest first)
+    /// loses its priority, recorded as an image at `<ancestor>/.priority`.
+    private func dropEmptiedAncestorPriorities(
+        of path: Path, prefix: [UInt8], ancestorEnds: [Int], before: inout [LogEntry.BeforeImage]
+    ) throws(EddyError) {
+        let iterator = self.groupIterator
+        for (depth, end) in ancestorEnds.enumerated().reversed() where depth > 0 || end == 0 {
+            let ancestor = Array(prefix[..<end])
+            iterator.seek(ancestor, within: ancestor)
+            let isEmpty = !(iterator.isValid && iterator.keyHasPrefix(ancestor))
+            try TreeReader.check(iterator)
+            guard isEmpty else { return }
+            let priority = try PriorityRecords.priority(self.groupPriorityIterator, at: ancestor)
+            if !priority.isNull {
+                before.append(
+                    LogEntry.BeforeImage(path: Path(validatedKeys: Array(path.keys[..<depth])).appending(Value.priorityKey), value: priority))
+                self.batch.delete(self.priority!, ancestor)
+            }
+        }
     }
 
     /// Deletes the primitive at an ancestor of `path`, if any (at most one exists, by
@@ -147,7 +236,11 @@ final class TreeWriter: EventGroupReads {
                 continue
             }
             let leaf = try LeafEncoding.decode(existing)
-            before.append(LogEntry.BeforeImage(path: Path(validatedKeys: Array(path.keys[..<depth])), value: leaf))
+            // The primitive keeps its priority (the object replacing it has it), so the image
+            // holds it too: writing the image back restores it.
+            let priority = self.mayHoldPriorities ? try PriorityRecords.priority(self.groupPriorityIterator, at: ancestorKey) : .null
+            before.append(
+                LogEntry.BeforeImage(path: Path(validatedKeys: Array(path.keys[..<depth])), value: leaf.withOwnPriority(priority)))
             self.batch.delete(self.tree, ancestorKey)
             return
         }
@@ -163,6 +256,14 @@ final class TreeWriter: EventGroupReads {
                 self.batch.put(self.tree, key, LeafEncoding.encode(node))
             case .object(let children):
                 for (childKey, child) in children {
+                    if childKey == Value.priorityKey {
+                        if child.isPriority { self.putPriority(child, key: key) }
+                        continue
+                    }
+                    if childKey == Value.wrappedValueKey {
+                        stack.append((child, key))  // the node's own primitive
+                        continue
+                    }
                     var childPrefix = key
                     PathKeyEncoding.appendSegment(childKey, to: &childPrefix)
                     stack.append((child, childPrefix))
@@ -205,7 +306,12 @@ final class TreeWriter: EventGroupReads {
         guard case .object(let children) = value else { return value }
         var out: [String: Value] = [:]
         for (key, child) in children {
-            out[key] = try resolve(child, old: old[key], now: now, path: path.appending(key))
+            switch key {
+            // `old` is the plain value: a wrapped primitive replaces the node's own value.
+            case Value.wrappedValueKey: out[key] = try resolve(child, old: old, now: now, path: path)
+            case Value.priorityKey: out[key] = try resolve(child, old: .null, now: now, path: path)
+            default: out[key] = try resolve(child, old: old[key], now: now, path: path.appending(key))
+            }
         }
         return .object(out)
     }

@@ -26,9 +26,15 @@ public enum WriteOperation: Sendable {
         var changes: [LogEntry.Change] = []
         changes.reserveCapacity(members.count)
         for (key, child) in members {
-            let path: Path
+            var path: Path
             do {
-                path = try Path(key)
+                // A `<path>/.priority` key sets that child's priority (`.priority`: the location's).
+                if key == Value.priorityKey || key.hasSuffix("/" + Value.priorityKey) {
+                    let node = try Path(String(key.dropLast(Value.priorityKey.utf8.count)))
+                    path = Path(validatedKeys: (location.isRoot && node.isRoot) ? [] : node.keys + [Value.priorityKey])
+                } else {
+                    path = try Path(key)
+                }
             } catch {
                 throw EddyError(error.code, "update at \(location.abbreviated): \(error.message)")
             }

@@ -1,0 +1,79 @@
+// Reads that answer priorities: `format=export` values and queries, a location's own priority
+// (`<path>/.priority`), and priority-ordered queries over children that have priorities. Each
+// reads `tree` and `priority` on one snapshot. Everything else reads `tree` alone, which never
+// holds priorities (Firebase's default answers carry none).
+//
+// A priority-ordered query whose children have no priority is key order (`Engine+Query`,
+// `Query.keyQueryForNullPriorities`); once one child has a priority, the query reads the whole
+// location and orders it in memory (`QueryWindow`): priorities have no index.
+
+import EddyModel
+import EddyStorage
+import EddyTree
+
+extension Engine {
+    /// The value at `path` in Firebase's export form (`.priority` members, `{".value": v,
+    /// ".priority": p}` primitives) for `access`.
+    public func getExport(_ path: Path, access: Access) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: nil, access)
+            return try self.readExportValue(path)
+        }
+    }
+
+    /// The priority of the node at `path` (`.null` when it has none or does not exist) for
+    /// `access`, which needs read access to the node.
+    public func priority(_ path: Path, access: Access) async throws(EddyError) -> Value {
+        try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: nil, access)
+            guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return .null }
+            return try PriorityRecords.priority(self.database.makeIterator(family), at: PathKeyEncoding.encode(path))
+        }
+    }
+
+    /// The children `query` selects at `path`, in export form, for `access`.
+    public func queryExport(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
+        _ = try await self.index(path, query, access: access)  // the same refusals as any query
+        return try await self.onReader { () throws(EddyError) in
+            try self.checkRead(path, query: query, access)
+            return Self.window(of: try self.readExportValue(path), query)
+        }
+    }
+
+    /// Blocking read of the export form at `path`.
+    public func readExportValue(_ path: Path) throws(EddyError) -> Value {
+        guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return try self.readValue(path) }
+        let snapshot = self.database.makeSnapshot()
+        return try PriorityRecords.exportValue(
+            tree: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot),
+            priorities: self.database.makeIterator(family, snapshot: snapshot), prefix: PathKeyEncoding.encode(path))
+    }
+
+    /// The answer of a priority-ordered query at `path` when a child there has a priority
+    /// (without priorities, as every query answers); nil when none has, so key order serves.
+    func readPriorityQuery(_ path: Path, _ query: Query) throws(EddyError) -> Value? {
+        guard query.order == .priority, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return nil }
+        let location = PathKeyEncoding.encode(path)
+        let snapshot = self.database.makeSnapshot()
+        let priorities = self.database.makeIterator(family, snapshot: snapshot)
+        priorities.seek(location, within: location)
+        if priorities.isValid, priorities.key == location { priorities.next() }  // the location's own
+        let childHasOne = priorities.isValid && priorities.keyHasPrefix(location)
+        try TreeReader.check(priorities)
+        guard childHasOne else { return nil }
+        let value = try PriorityRecords.exportValue(
+            tree: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot),
+            priorities: priorities, prefix: location)
+        return Self.window(of: value, query).withoutPriorities
+    }
+
+    /// The children of `value` (export form) that `query` selects, as an object.
+    static func window(of value: Value, _ query: Query) -> Value {
+        guard case .object(var children) = value, children[Value.wrappedValueKey] == nil else { return .null }
+        children.removeValue(forKey: Value.priorityKey)
+        let keys = QueryWindow.select(children.map { ($0.key, QueryWindow.sortValue(of: $0.value, query.order)) }, query)
+        var out: [String: Value] = [:]
+        for key in keys { out[key] = children[key] }
+        return out.isEmpty ? .null : .object(out)
+    }
+}
