@@ -13,9 +13,11 @@
 // path, mode) is refused rather than guessed at.
 // Progress on stderr: bytes, percent, values/s, MiB/s and ETA, in place on a terminal and one line
 // every 5 s otherwise.
-// Firebase's export format: `{".value": v}` imports as `v` and a null `.priority` is left out.
-// Priorities are not stored, so an export holding one is refused (naming where) unless
-// `--drop-priorities` says to leave them out; the import then says how many it left out.
+// Firebase's export format: `{".value": v}` imports as `v`, a null `.priority` is left out, and
+// other priorities are kept: each batch's priorities are written by a second update right after
+// its values (a priority is kept only on a node that exists, and the file may name it before
+// the node's values). `--drop-priorities` leaves them out; a priority of the database's root,
+// which Eddy does not keep, is left out and counted.
 
 import ArgumentParser
 import EddyEngine
@@ -38,7 +40,7 @@ struct ImportCommand: AsyncParsableCommand {
     @Option(name: .customLong("progress-file"), help: "Where the resume point is kept. Default: FILE.eddy-import-progress") var progressFile: String?
     @Flag(
         name: .customLong("drop-priorities"),
-        help: "Leave out the priorities (.priority keys) of a Firebase export; Eddy does not store them. Without it, an export holding one is refused.")
+        help: "Leave out the priorities (.priority keys) of a Firebase export instead of importing them.")
     var dropPriorities = false
 
     static let batchValuesMax = Limits.updatePathsCountMax
@@ -128,6 +130,7 @@ struct ImportCommand: AsyncParsableCommand {
             return count
         }
         var batch: [String: Value] = [:]
+        var batchPriorities: [String: Value] = [:]
         var batchBytes = 0
         var batchEnd = progress.offset
         var meter = ImportMeter(totalBytes: size, startOffset: progress.offset, startValues: progress.values)
@@ -135,11 +138,13 @@ struct ImportCommand: AsyncParsableCommand {
         var rootValue: Value? = nil
         var droppedPriorities = 0
         func flush() throws {
-            guard !batch.isEmpty else { return }
-            try sink.write(try WriteOperation.update(at: location, body: .object(batch)))
+            guard !batch.isEmpty || !batchPriorities.isEmpty else { return }
+            if !batch.isEmpty { try sink.write(try WriteOperation.update(at: location, body: .object(batch))) }
+            if !batchPriorities.isEmpty { try sink.write(try WriteOperation.update(at: location, body: .object(batchPriorities))) }
             progress.values += batch.count
             progress.offset = batchEnd
             batch.removeAll(keepingCapacity: true)
+            batchPriorities.removeAll(keepingCapacity: true)
             batchBytes = 0
             try Self.save(progress, to: progressPath)
             meter.report(offset: progress.offset, values: progress.values, final: false)
@@ -149,15 +154,18 @@ struct ImportCommand: AsyncParsableCommand {
         try stream.forEachLeaf { leafPath, value, end in
             guard end > skipThrough else { return true }
             var path = leafPath
-            if path.last == ".priority" {
+            if path.last == Value.priorityKey {
                 if value.isNull { return true }
-                guard self.dropPriorities else {
-                    let at = "/" + (location.keys + path.dropLast()).joined(separator: "/")
-                    throw EddyError(
-                        .unsupported,
-                        "\(at) has a priority (.priority \(JSONWriter.string(value))); Eddy does not store priorities: run again with --drop-priorities to import without them")
+                if self.dropPriorities || (location.isRoot && path.count == 1) {
+                    droppedPriorities += 1
+                    return true
                 }
-                droppedPriorities += 1
+                let key = path.joined(separator: "/")
+                batchPriorities[key] = value
+                batchBytes += key.utf8.count + value.approximateBytes
+                batchEnd = end
+                // No flush here: the node's values may follow, and a priority written before
+                // its node exists is not kept (a node nests at most pathDepthMax priorities).
                 return true
             }
             if path.last == ".value" { path.removeLast() }  // the wrapped value of its parent
@@ -169,7 +177,7 @@ struct ImportCommand: AsyncParsableCommand {
             batch[key] = value
             batchBytes += key.utf8.count + value.approximateBytes
             batchEnd = end
-            if batchBytes >= self.batchBytes || batch.count >= Self.batchValuesMax { try flush() }
+            if batchBytes >= self.batchBytes || batch.count + batchPriorities.count >= Self.batchValuesMax { try flush() }
             return true
         }
         try flush()
@@ -180,7 +188,8 @@ struct ImportCommand: AsyncParsableCommand {
         try? FileManager.default.removeItem(atPath: progressPath)
         meter.report(offset: size, values: progress.values, final: true)
         if droppedPriorities > 0 {
-            FileHandle.standardError.write(Data("eddy: left out \(droppedPriorities) \(droppedPriorities == 1 ? "priority" : "priorities") (--drop-priorities)\n".utf8))
+            let why = self.dropPriorities ? "--drop-priorities" : "the root keeps no priority"
+            FileHandle.standardError.write(Data("eddy: left out \(droppedPriorities) \(droppedPriorities == 1 ? "priority" : "priorities") (\(why))\n".utf8))
         }
     }
 }

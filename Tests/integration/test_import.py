@@ -121,16 +121,22 @@ def test_a_firebase_export_with_wrapped_values_and_priorities(daemon, tmp_path):
     }
     doc = tmp_path / "export.json"
     doc.write_text(json.dumps(export))
-    # Priorities are not stored: refused, naming where, until --drop-priorities says to leave them out.
-    result = run_eddy("import", doc, "--data", daemon.data_dir, "--path", "/fb", check=False)
-    assert result.returncode == 1 and b"/fb/users/u2" in result.stderr and b"--drop-priorities" in result.stderr, result.stderr
-    (tmp_path / "export.json.eddy-import-progress").unlink(missing_ok=True)
+    # Priorities are imported, and come back in the export form.
+    run_eddy("import", doc, "--data", daemon.data_dir, "--path", "/fb")
+    assert requests.get(daemon.url("/fb"), params={"format": "export"}).json() == {
+        "users": {"u1": {"name": "Ada", "age": 36}, "u2": {"name": {".value": "Bob", ".priority": 3}, ".priority": "b"}},
+        "top": 1,
+    }
+    assert requests.get(daemon.url("/fb/users"), params={"orderBy": '"$priority"', "limitToFirst": "1"}).json() == {
+        "u1": {"name": "Ada", "age": 36}}
+    # --drop-priorities leaves them out.
     result = run_eddy("import", doc, "--data", daemon.data_dir, "--path", "/fb", "--drop-priorities")
     assert b"left out 2 priorities" in result.stderr, result.stderr
     assert requests.get(daemon.url("/fb")).json() == {
         "users": {"u1": {"name": "Ada", "age": 36}, "u2": {"name": "Bob"}},
         "top": 1,
     }
+    assert requests.get(daemon.url("/fb"), params={"format": "export"}).json() == requests.get(daemon.url("/fb")).json()
 
 
 def test_refusals(daemon, tmp_path):

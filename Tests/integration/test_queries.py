@@ -460,9 +460,9 @@ def test_unindexed_orders_need_an_index(d, http, items, order, index_on):
 
 
 def test_priority_order_selects_as_if_every_priority_were_null(d, http, items):
-    """Eddy stores no priorities, so every child's is null: priority order is key order, a null
-    bound narrows by its key, a non-null start selects nothing and a non-null end everything
-    (Firebase's order: null first). These were refused with "priorities are not supported"."""
+    """Where no child has a priority (as here), every child's is null: priority order is key
+    order, a null bound narrows by its key, a non-null start selects nothing and a non-null end
+    everything (Firebase's order: null first). Children with priorities: test_priorities.py."""
     def get(query):
         r = http.get(d.url(items) + "?" + query)
         assert r.status_code == 200, (query, r.text)

@@ -94,10 +94,10 @@ def test_firebase_wrapped_values_and_null_priorities_are_unwrapped(http, d, base
     r = http.patch(d.url(base), data=json.dumps({"c": {".value": True}}))
     assert r.status_code == 200, r.text
     assert get(http, d, base) == {"leaf": 1, "obj": {"a": "x", "b": 2}, "c": True}
-    # A priority itself is not stored, so it is refused, naming the key, and nothing is written.
-    for body in ({".priority": 5}, {"z": {".value": 1, ".priority": "p"}}):
+    # A priority that is not a number, a string or null is refused, naming where, and nothing is written.
+    for body in ({"a": 1, ".priority": True}, {"z": {".value": 1, ".priority": {"p": 1}}}):
         r = http.put(d.url(base + "/refused"), data=json.dumps(body))
-        assert r.status_code == 400 and ".priority" in r.json()["error"], r.text
+        assert r.status_code == 400 and "priority of /" in r.json()["error"] and "/refused" in r.json()["error"], r.text
     r = http.put(d.url(base + "/refused"), data=json.dumps({".value": 1, "other": 2}))
     assert r.status_code == 400 and '".value" and other keys' in r.json()["error"], r.text
     assert get(http, d, base + "/refused") is None
@@ -625,18 +625,31 @@ def test_if_match_on_get_is_refused(http, d, base):
         assert r.status_code == 400 and "if-match is not supported on GET" in r.json()["error"], r.text
 
 
-def test_the_priority_virtual_child_reads_null(http, d, base):
-    """Firebase reads a location's priority at <path>/.priority.json; Eddy stores none, so it is
-    null (it was refused as a key with "."). Writing one is refused naming priorities."""
+def test_the_priority_virtual_child_reads_and_writes_a_locations_priority(http, d, base):
+    """Firebase's <path>/.priority.json: GET reads the location's priority (null when none or
+    when nothing is there), PUT sets it and DELETE removes it; an empty location keeps none."""
     put(http, d, base, {"a": 1})
     for path in (base + "/.priority", base + "/a/.priority", base + "/absent/.priority"):
         r = http.get(d.url(path))
         assert r.status_code == 200 and r.text == "null", (path, r.text)
-    r = http.put(d.url(base + "/.priority"), data="1")
-    assert r.status_code == 400 and "priorities are not supported yet" in r.json()["error"], r.text
-    r = http.patch(d.url(base), data='{"a/.priority": 1}')
-    assert r.status_code == 400 and "priorities are not supported yet" in r.json()["error"], r.text
-    assert get(http, d, base) == {"a": 1}
+    r = http.put(d.url(base + "/a/.priority"), data="1")
+    assert r.status_code == 200 and r.json() == 1, r.text
+    assert http.get(d.url(base + "/a/.priority")).json() == 1
+    r = http.patch(d.url(base), data='{"a/.priority": "x"}')
+    assert r.status_code == 200, r.text
+    assert http.get(d.url(base + "/a/.priority")).json() == "x"
+    assert get(http, d, base) == {"a": 1}, "the data reads without its priority"
+    assert http.get(d.url(base), params={"format": "export"}).json() == {"a": {".value": 1, ".priority": "x"}}
+    r = http.delete(d.url(base + "/a/.priority"))
+    assert r.status_code == 200, r.text
+    assert http.get(d.url(base + "/a/.priority")).text == "null"
+    assert http.put(d.url(base + "/absent/.priority"), data="2").status_code == 200
+    assert http.get(d.url(base + "/absent/.priority")).text == "null"
+    assert get(http, d, base + "/absent") is None, "a priority alone makes no value"
+    r = http.put(d.url(base + "/a/.priority"), data='{"b": 1}')
+    assert r.status_code == 400 and "priority of " in r.json()["error"] and base + "/a must be" in r.json()["error"], r.text
+    r = http.post(d.url(base + "/a/.priority"), data="1")
+    assert r.status_code == 400 and ".priority" in r.json()["error"], r.text
 
 
 def test_an_unquoted_orderBy_gets_firebases_message(http, d, base):

@@ -7,7 +7,8 @@
 //   PATCH   multi-path update; answers the body as written
 //   DELETE  remove; answers null (if-match as PUT)
 // print=silent answers 204 with no body; print=pretty indents; callback=fn (GET) answers fn(<json>);.
-// format=export never renders arrays; download=NAME (GET) adds Content-Disposition: attachment.
+// format=export answers priorities (export form) and never renders arrays; download=NAME (GET)
+// adds Content-Disposition: attachment. <path>/.priority.json: GET, PUT, DELETE a priority.
 // /.settings/rules.json: GET the rules document, PUT to replace it.
 // /.settings/indexes.json: GET every index with its state and build progress.
 // /.settings/followers.json: GET the replication status (`ReplicationRole.status`).
@@ -258,7 +259,14 @@ public struct RESTResponder: HTTPResponder {
             let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
         }
-        if rest.isPriority { return try Self.priority(rest, engine: engine, headers: request.headers, access: access) }
+        if rest.isPriority {
+            if method == .put {
+                return try await self.withBody(request) { body in
+                    try await self.priority(rest, method: method, body: body, engine: engine, request: request, access: access)
+                }
+            }
+            return try await self.priority(rest, method: method, body: nil, engine: engine, request: request, access: access)
+        }
         if method == .get, request.headers[.ifMatch] != nil {
             // Firebase's REST reference: a GET with if-match is 400 "not supported".
             throw RESTError(
@@ -399,22 +407,25 @@ public struct RESTResponder: HTTPResponder {
         let value: Value
         do {
             if let query = rest.query {
-                value = try await engine.query(rest.path, query, access: access)
+                value = rest.export ? try await engine.queryExport(rest.path, query, access: access) : try await engine.query(rest.path, query, access: access)
+            } else if rest.shallow {
+                value = try await engine.getShallow(rest.path, access: access)
             } else {
-                value = rest.shallow ? try await engine.getShallow(rest.path, access: access) : try await engine.get(rest.path, access: access)
+                value = rest.export ? try await engine.getExport(rest.path, access: access) : try await engine.get(rest.path, access: access)
             }
         } catch {
             throw RESTError(error)
         }
         try Self.checkTimeout(rest, since: started)
         if let ifNoneMatch = headers[.ifNoneMatch] {
-            let etag = ETag.of(value)
+            let etag = ETag.of(value.withoutPriorities)
             if ifNoneMatch == etag {
                 return Response(status: .notModified, headers: [.eTag: etag])
             }
             return Self.json(value, rest, etag: etag)
         }
-        return Self.json(value, rest, etag: wantsETag ? ETag.of(value) : nil)
+        // The ETag is of the data (an export's priorities aside), as a later if-match compares.
+        return Self.json(value, rest, etag: wantsETag ? ETag.of(value.withoutPriorities) : nil)
     }
 
     /// A whole-value GET: written straight from the tree, never built as a `Value`. An answer
@@ -560,23 +571,44 @@ public struct RESTResponder: HTTPResponder {
         }
     }
 
-    /// `<path>/.priority.json`: Firebase's "virtual child" holding a location's priority. Eddy
-    /// stores none, so a GET (with read access to the location) answers null; a write or an
-    /// event stream is refused, naming the path, and nothing is applied.
-    private static func priority(_ rest: RESTRequest, engine: Engine, headers: HTTPFields, access: Access) throws(RESTError) -> Response {
-        guard rest.method == .get, !Self.wantsEventStream(headers) else {
-            let what = rest.method == .get ? "listened to" : "written"
-            throw RESTError(
-                status: 400,
-                message: "\(rest.path)/.priority cannot be \(what): priorities are not supported yet (a location's priority always reads null)")
-        }
-        do {
-            try engine.checkRead(rest.path, query: nil, access)
-        } catch {
-            throw RESTError(error)
-        }
+    /// `<path>/.priority.json`: Firebase's "virtual child" holding a location's priority. GET
+    /// answers it (null when none, or when nothing is stored there); PUT sets it (a number, a
+    /// string, null or `{".sv": "timestamp"}`; on an empty location it stores nothing, as
+    /// Firebase keeps no priority there); DELETE removes it. Access is the location's.
+    private func priority(
+        _ rest: RESTRequest, method: RESTRequest.Method, body: ByteBuffer?, engine: Engine, request: Request, access: Access
+    ) async throws -> Response {
+        let headers = request.headers
         let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
-        return Self.json(.null, rest, etag: wantsETag ? ETag.of(.null) : nil)
+        switch method {
+        case .get where !Self.wantsEventStream(headers):
+            let priority: Value
+            do {
+                priority = try await engine.priority(rest.path, access: access)
+            } catch {
+                throw RESTError(error)
+            }
+            return Self.json(priority, rest, etag: wantsETag ? ETag.of(priority) : nil)
+        case .put, .delete:
+            guard !rest.path.isRoot else {
+                throw RESTError(status: 400, message: "the root has no priority to write; write a priority at a child location")
+            }
+            var value = Value.null
+            if method == .put {
+                do throws(EddyError) {
+                    guard let body, body.readableBytes > 0 else { throw EddyError(.invalidJSON, "request body is empty; send a JSON value") }
+                    value = try JSONParser.parse(Array(body.readableBytesView))
+                } catch {
+                    engine.recordRefusedWrite(error)
+                    throw RESTError(error)
+                }
+            }
+            return try await self.write(
+                .set(rest.path.appending(Value.priorityKey), value), rest, engine: engine, ifMatch: nil, wantsETag: false, access: access)
+        default:
+            let what = method == .get ? "listened to (it changes with its location: listen there)" : "written with \(method.rawValue) (use PUT or DELETE)"
+            throw RESTError(status: 400, message: "\(rest.path)/.priority cannot be \(what)")
+        }
     }
 
     /// `GET` answers the rules document; `PUT` replaces it (validated first) and answers
