@@ -80,15 +80,16 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.write("set", value, completion: block)
     }
 
-    /// Eddy stores no priorities: the value is written and the priority dropped.
+    /// Writes the value with its priority (stored on the server: `format=export` and
+    /// `$priority` queries answer it; this client's snapshots keep none, `priority` is nil).
     public func setValue(_ value: Any?, andPriority priority: Any?) {
-        self.write("set", value, completion: nil)
+        self.write("set", value, priority: .some(priority), completion: nil)
     }
 
     public func setValue(
         _ value: Any?, andPriority priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
     ) {
-        self.write("set", value, completion: block)
+        self.write("set", value, priority: .some(priority), completion: block)
     }
 
     @discardableResult
@@ -103,7 +104,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Sendable, so the completion-block form is chosen; priorities (strings, numbers) are.
     @discardableResult
     public func setValue(_ value: Any?, andPriority priority: (any Sendable)?) async throws -> DatabaseReference {
-        try await self.write("set", value)
+        try await self.write("set", value, priority: .some(priority))
     }
 
     public func removeValue() {
@@ -135,19 +136,34 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await self.write("update", Self.stringKeyed(values))
     }
 
-    /// Eddy stores no priorities: refused with `invalidValue`, nothing written.
-    public func setPriority(_ priority: Any?) {}
-
-    public func setPriority(_ priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
-        let box = UncheckedSendable(block)
-        let ref = self
-        self.database.deliver { box.value(DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing"), ref) }
+    /// Sets this location's priority (a number, a string, nil to remove it, or
+    /// `ServerValue.timestamp()`); a location with no data keeps none, as in Firebase. Stored on
+    /// the server; this client's snapshots keep no priorities, so no event follows.
+    public func setPriority(_ priority: Any?) {
+        self.writePriority(priority, completion: nil)
     }
 
-    /// The async form of `setPriority(_:withCompletionBlock:)`: throws `invalidValue`.
+    public func setPriority(_ priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
+        self.writePriority(priority, completion: block)
+    }
+
     @discardableResult
     public func setPriority(_ priority: Any?) async throws -> DatabaseReference {
-        throw DatabaseError(.invalidValue, "Eddy stores no priorities; setPriority wrote nothing")
+        try await self.awaitCompletion { self.writePriority(priority, completion: $0) }
+    }
+
+    /// A set of `<path>/.priority`, with no local event (the view holds no priorities).
+    private func writePriority(_ priority: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
+        let box = UncheckedSendable(completion)
+        let value: Value
+        do throws(DatabaseError) {
+            guard !self.path.isRoot else { throw DatabaseError(.invalidValue, "setPriority: the root has no priority") }
+            value = try FoundationValue.priority(priority, path: self.path.description)
+        } catch {
+            return self.complete(box.value, .failure(error))
+        }
+        let target = DatabaseReference(database: self.database, path: self.path.appending(Value.priorityKey))
+        target.submit("set", value, sentValue: value, localEvents: false) { result in self.complete(box.value, result.map { _ in () }) }
     }
 
     private static func stringKeyed(_ values: [AnyHashable: Any]) -> Any {
@@ -156,10 +172,27 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         return out
     }
 
-    private func write(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
+    /// `priority`: `.some` for `setValue(_:andPriority:)` (its priority replaces any in the
+    /// value), nil for a plain write.
+    private func write(_ op: String, _ value: Any?, priority: Any?? = nil, completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
         if Self.isEmptyUpdate(op, value) { return self.complete(box.value, .success(())) }
-        self.submit(op, value) { result in self.complete(box.value, result.map { _ in () }) }
+        let sent: Value?
+        do {
+            sent = try self.sentValue(op, value, priority: priority)
+        } catch {
+            return self.complete(box.value, .failure(error))
+        }
+        self.submit(op, value, sentValue: sent) { result in self.complete(box.value, result.map { _ in () }) }
+    }
+
+    /// What a write sends: its value in the export form (priorities kept), with `priority`
+    /// given its own; nil for a remove.
+    private func sentValue(_ op: String, _ value: Any?, priority: Any??) throws(DatabaseError) -> Value? {
+        guard op != "remove" else { return nil }
+        let sent = try FoundationValue.sent(value, path: self.path.description)
+        guard let priority else { return sent }
+        return sent.withOwnPriority(try FoundationValue.priority(priority, path: self.path.description))
     }
 
     /// Firebase does nothing for an update with no values and reports success
@@ -168,11 +201,12 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         op == "update" && (value as? [String: Any])?.isEmpty == true
     }
 
-    private func write(_ op: String, _ value: Any?) async throws -> DatabaseReference {
+    private func write(_ op: String, _ value: Any?, priority: Any?? = nil) async throws -> DatabaseReference {
         if Self.isEmptyUpdate(op, value) { return self }
+        let sent = try self.sentValue(op, value, priority: priority)
         let box = UncheckedSendable(value)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, DatabaseError>, Never>) in
-            self.submit(op, box.value) { continuation.resume(returning: $0.map { _ in () }) }
+            self.submit(op, box.value, sentValue: sent) { continuation.resume(returning: $0.map { _ in () }) }
         }
         try result.get()
         return self
@@ -181,16 +215,23 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Sends one write; `completion` gets the `written` answer's payload or the error. With
     /// `localEvents`, the write raises its events at once (`PendingWrites`), and a refusal
     /// takes them back before `completion` runs.
+    /// `sentValue`: what goes on the wire when it differs from the local view's value (the
+    /// export form, priorities kept); the value as converted otherwise.
     func submit(
-        _ op: String, _ value: Any?, ifMatch: String? = nil, localEvents: Bool = true, replacing: PendingWrite? = nil,
+        _ op: String, _ value: Any?, sentValue: Value? = nil, ifMatch: String? = nil, localEvents: Bool = true, replacing: PendingWrite? = nil,
         keptWhenStale: (@Sendable (PendingWrite?) -> Void)? = nil,
         completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
-        self.database.makingWrite { self.submitCounted(op, value, ifMatch: ifMatch, localEvents: localEvents, replacing: replacing, keptWhenStale: keptWhenStale, completion: completion) }
+        let box = UncheckedSendable(value)
+        self.database.makingWrite {
+            self.submitCounted(
+                op, box.value, sentValue: sentValue, ifMatch: ifMatch, localEvents: localEvents, replacing: replacing, keptWhenStale: keptWhenStale,
+                completion: completion)
+        }
     }
 
     private func submitCounted(
-        _ op: String, _ value: Any?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
+        _ op: String, _ value: Any?, sentValue: Value?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
         keptWhenStale: (@Sendable (PendingWrite?) -> Void)?, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
         if InfoView.isInfo(self.path) {
@@ -202,13 +243,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         var converted = Value.null
         if op != "remove" {
-            do {
-                converted = try FoundationValue.written(value, path: self.path.description)
-            } catch {
-                completion(.failure(error))
-                return
+            if let sentValue {
+                converted = WriteValidator.unwrappingFirebaseForms(sentValue)
+                payload["value"] = sentValue
+            } else {
+                do {
+                    converted = try FoundationValue.written(value, path: self.path.description)
+                } catch {
+                    completion(.failure(error))
+                    return
+                }
+                payload["value"] = converted
             }
-            payload["value"] = converted
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
         let database = self.database
@@ -219,8 +265,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         do throws(EddyError) {
             if op == "remove" {
                 try WriteValidator.validateLocation(self.path)
+            } else if self.path.lastKey == Value.priorityKey, let node = self.path.parent {
+                try WriteValidator.validatePriority(converted, at: node)
             } else {
                 for put in puts { _ = try WriteValidator.validate(put.value, at: put.path) }
+                if op == "set", let sentValue, sentValue != converted { _ = try WriteValidator.validate(sentValue, at: self.path) }
             }
         } catch {
             completion(.failure(DatabaseError(error)))
@@ -288,14 +337,14 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void) {
         self.registerOnDisconnect("set", value, completion: block)
     }
-    /// Eddy stores no priorities: the value is registered, the priority dropped.
+    /// The value is written with its priority when the connection ends.
     public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any) {
-        self.registerOnDisconnect("set", value, completion: nil)
+        self.registerOnDisconnect("set", value, priority: .some(priority), completion: nil)
     }
     public func onDisconnectSetValue(
         _ value: Any?, andPriority priority: Any?, withCompletionBlock block: @escaping ((any Error)?, DatabaseReference) -> Void
     ) {
-        self.registerOnDisconnect("set", value, completion: block)
+        self.registerOnDisconnect("set", value, priority: .some(priority), completion: block)
     }
     public func onDisconnectRemoveValue() {
         self.registerOnDisconnect("remove", nil, completion: nil)
@@ -343,18 +392,19 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await self.awaitCompletion { self.cancelDisconnectOperations(completionBlock: $0) }
     }
 
-    private func registerOnDisconnect(_ op: String, _ value: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
+    private func registerOnDisconnect(
+        _ op: String, _ value: Any?, priority: Any?? = nil, completion: (((any Error)?, DatabaseReference) -> Void)?
+    ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
-        if op != "remove" {
-            do {
-                payload["value"] = try FoundationValue.written(value, path: self.path.description)
-            } catch {
-                self.complete(completion, .failure(error))
-                return
-            }
+        do {
+            payload["value"] = try self.sentValue(op, value, priority: priority)
+        } catch {
+            self.complete(completion, .failure(error))
+            return
         }
         let box = UncheckedSendable(completion)
-        let value = payload["value"] ?? .null
+        // This client's record of it holds what its views will: no priorities.
+        let value = WriteValidator.unwrappingFirebaseForms(payload["value"] ?? .null)
         self.database.connection.request(.onDisconnect, .object(payload)) { result in
             if case .success = result { self.database.disconnectWrites.registered(op, at: self.path, value: value) }
             self.complete(box.value, result.map { _ in () })

@@ -52,14 +52,32 @@ enum FoundationValue {
     }
 
     /// `value(_:path:)` for data to write, with Firebase's wrapper forms read as its SDKs and
-    /// the server read them (`{".value": v}` is `v`; `.priority` keys are dropped, as Eddy
-    /// stores no priorities), so this client's own view holds what the server will.
+    /// the server read them (`{".value": v}` is `v`; `.priority` keys are dropped: this client
+    /// keeps no priorities), so this client's own view holds what the server will answer.
     /// As Firebase's Apple SDK (FSnapshotUtilities), a `.value` wrapper holds a leaf: an object
     /// or array in it is refused naming its path.
     static func written(_ any: Any?, path: String) throws(DatabaseError) -> Value {
+        WriteValidator.unwrappingFirebaseForms(try self.sent(any, path: path))
+    }
+
+    /// The data to send for a write: as `written`, but in the export form, priorities kept
+    /// (the server stores them).
+    static func sent(_ any: Any?, path: String) throws(DatabaseError) -> Value {
         let value = try self.value(any, path: path)
         try self.checkWrappedLeaves(value, path: path)
-        return WriteValidator.unwrappingFirebaseForms(value)
+        return value
+    }
+
+    /// A priority given to `setValue(_:andPriority:)` or `setPriority`: a number, a string,
+    /// nil (none) or `ServerValue.timestamp()`, as Firebase's FValidation takes.
+    static func priority(_ any: Any?, path: String) throws(DatabaseError) -> Value {
+        let value = try self.value(any, path: path)
+        switch value {
+        case .null, .number, .string: return value
+        case .object(let members) where members.count == 1 && members[WriteValidator.serverValueKey] == .string("timestamp"): return value
+        default:
+            throw DatabaseError(.invalidValue, "Invalid priority at \(path): a priority is a number, a string, nil or ServerValue.timestamp()")
+        }
     }
 
     private static func checkWrappedLeaves(_ value: Value, path: String) throws(DatabaseError) {

@@ -1,12 +1,16 @@
 // Firebase's `.value` wrapper and `.priority` keys in data a client writes, against a real
-// eddyd: the client's own view holds from the first event what the server stores (the wrapper
-// unwrapped, priorities dropped as `setValue(_:andPriority:)` drops them), in writes and in
-// transactions.
+// eddyd: the client's own view holds from the first event what the server answers (the wrapper
+// unwrapped, no priorities), in writes and in transactions; the server stores the priorities
+// (`setValue(_:andPriority:)`, `setPriority`, `.priority` keys), which `format=export` reads.
 
 import Dispatch
 import EddyClient
 import Foundation
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 @Suite(.serialized) struct FirebaseFormsTests {
     let daemon: DaemonProcess
@@ -70,6 +74,47 @@ import Testing
         let stored = try #require(try await ref.getData().value as? [String: Any])
         #expect((stored["users"] as? [String: Any])?["u1"] as? [String: String] == ["username": "ada"])
         #expect(stored["ranked"] as? String == "first")
+    }
+
+    /// Priorities a client writes are stored: `setValue(_:andPriority:)`, `setPriority` (nil
+    /// removes; an empty location keeps none), `.priority` keys in a value and in an update, and
+    /// at disconnect; its own view holds the data without them. Both transports.
+    @Test(arguments: ["native", "rest"]) func prioritiesAClientWritesAreStored(transport: String) async throws {
+        let database = Database.database(url: transport == "native" ? self.daemon.socketURL : self.daemon.restURL)
+        database.callbackQueue = self.queue
+        let ref = database.reference().child("forms/priorities-\(transport)")
+        try await ref.child("a").setValue("first", andPriority: 1)
+        try await ref.child("b").setValue(["x": 1], andPriority: "p")
+        try await ref.child("c").setValue(["y": [".value": 2, ".priority": 3.5], ".priority": 4])
+        try await ref.child("d").setValue(true)
+        try await ref.child("d").setPriority(5)
+        try await ref.child("b").setPriority(nil)
+        try await ref.child("missing").setPriority(6)
+        try await ref.updateChildValues(["c/y/.priority": "q"])
+        let exported = try await self.exportJSON("forms/priorities-\(transport)")
+        #expect(
+            exported == #"{"a":{".priority":1,".value":"first"},"b":{"x":1},"c":{".priority":4,"y":{".priority":"q",".value":2}},"d":{".priority":5,".value":true}}"#)
+        let view = try #require(try await ref.getData().value as? [String: Any])
+        #expect(view["a"] as? String == "first" && (view["c"] as? [String: Any])?["y"] as? Int == 2, "\(view)")
+        do {
+            try await ref.child("a").setPriority(true)
+            Issue.record("a boolean is no priority")
+        } catch let error as DatabaseError {
+            #expect(error.code == .invalidValue && error.message.contains("priority"), "\(error)")
+        }
+        do {
+            try await ref.child("a").setValue("v", andPriority: ["k": 1])
+            Issue.record("an object is no priority")
+        } catch let error as DatabaseError {
+            #expect(error.code == .invalidValue && error.message.contains("priority"), "\(error)")
+        }
+        #expect(try await self.exportJSON("forms/priorities-\(transport)/a") == #"{".priority":1,".value":"first"}"#, "nothing of a refused write")
+    }
+
+    /// GET `<path>.json?format=export` from eddyd itself.
+    private func exportJSON(_ path: String) async throws -> String {
+        let (body, _) = try await URLSession.shared.data(from: URL(string: self.daemon.httpURL + "/" + path + ".json?format=export")!)
+        return String(decoding: body, as: UTF8.self)
     }
 
     /// FData.m testSettingInvalidObjectsThrow: a `.value` wrapper holds a leaf; an object in it

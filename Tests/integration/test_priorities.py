@@ -15,6 +15,7 @@ import requests
 from conftest import firebase_app, follower_of, put_rules
 from firebase_order import firebase_key_cmp, value_cmp
 from test_replication import digest_and_verify, wait_caught_up
+from test_native import ERROR, GET, VALUE, WRITE, WRITTEN, Native
 from test_sse import SSEClient
 
 SEED = int(os.environ.get("EDDY_TEST_SEED", random.randrange(1 << 30)))
@@ -192,3 +193,27 @@ def test_followers_replicate_priorities(daemon_factory):
     leader.stop()
     follower.stop()
     assert digest_and_verify(follower) == digest_and_verify(leader)
+
+
+def test_the_native_protocol_reads_and_writes_a_locations_priority(daemon):
+    put(daemon, "/n", {"a": 1})
+    native = Native(daemon)
+    try:
+        native.send(WRITE, 1, {"op": "set", "path": "/n/a/.priority", "value": 7})
+        kind, rid, payload = native.recv()
+        assert (kind, rid) == (WRITTEN, 1), payload
+        native.send(GET, 2, {"path": "/n/a/.priority"})
+        kind, rid, payload = native.recv()
+        assert (kind, rid, payload) == (VALUE, 2, {"value": 7})
+        native.send(WRITE, 3, {"op": "remove", "path": "/n/a/.priority"})
+        assert native.recv()[0] == WRITTEN
+        native.send(WRITE, 4, {"op": "set", "path": "/n/a/.priority", "value": [1]})
+        kind, rid, payload = native.recv()
+        assert kind == ERROR and "priority of /n/a" in payload["message"], payload
+        native.send(WRITE, 5, {"op": "push", "path": "/n/a/.priority", "value": 1})
+        kind, rid, payload = native.recv()
+        assert kind == ERROR and ".priority" in payload["message"], payload
+    finally:
+        native.close()
+    assert export(daemon, "/n") == {"a": 1}
+

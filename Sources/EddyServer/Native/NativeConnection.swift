@@ -299,6 +299,12 @@ final class NativeConnection: Sendable {
             switch frame.kind {
             case .get:
                 // `"etag": true`: also the value's ETag, for a conditional write (`ifMatch`).
+                // `<path>/.priority`: the location's priority (null when none).
+                if case .string(let text) = body["path"], text.hasSuffix("/" + Value.priorityKey) {
+                    let node = try Path(allowingPriority: text).parent ?? .root
+                    self.answer(.value, frame.requestID, .object(["value": try await engine.priority(node, access: access)]))
+                    return
+                }
                 guard body["etag"] == .bool(true) else {
                     // Bounded while it is read, so a huge location is refused before it is built.
                     let path = try Self.path(body)
@@ -426,9 +432,11 @@ final class NativeConnection: Sendable {
     /// The `op`, `path` and `value` of a `write` or `onDisconnect` request; `push` only when
     /// `allowsPush` (a push at disconnect has no one to tell its key to).
     static func operation(_ body: Value, request: String, allowsPush: Bool) throws(EddyError) -> WriteOperation {
-        let path = try Self.path(body)
+        let op = try Self.string(body, "op", optional: false)
+        // A set or remove may name `<path>/.priority`: the location's priority.
+        let path = op == "set" || op == "remove" ? try Path(allowingPriority: try self.string(body, "path", optional: false)!) : try Self.path(body)
         let value = body["value"]
-        switch try Self.string(body, "op", optional: false) {
+        switch op {
         case "set": return .set(path, value)
         case "update": return try WriteOperation.update(at: path, body: value)
         case "push" where allowsPush: return .push(path, value)
