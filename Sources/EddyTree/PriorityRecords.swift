@@ -35,6 +35,13 @@ package enum PriorityRecords {
         return try iterator.withValue { bytes throws(EddyError) in try LeafEncoding.decode(bytes) }
     }
 
+    /// The committed priority of the node at `path` (`.null`: none, or a read-only open of a
+    /// database without the family).
+    package static func priority(in database: Database, at path: Path) throws(EddyError) -> Value {
+        guard let family = database.columnFamilyIfPresent(ColumnFamilies.priority) else { return .null }
+        return try self.priority(database.makeIterator(family), at: PathKeyEncoding.encode(path))
+    }
+
     /// `value`, the plain value of the node whose encoding is `prefix`, in export form: each
     /// record's priority set on its node (`Value+Priority.swift`).
     package static func merging(_ records: [Record], into value: Value, prefix: [UInt8]) throws(EddyError) -> Value {

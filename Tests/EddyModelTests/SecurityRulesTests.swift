@@ -318,6 +318,30 @@ struct TestFailure: Error {
         #expect(try removed.value(at: try Path("/b")) == .null, "removing the last child prunes the parent")
     }
 
+    /// `getPriority()`: the stored priority, or in `newData` the one the write gives: its
+    /// export form, a `<path>/.priority` write (nothing on an empty node), none where a write
+    /// without priorities replaced the node.
+    @Test func prioritiesOfAnOverlay() throws {
+        let stored = RuleTree(
+            reading: { path in (try JSONParser.parse(Array(#"{"a": {"x": 1}, "b": 2}"#.utf8))).child(at: path) },
+            readingPriority: { path in path == (try Path("/a")) ? .string("s") : .null })
+        #expect(try stored.priority(at: try Path("/a")) == .string("s"))
+        let set = RuleTree(
+            base: stored, writing: [(try Path("/b"), .number(3))],
+            exported: [(try Path("/b"), try JSONParser.parse(Array(#"{".value": 3, ".priority": 7}"#.utf8)))])
+        #expect(try set.priority(at: try Path("/b")) == .number(7))
+        #expect(try set.priority(at: try Path("/a")) == .string("s"), "beside the write: as stored")
+        let plain = RuleTree(base: stored, writing: [(try Path("/a"), .number(1))])
+        #expect(try plain.priority(at: try Path("/a")) == .null, "a write without one replaces it")
+        let node = Path(validatedKeys: ["b", ".priority"])
+        let priorityWrite = RuleTree(base: stored, writing: [(try Path("/b"), .number(2))], exported: [(node, .number(4))])
+        #expect(try priorityWrite.priority(at: try Path("/b")) == .number(4))
+        let onEmpty = RuleTree(base: stored, writing: [(try Path("/none"), .null)], exported: [(Path(validatedKeys: ["none", ".priority"]), .number(4))])
+        #expect(try onEmpty.priority(at: try Path("/none")) == .null, "an empty node keeps none")
+        let rules = try SecurityRules.compile(try JSONParser.parse(Array(#"{".read": "data.child('a').getPriority() == 's'"}"#.utf8)))
+        #expect(rules.canRead(try Path("/"), RuleContext(auth: .null, now: 0, tree: stored, newTree: stored)))
+    }
+
     @Test func aFailingReadFailsTheRuleNotTheRequest() throws {
         struct Broken: Error {}
         let tree = RuleTree(reading: { _ in throw Broken() })

@@ -14,7 +14,7 @@ import requests
 
 from conftest import firebase_app, follower_of, put_rules
 from firebase_order import firebase_key_cmp, value_cmp
-from test_replication import digest_and_verify, wait_caught_up
+from test_replication import digest_and_verify, wait_caught_up, wait_for_log
 from test_native import ERROR, GET, VALUE, WRITE, WRITTEN, Native
 from test_sse import SSEClient
 
@@ -216,4 +216,40 @@ def test_the_native_protocol_reads_and_writes_a_locations_priority(daemon):
     finally:
         native.close()
     assert export(daemon, "/n") == {"a": 1}
+
+
+def test_a_follower_bootstrapped_from_a_snapshot_has_the_priorities(daemon_factory):
+    """The snapshot a new follower of a long log is copied from carries the priority family."""
+    leader = daemon_factory("--snapshot-bootstrap-entries", "50")
+    for i in range(60):
+        put(leader, f"/s/k{i}", {".value": i, ".priority": 60 - i} if i % 2 else {"v": i, ".priority": f"p{i}"})
+    follower = follower_of(daemon_factory, leader)
+    wait_for_log(follower, "bootstrapped from a snapshot")
+    requests.put(leader.url("/s/k1/.priority"), data="100")  # live, after the snapshot
+    wait_caught_up(leader, follower)
+    assert export(follower, "/s") == export(leader, "/s")
+    assert requests.get(follower.url("/s"), params={"orderBy": '"$priority"', "limitToFirst": "2"}).json() == {"k59": 59, "k57": 57}
+    leader.stop()
+    follower.stop()
+    assert digest_and_verify(follower) == digest_and_verify(leader)
+
+
+def test_rules_read_priorities_with_getPriority(daemon):
+    put_rules(daemon, {"rules": {
+        ".write": True,
+        "ranked": {".read": True, "$k": {".validate": "newData.getPriority() != null && newData.getPriority() != 'banned'"}},
+        "shown": {"$k": {".read": "data.getPriority() == 'public'"}},
+    }})
+    assert requests.put(daemon.url("/ranked/a"), data=json.dumps({".value": 1, ".priority": 3})).status_code == 200
+    assert requests.put(daemon.url("/ranked/b"), data="1").status_code == 401, "no priority"
+    assert requests.put(daemon.url("/ranked/a/.priority"), data='"x"').status_code == 200
+    assert requests.put(daemon.url("/ranked/a/.priority"), data='"banned"').status_code == 401
+    assert requests.delete(daemon.url("/ranked/a/.priority")).status_code == 401, "removing it leaves none"
+    assert requests.patch(daemon.url("/ranked"), data=json.dumps({"c": {".value": 2, ".priority": 1}})).status_code == 200
+    assert export(daemon, "/ranked") == {"a": {".value": 1, ".priority": "x"}, "c": {".value": 2, ".priority": 1}}
+    requests.put(daemon.url("/shown"), data=json.dumps({"p": {".value": 1, ".priority": "public"}, "q": {".value": 2, ".priority": "private"}}))
+    assert requests.get(daemon.url("/shown/p")).status_code == 200
+    assert requests.get(daemon.url("/shown/q")).status_code == 401
+    requests.put(daemon.url("/shown/q/.priority"), data='"public"')
+    assert requests.get(daemon.url("/shown/q")).json() == 2
 

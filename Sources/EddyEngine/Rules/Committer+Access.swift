@@ -14,7 +14,7 @@ extension Committer {
         let writer = self.treeWriter
         try WriteAuthorization.check(
             operation, access, rules: self.security, nowMilliseconds: now, pushedKey: pushedKey,
-            read: { path throws(EddyError) in try writer.currentValue(at: path) })
+            read: { path throws(EddyError) in try writer.currentValue(at: path) }, readPriority: { path in try writer.currentPriority(at: path) })
     }
 
     /// `canRead` over the tree as the group's writes so far left it (for `EventRouter.endWrite`).
@@ -29,13 +29,13 @@ extension Committer {
         let tree: RuleTree
         if inGroup {
             let writer = self.treeWriter
-            tree = RuleTree(reading: { path in try writer.currentValue(at: path) })
+            tree = RuleTree(reading: { path in try writer.currentValue(at: path) }, readingPriority: { path in try writer.currentPriority(at: path) })
         } else {
             let database = self.database
             let family = database.columnFamily(ColumnFamilies.tree)
-            tree = RuleTree(reading: { path in
-                try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value
-            })
+            tree = RuleTree(
+                reading: { path in try TreeReader.readSubtree(database.makeIterator(family), prefix: PathKeyEncoding.encode(path)).value },
+                readingPriority: { path in try PriorityRecords.priority(in: database, at: path) })
         }
         // A plain listen (no query) has every `query` member null or false; one that named
         // `orderBy="$key"` alone has `query.orderByKey` true, as on a GET.

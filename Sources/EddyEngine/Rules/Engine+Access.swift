@@ -6,6 +6,7 @@
 
 import EddyIndexes
 import EddyModel
+import EddyTree
 
 extension Engine {
     /// The rules in force now.
@@ -80,7 +81,10 @@ extension Engine {
     /// Blocking: it may read the tree.
     public func canRead(_ path: Path, query: Query?, _ access: Access) -> Bool {
         if access.isAdmin { return true }
-        let tree = RuleTree(reading: { [self] location in try self.readValue(location) })
+        let database = self.database
+        let tree = RuleTree(
+            reading: { [self] location in try self.readValue(location) },
+            readingPriority: { location in try PriorityRecords.priority(in: database, at: location) })
         let context = RuleContext(auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: tree, newTree: tree)
         return self.securityRules.canRead(path, context, query: { Self.ruleQuery(query) })
     }
@@ -167,11 +171,14 @@ extension Engine {
             // A `.priority` write's `newData` is the stored data (`WriteAuthorization`).
             if change.path.lastKey == Value.priorityKey { return .needsTree }
         }
-        // Rules see data without priorities (`WriteAuthorization`).
+        // Rules see data without priorities, `getPriority()` the export form's (`WriteAuthorization`).
+        let exported = changes.filter { $0.value.holdsPriorities }
         changes = changes.map { ($0.path, $0.value.withoutPriorities) }
         // The stored tree is never read for such rules; a read would be a bug, and fails closed.
-        let stored = RuleTree(reading: { path in throw EddyError(.internal, "a tree-independent rule read \(path)") })
-        let after = RuleTree(base: stored, writing: changes)
+        let stored = RuleTree(
+            reading: { path in throw EddyError(.internal, "a tree-independent rule read \(path)") },
+            readingPriority: { path in throw EddyError(.internal, "a tree-independent rule read the priority of \(path)") })
+        let after = RuleTree(base: stored, writing: changes, exported: exported)
         let context = RuleContext(auth: access.auth, now: Double(self.committer.clock.nowMilliseconds()), tree: stored, newTree: after)
         for change in changes where !rules.canWrite(change.path, context) { return .denied }
         return .allowed(version)
@@ -187,7 +194,8 @@ extension Engine {
         // A push's key is made when the write runs; a placeholder in its form stands in.
         try WriteAuthorization.check(
             operation, access, rules: self.securityRules, nowMilliseconds: self.committer.clock.nowMilliseconds(),
-            pushedKey: WriteAuthorization.placeholderPushKey, read: { [self] path throws(EddyError) in try self.readValue(path) })
+            pushedKey: WriteAuthorization.placeholderPushKey, read: { [self] path throws(EddyError) in try self.readValue(path) },
+            readPriority: { [database] path in try PriorityRecords.priority(in: database, at: path) })
     }
 
     /// Counts a write refused before it reached the engine (a body that is not JSON, a bad

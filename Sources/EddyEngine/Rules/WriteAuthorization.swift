@@ -17,17 +17,23 @@ enum WriteAuthorization {
     /// tree `read` answers; `pushedKey` names a push's child.
     static func check(
         _ operation: WriteOperation, _ access: Access, rules: SecurityRules, nowMilliseconds now: UInt64, pushedKey: String,
-        read: @escaping (Path) throws(EddyError) -> Value
+        read: @escaping (Path) throws(EddyError) -> Value, readPriority: ((Path) throws -> Value)? = nil
     ) throws(EddyError) {
-        let before = RuleTree(reading: { path in try read(path) })
-        // Rules see data without priorities (`val()`, `$wildcards`); a `<path>/.priority` write
-        // is a write at the path that leaves its data as it is.
+        let before = RuleTree(reading: { path in try read(path) }, readingPriority: readPriority)
+        // Rules see data without priorities (`val()`, `$wildcards`), and `getPriority()` the
+        // export form's (`exported`); a `<path>/.priority` write is a write at the path that
+        // leaves its data as it is.
+        var exported: [(path: Path, value: Value)] = []
         func resolved(_ value: Value, at path: Path) throws(EddyError) -> Value {
-            guard TreeWriter.containsServerValue(value) else { return value.withoutPriorities }
-            return try TreeWriter.resolve(value, old: try read(path), now: now, path: path).withoutPriorities
+            let full = TreeWriter.containsServerValue(value) ? try TreeWriter.resolve(value, old: try read(path), now: now, path: path) : value
+            if full.holdsPriorities { exported.append((path, full)) }
+            return full.withoutPriorities
         }
         func change(_ path: Path, _ value: Value) throws(EddyError) -> (path: Path, value: Value) {
-            if path.lastKey == Value.priorityKey, let node = path.parent { return (node, try read(node)) }
+            if path.lastKey == Value.priorityKey, let node = path.parent {
+                exported.append((path, WriteValidator.serverValue(value) == .timestamp ? .number(Double(now)) : value))
+                return (node, try read(node))
+            }
             return (path, try resolved(value, at: path))
         }
         var changes: [(path: Path, value: Value)] = []
@@ -40,7 +46,7 @@ enum WriteAuthorization {
         case .update(let path, let list):
             for item in list { changes.append(try change(path.appending(item.path), item.value)) }
         }
-        let after = RuleTree(base: before, writing: changes)
+        let after = RuleTree(base: before, writing: changes, exported: exported)
         let context = RuleContext(auth: access.auth, now: Double(now), tree: before, newTree: after)
         for change in changes where !rules.canWrite(change.path, context) {
             throw Engine.permissionDenied

@@ -113,6 +113,12 @@ final class TreeWriter: EventGroupReads {
         try TreeReader.readSubtree(self.groupIterator, prefix: PathKeyEncoding.encode(path)).value
     }
 
+    /// The priority of the node at `path` as the batch would leave it (`.null`: none).
+    func currentPriority(at path: Path) throws(EddyError) -> Value {
+        guard self.mayHoldPriorities else { return .null }
+        return try PriorityRecords.priority(self.groupPriorityIterator, at: PathKeyEncoding.encode(path))
+    }
+
     /// Sets `value` (normalized, may contain server values) at `path`. Returns the resolved
     /// value and appends before-images.
     func apply(

@@ -241,7 +241,7 @@ public enum RuleEvaluator {
                 return .bool(!(try snapshot.value()).isNull)
             case "getPriority":
                 try count(0)
-                return .null  // Eddy stores no priorities
+                return RuleValue(try snapshot.tree.priority(at: snapshot.path))
             case "isNumber", "isString", "isBoolean":
                 try count(0)
                 switch (name, try snapshot.value()) {

@@ -17,8 +17,8 @@ public final class RuleTree: @unchecked Sendable {
     // @unchecked: `cache` is touched only by the one thread evaluating a decision.
     private enum Source {
         case value(Value)
-        case reader((Path) throws -> Value)
-        case overlay(RuleTree, [(path: Path, value: Value)])
+        case reader((Path) throws -> Value, priority: ((Path) throws -> Value)?)
+        case overlay(RuleTree, [(path: Path, value: Value)], exported: [(path: Path, value: Value)])
     }
 
     private let source: Source
@@ -29,15 +29,46 @@ public final class RuleTree: @unchecked Sendable {
         self.source = .value(value)
     }
 
-    /// A tree read through `read` (the whole value at a path); errors fail the rule.
-    public init(reading read: @escaping (Path) throws -> Value) {
-        self.source = .reader(read)
+    /// A tree read through `read` (the whole value at a path, without priorities) and
+    /// `readPriority` (a node's priority; nil: every priority reads null); errors fail the rule.
+    public init(reading read: @escaping (Path) throws -> Value, readingPriority: ((Path) throws -> Value)? = nil) {
+        self.source = .reader(read, priority: readingPriority)
     }
 
     /// `base` with each value of `writes` set at its path (`.null` removes). Paths must not
-    /// nest.
-    public init(base: RuleTree, writing writes: [(path: Path, value: Value)]) {
-        self.source = .overlay(base, writes)
+    /// nest. `exported`: the same writes in the export form (priorities kept; a
+    /// `<path>/.priority` write sets one node's), for `priority(at:)`; empty when they hold none.
+    public init(base: RuleTree, writing writes: [(path: Path, value: Value)], exported: [(path: Path, value: Value)] = []) {
+        self.source = .overlay(base, writes, exported: exported)
+    }
+
+    /// The priority of the node at `path` in this version (`.null`: none). A value held in
+    /// memory may be in the export form.
+    public func priority(at path: Path) throws(RuleEvaluationError) -> Value {
+        switch self.source {
+        case .value(let value):
+            return value.child(at: path).priority
+        case .reader(_, let readPriority):
+            guard let readPriority else { return .null }
+            do {
+                return try readPriority(path)
+            } catch {
+                throw RuleEvaluationError(message: "reading the priority of \(path) failed: \(error)")
+            }
+        case .overlay(let base, let writes, let exported):
+            for write in exported {
+                if write.path.lastKey == Value.priorityKey, write.path.parent == path {
+                    let exists = !(try self.value(at: path)).isNull
+                    return write.value.isPriority && exists ? write.value : .null
+                }
+                if write.path.lastKey != Value.priorityKey, write.path.isAncestorOrSelf(of: path) {
+                    return write.value.child(at: Path(validatedKeys: Array(path.keys.dropFirst(write.path.depth)))).priority
+                }
+            }
+            // A write at or above the path without priorities replaced it whole.
+            if writes.contains(where: { $0.path.isAncestorOrSelf(of: path) && $0.path.lastKey != Value.priorityKey }) { return .null }
+            return try base.priority(at: path)
+        }
     }
 
     /// The value at `path` in this version.
@@ -45,7 +76,7 @@ public final class RuleTree: @unchecked Sendable {
         switch self.source {
         case .value(let value):
             return value.child(at: path)
-        case .reader(let read):
+        case .reader(let read, _):
             if let cached = self.cache[path] { return cached }
             let value: Value
             do {
@@ -55,7 +86,7 @@ public final class RuleTree: @unchecked Sendable {
             }
             self.cache[path] = value
             return value
-        case .overlay(let base, let writes):
+        case .overlay(let base, let writes, _):
             // A write at or above `path` decides it alone.
             for write in writes where write.path.isAncestorOrSelf(of: path) {
                 return write.value.child(at: Path(validatedKeys: Array(path.keys.dropFirst(write.path.depth))))
