@@ -48,15 +48,9 @@ extension Value {
         return .object(kept)
     }
 
-    /// This value (export form) with the node at `path` given `priority` (a number or string;
-    /// `.null` removes it). A missing node gets none: empty nodes have no priority.
-    public func settingPriority(_ priority: Value, at path: Path) -> Value {
-        var copy = self
-        copy.setPriority(priority, at: path)
-        return copy
-    }
-
-    /// In place, as `settingPriority`: O(depth) when the value's storage is not shared.
+    /// Gives the node at `path` of this value (export form) `priority` (a number or string;
+    /// `.null` removes it). A missing node gets none: empty nodes have no priority. O(depth)
+    /// when the value's storage is not shared.
     public mutating func setPriority(_ priority: Value, at path: Path) {
         self.setPriority(priority, keys: path.keys[...])
     }

@@ -109,21 +109,22 @@ def test_priority_queries_match_a_brute_force_order(daemon):
     keys = sorted(children, key=functools.cmp_to_key(firebase_key_cmp))
     bounds = [None, 2, "b", -3.5, "10"]
     checked = 0
+
+    def bound(params, inclusive_name, exclusive_name):
+        """A random bound (priority, key or None, inclusive), added to `params` as REST names it."""
+        v = rng.choice(bounds)
+        k = rng.choice(keys) if rng.random() < 0.3 else None
+        inclusive = rng.random() < 0.5
+        params[inclusive_name if inclusive else exclusive_name] = json.dumps(v) + ("," + json.dumps(k) if k else "")
+        return (v, k, inclusive)
+
     for _ in range(150):
         params = {"orderBy": '"$priority"'}
         start = end = first = last = None
         if rng.random() < 0.6:
-            v = rng.choice(bounds)
-            k = rng.choice(keys) if rng.random() < 0.3 else None
-            inclusive = rng.random() < 0.5
-            start = (v, k, inclusive)
-            params["startAt" if inclusive else "startAfter"] = json.dumps(v) + ("," + json.dumps(k) if k else "")
+            start = bound(params, "startAt", "startAfter")
         if rng.random() < 0.5:
-            v = rng.choice(bounds)
-            k = rng.choice(keys) if rng.random() < 0.3 else None
-            inclusive = rng.random() < 0.5
-            end = (v, k, inclusive)
-            params["endAt" if inclusive else "endBefore"] = json.dumps(v) + ("," + json.dumps(k) if k else "")
+            end = bound(params, "endAt", "endBefore")
         if rng.random() < 0.5:
             if rng.random() < 0.5:
                 first = rng.randint(1, 10)
