@@ -129,18 +129,20 @@ package final class EventRouter {
         var state = Value.null.setting(try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value, at: location)
         let entries = try self.readEntries(after: since, upTo: newest)
         func related(_ path: Path) -> Bool { path.isAncestorOrSelf(of: location) || location.isAncestorOrSelf(of: path) }
+        // Entries hold the export form (priorities): applied as the committer writes it, and
+        // the window sees the data without priorities, as every listener does.
         for entry in entries.reversed() {
-            for image in entry.before.reversed() where related(image.path) { state.set(image.value, at: image.path) }
+            for image in entry.before.reversed() where related(image.path) { state.setExport(image.value, at: image.path) }
         }
-        window.replaceAll(with: state.child(at: location))
+        window.replaceAll(with: state.child(at: location).withoutPriorities)
         var deliveries: [Delivery] = []
         for entry in entries {
             let old = window.snapshot
             for change in entry.changes {
                 let path = entry.location.appending(change.path)
-                if related(path) { state.set(change.value, at: path) }
+                if related(path) { state.setExport(change.value, at: path) }
             }
-            window.replaceAll(with: state.child(at: location))
+            window.replaceAll(with: state.child(at: location).withoutPriorities)
             let entryChanges = window.needsEntryChanges ? entry.valueChanges(at: location) : nil
             if let delivery = window.delivery(from: old, logID: entry.id, entryChanges: entryChanges, to: output) {
                 deliveries.append(delivery)

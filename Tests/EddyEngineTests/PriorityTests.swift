@@ -271,5 +271,39 @@ import Testing
         _ = try await engine.set(pp("/a/.priority"), .number(2))
         #expect(try self.export(engine) == #"{"a":{".priority":2,".value":1}}"#)
     }
-}
 
+    /// Listeners hear data without priorities, live and resumed from the log (whose entries hold
+    /// the export form); a priority-only write changes nothing they hear.
+    @Test func listenersLiveAndResumedHearDataWithoutPriorities() async throws {
+        try await withEngine { engine in
+            _ = try await engine.set(p("/r"), json(#"{"a": {".value": 1, ".priority": 1}, "b": {"x": 2, ".priority": 3}}"#))
+            let start = try #require(try engine.lastLogID())
+            let query = Query(order: .key, limit: .first(2))
+            let live = ReceivedBatches()
+            let liveQuery = ReceivedBatches()
+            _ = try await engine.listen(p("/r"), selection: .childEventsAndValueChanges, sink: live.sink)
+            _ = try await engine.listen(p("/r"), query: query, sink: liveQuery.sink)
+            #expect(text(try #require(live.take().first?.last?.value)) == #"{"a":1,"b":{"x":2}}"#)
+            _ = liveQuery.take()
+            _ = try await engine.set(pp("/r/a/.priority"), .number(5))
+            _ = try await engine.set(p("/r/b/y"), json(#"{".value": 4, ".priority": 9}"#))
+            _ = try await engine.set(p("/a0"), json(#"{".value": 0, ".priority": 0}"#))
+            _ = try await engine.set(p("/r/c"), json(#"{".value": 3, ".priority": 2}"#))
+            _ = try await engine.remove(p("/r/b/x"))
+            _ = try await engine.remove(p("/r/b/y"))
+            let resumed = ReceivedBatches()
+            let resumedQuery = ReceivedBatches()
+            _ = try await engine.listen(p("/r"), since: start, selection: .childEventsAndValueChanges, sink: resumed.sink)
+            _ = try await engine.listen(p("/r"), query: query, since: start, sink: resumedQuery.sink)
+            let heard = [live.take(), resumed.take(), liveQuery.take(), resumedQuery.take()].map { Array($0.joined()) }
+            for events in heard {
+                let described = events.map(\.description).joined(separator: "; ")
+                #expect(!described.contains(".priority") && !described.contains(".value"), "\(described)")
+            }
+            #expect(heard[0] == heard[1], "resumed from the log, the same events as live")
+            #expect(heard[2] == heard[3], "a query's too")
+            #expect(heard[2].last { $0.kind == .value }?.value == json(#"{"a": 1, "c": 3}"#))
+            #expect(!heard[0].isEmpty && heard[0].allSatisfy { $0.logID != nil })
+        }
+    }
+}
