@@ -198,9 +198,13 @@ struct QuerySpec: Sendable, Equatable {
         switch self.order {
         case .key: out["orderBy"] = .string("\"$key\"")
         case .value: out["orderBy"] = .string("\"$value\"")
-        case .priority, nil:
-            // Eddy stores no priorities: every child's is null, so priority order is key order;
-            // bounds stay priority bounds (eddyd selects by them as every priority null).
+        case .priority:
+            // eddyd selects a read by the stored priorities (a live window orders as if every
+            // priority were null: key order).
+            out["orderBy"] = .string("\"$priority\"")
+        case nil:
+            // Firebase's default order: priority order with bounds, key order otherwise (as
+            // before priorities were stored; a limit alone selects by key).
             out["orderBy"] = .string(self.start == nil && self.end == nil ? "\"$key\"" : "\"$priority\"")
         case .child(let path): out["orderBy"] = .string(JSONWriter.string(.string(path.keys.joined(separator: "/"))))
         }

@@ -94,6 +94,12 @@ import Testing
         let exported = try await self.exportJSON("forms/priorities-\(transport)")
         #expect(
             exported == #"{"a":{".priority":1,".value":"first"},"b":{"x":1},"c":{".priority":4,"y":{".priority":"q",".value":2}},"d":{".priority":5,".value":true}}"#)
+        // A read of a priority query is selected by the stored priorities (none first, then
+        // numbers, then strings).
+        let lowest = try await ref.queryOrderedByPriority().queryLimited(toFirst: 1).getData()
+        #expect(lowest.children.compactMap { ($0 as? DataSnapshot)?.key } == ["b"], "\(lowest)")
+        let fromTwo = try await ref.queryOrderedByPriority().queryStarting(atValue: 2).getData()
+        #expect(Set(fromTwo.children.compactMap { ($0 as? DataSnapshot)?.key }) == ["c", "d"], "\(fromTwo)")
         let view = try #require(try await ref.getData().value as? [String: Any])
         #expect(view["a"] as? String == "first" && (view["c"] as? [String: Any])?["y"] as? Int == 2, "\(view)")
         do {
