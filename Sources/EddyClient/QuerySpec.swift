@@ -199,8 +199,7 @@ struct QuerySpec: Sendable, Equatable {
         case .key: out["orderBy"] = .string("\"$key\"")
         case .value: out["orderBy"] = .string("\"$value\"")
         case .priority:
-            // eddyd selects a read by the stored priorities (a live window orders as if every
-            // priority were null: key order).
+            // eddyd selects by the stored priorities (reads and live windows).
             out["orderBy"] = .string("\"$priority\"")
         case nil:
             // Firebase's default order: priority order with bounds, key order otherwise (as

@@ -1,6 +1,6 @@
 // What the event router reads from the committer's open group, and nothing else: the tree and
 // the index entries as the group's batch leaves them, and the index definitions the group
-// maintains. `TreeWriter` provides it; the router never writes.
+// maintains, and the priorities. `TreeWriter` provides it; the router never writes.
 
 import EddyIndexes
 import EddyStorage
@@ -13,4 +13,7 @@ package protocol EventGroupReads: AnyObject {
     /// A new iterator over the index entries through the group's batch, its pending entries
     /// written first, inside a group.
     func makeGroupIndexIterator() -> Iterator
+    /// Reads the `priority` family through the open group's batch, inside a group; nil while
+    /// the family holds no record (then no node has a priority).
+    var groupPriorityIteratorIfAny: Iterator? { get }
 }

@@ -134,7 +134,7 @@ package final class EventRouter {
         for entry in entries.reversed() {
             for image in entry.before.reversed() where related(image.path) { state.setExport(image.value, at: image.path) }
         }
-        window.replaceAll(with: state.child(at: location).withoutPriorities)
+        window.replaceAll(with: state.child(at: location).withoutPriorities, priorities: Self.childPriorities(of: state.child(at: location)))
         var deliveries: [Delivery] = []
         for entry in entries {
             let old = window.snapshot
@@ -142,7 +142,7 @@ package final class EventRouter {
                 let path = entry.location.appending(change.path)
                 if related(path) { state.setExport(change.value, at: path) }
             }
-            window.replaceAll(with: state.child(at: location).withoutPriorities)
+            window.replaceAll(with: state.child(at: location).withoutPriorities, priorities: Self.childPriorities(of: state.child(at: location)))
             let entryChanges = window.needsEntryChanges ? entry.valueChanges(at: location) : nil
             if let delivery = window.delivery(from: old, logID: entry.id, entryChanges: entryChanges, to: output) {
                 deliveries.append(delivery)
@@ -164,6 +164,14 @@ package final class EventRouter {
             }
         }
         return deliveries
+    }
+
+    /// The priorities of the children of `value` (export form) that have one.
+    private static func childPriorities(of value: Value) -> [String: Value] {
+        guard case .object(let children) = value else { return [:] }
+        var out: [String: Value] = [:]
+        for (key, child) in children where key != Value.priorityKey && !child.priority.isNull { out[key] = child.priority }
+        return out
     }
 
     /// The committed log entries after `since` up to `newest`, in order.
@@ -300,22 +308,66 @@ package final class EventRouter {
             if self.touched[id] == nil { self.touched[id] = window.snapshot }
             guard window.keepsResult else { continue }
             if path.isAncestorOrSelf(of: window.location) {
-                window.replaceAll(with: value.child(at: Path(validatedKeys: Array(window.location.keys[path.depth...]))))
+                window.replaceAll(
+                    with: value.child(at: Path(validatedKeys: Array(window.location.keys[path.depth...]))),
+                    priorities: window.ordersByPriority ? try self.childPriorities(of: window.location, inGroup: true) : [:])
                 continue
             }
-            let key = path.keys[window.location.depth]
-            let childPath = window.location.appending(key)
-            let child: Value
-            if let read = childReads[childPath] {
-                child = read
-            } else {
-                child = try TreeReader.readSubtree(self.group.groupIterator, prefix: PathKeyEncoding.encode(childPath)).value
-                childReads[childPath] = child
-            }
-            try window.update(child: key, to: child) { after, edge, count throws(EddyError) in
-                try self.fetch(window, after: after, edge: edge, count: count, inGroup: true)
-            }
+            try self.updateChild(path.keys[window.location.depth], of: window, reads: &childReads)
         }
+    }
+
+    /// Re-reads child `key` of `window` through the group (value, and priority for a window in
+    /// priority order) and updates the window; `reads` shares the value among windows.
+    private func updateChild(_ key: String, of window: ListenerWindow, reads: inout [Path: Value]) throws(EddyError) {
+        let childPath = window.location.appending(key)
+        let child: Value
+        if let read = reads[childPath] {
+            child = read
+        } else {
+            child = try TreeReader.readSubtree(self.group.groupIterator, prefix: PathKeyEncoding.encode(childPath)).value
+            reads[childPath] = child
+        }
+        var priority = Value.null
+        if window.ordersByPriority, let iterator = self.group.groupPriorityIteratorIfAny {
+            priority = try PriorityRecords.priority(iterator, at: PathKeyEncoding.encode(childPath))
+        }
+        try window.update(child: key, to: child, priority: priority) { after, edge, count throws(EddyError) in
+            try self.fetch(window, after: after, edge: edge, count: count, inGroup: true)
+        }
+    }
+
+    /// After a change set the priority of the node at `node` (its data as it was): windows in
+    /// priority order at its parent move it. Nothing else hears it (listeners hear data).
+    package func priorityChanged(node: Path) throws(EddyError) {
+        guard let parent = node.parent, let key = node.lastKey else { return }
+        var reads: [Path: Value] = [:]
+        for id in self.trie.touched(by: node) {
+            guard let window = self.windows[id], window.ordersByPriority, window.keepsResult, window.location == parent else { continue }
+            if self.touched[id] == nil { self.touched[id] = window.snapshot }
+            try self.updateChild(key, of: window, reads: &reads)
+        }
+    }
+
+    /// The priorities of the children of `location` that have one, through the group or from
+    /// the committed state.
+    private func childPriorities(of location: Path, inGroup: Bool) throws(EddyError) -> [String: Value] {
+        let iterator: Iterator
+        if inGroup {
+            guard let grouped = self.group.groupPriorityIteratorIfAny else { return [:] }
+            iterator = grouped
+        } else {
+            guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return [:] }
+            iterator = self.database.makeIterator(family)
+        }
+        let prefix = PathKeyEncoding.encode(location)
+        var out: [String: Value] = [:]
+        for record in try PriorityRecords.records(iterator, under: prefix) where record.key.count > prefix.count {
+            var rest = record.key[prefix.count...]
+            let key = try PathKeyEncoding.decodeSegment(&rest)
+            if rest.isEmpty { out[key] = record.priority }  // a child's own, not a descendant's
+        }
+        return out
     }
 
     /// The current write committed as `logID`: its events join the group's deliveries, except
@@ -436,6 +488,14 @@ package final class EventRouter {
         } else if window.query.order == .key {
             result = try KeyQueryReader(iterator: tree, location: location, query: query).read()
         } else if window.query.order == .priority {
+            let priorities = try self.childPriorities(of: window.location, inGroup: inGroup)
+            guard priorities.isEmpty else {
+                // Children with priorities: select from the whole location (priorities have no index).
+                let scratch = ListenerWindow(
+                    id: window.id, spec: ListenerSpec(location: window.location, query: query, keyPaths: nil, output: .events({ _ in })))
+                scratch.replaceAll(with: try TreeReader.readSubtree(tree, prefix: location).value, priorities: priorities)
+                return scratch.entries
+            }
             // Every priority is null: the key query that selects the same (the edge bound, a
             // null with the edge's key, becomes a key bound), or nothing.
             guard let keyQuery = query.keyQueryForNullPriorities else { return [] }

@@ -9,6 +9,8 @@
 // - a change inside one child updates that child: out of the result, back in at its new sort
 //   position when inside the bounds; a limit window that overflows drops its far end, one that
 //   runs short is refilled with one read past its far end (`fetch`), never by a rescan.
+// A window in priority order sorts by its children's priorities, which the router reads and
+// passes (values hold none); a priority change moves a child with its data as it was.
 // Invariant: `entries` is exactly the query's result, in query order, unless the window keeps
 // no result (`keepsResult` false: a plain window whose members hear only value changes; its
 // events come from the entry's changes alone, see `AppliedChange`).
@@ -109,15 +111,21 @@ final class ListenerWindow {
         self.entries = entries
     }
 
-    /// The value at the location became `value` (a change at or above it).
-    func replaceAll(with value: Value) {
+    /// A window in priority order sorts its children by their priorities, which their values
+    /// (data without priorities) do not hold: its callers pass them.
+    var ordersByPriority: Bool { self.query.order == .priority }
+
+    /// The value at the location became `value` (a change at or above it); `priorities`: its
+    /// children's, for a window in priority order (absent: none).
+    func replaceAll(with value: Value, priorities: [String: Value] = [:]) {
         self.primitive = nil
         guard case .object(let children) = value else {
             if self.isPlain, !value.isNull { self.primitive = value }
             self.entries = []
             return
         }
-        var all = children.map { Entry(key: $0.key, sort: self.sortValue(of: $0.value), value: $0.value) }.filter(self.inBounds)
+        var all = children.map { Entry(key: $0.key, sort: self.sortValue(of: $0.value, priority: priorities[$0.key] ?? .null), value: $0.value) }
+            .filter(self.inBounds)
         all.sort(by: self.less)
         switch self.query.limit {
         case .first(let n): self.entries = Array(all.prefix(n))
@@ -126,12 +134,12 @@ final class ListenerWindow {
         }
     }
 
-    /// Child `key` is now `value` (`.null`: gone). The location holds an object afterwards
-    /// unless the child was its last.
-    func update(child key: String, to value: Value, fetch: Fetch) throws(EddyError) {
+    /// Child `key` is now `value` (`.null`: gone), with `priority` (for a window in priority
+    /// order). The location holds an object afterwards unless the child was its last.
+    func update(child key: String, to value: Value, priority: Value = .null, fetch: Fetch) throws(EddyError) {
         self.primitive = nil
         self.entries.removeAll { $0.key == key }
-        let entry = Entry(key: key, sort: self.sortValue(of: value), value: value)
+        let entry = Entry(key: key, sort: self.sortValue(of: value, priority: priority), value: value)
         let belongs = !value.isNull && self.inBounds(entry)
         switch self.query.limit {
         case nil:
@@ -165,9 +173,11 @@ final class ListenerWindow {
 
     // MARK: Order and bounds
 
-    func sortValue(of child: Value) -> Value {
+    /// What a child sorts by: nothing (key order), its priority, its value or its child's.
+    func sortValue(of child: Value, priority: Value = .null) -> Value {
         switch self.query.order {
-        case .key, .priority: return .null
+        case .key: return .null
+        case .priority: return priority
         case .value: return child
         case .child(let path): return child.child(at: path)
         }
@@ -297,13 +307,14 @@ final class ListenerWindow {
         }
     }
 
-    /// A child in both results notifies when its sort value changed (it moves) or, with key
-    /// paths, when one of them changed; without key paths, when anything in it changed.
-    private func notifies(_ old: Value, _ new: Value) -> (moved: Bool, notifies: Bool) {
-        guard old != new else { return (false, false) }
-        let moved = self.indexedValueChanged(old, new)
+    /// A child in both results notifies when its sort value changed (it moves: a changed
+    /// priority moves it with its data as it was) or, with key paths, when one of them
+    /// changed; without key paths, when anything in it changed.
+    private func notifies(_ old: Entry, _ new: Entry) -> (moved: Bool, notifies: Bool) {
+        let moved = self.query.order != .key && old.sort != new.sort
+        guard old.value != new.value else { return (moved, moved) }
         guard let keyPaths = self.keyPaths else { return (moved, true) }
-        return (moved, moved || keyPaths.contains { old.child(at: $0) != new.child(at: $0) })
+        return (moved, moved || keyPaths.contains { old.value.child(at: $0) != new.value.child(at: $0) })
     }
 
     /// The events that turn `old` into the current result, in Firebase's order.
@@ -341,8 +352,8 @@ final class ListenerWindow {
 
     /// Child events from `old` to the current result, in Firebase's order.
     private func childEvents(from old: Snapshot, logID: LogID) -> [ChildEvent] {
-        var oldValues: [String: Value] = [:]
-        for entry in old.entries { oldValues[entry.key] = entry.value }
+        var oldEntries: [String: Entry] = [:]
+        for entry in old.entries { oldEntries[entry.key] = entry }
         var newKeys = Set<String>()
         for entry in self.entries { newKeys.insert(entry.key) }
         var events: [ChildEvent] = []
@@ -353,11 +364,11 @@ final class ListenerWindow {
         var changed: [ChildEvent] = []
         for (i, entry) in self.entries.enumerated() {
             let previous = i == 0 ? nil : self.entries[i - 1].key
-            guard let oldValue = oldValues[entry.key] else {
+            guard let oldEntry = oldEntries[entry.key] else {
                 events.append(ChildEvent(kind: .childAdded, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
                 continue
             }
-            let (isMoved, notifies) = self.notifies(oldValue, entry.value)
+            let (isMoved, notifies) = self.notifies(oldEntry, entry)
             guard notifies else { continue }
             if isMoved {
                 moved.append(ChildEvent(kind: .childMoved, key: entry.key, previousKey: previous, value: entry.value, logID: logID))
@@ -372,8 +383,8 @@ final class ListenerWindow {
     func changeSet(from old: Snapshot, logID: LogID) -> ResultChange? {
         var newIndex: [String: Int] = [:]
         for (j, entry) in self.entries.enumerated() { newIndex[entry.key] = j }
-        var oldValues: [String: Value] = [:]
-        for entry in old.entries { oldValues[entry.key] = entry.value }
+        var oldEntries: [String: Entry] = [:]
+        for entry in old.entries { oldEntries[entry.key] = entry }
         var change = ResultChange(
             kind: .update, results: self.entries.map { ResultChange.Child(key: $0.key, value: $0.value) }, deletions: [], insertions: [],
             modifications: [], logID: logID)
@@ -382,14 +393,14 @@ final class ListenerWindow {
                 change.deletions.append(i)
                 continue
             }
-            if self.notifies(entry.value, self.entries[j].value).moved { change.deletions.append(i) }
+            if self.notifies(entry, self.entries[j]).moved { change.deletions.append(i) }
         }
         for (j, entry) in self.entries.enumerated() {
-            guard let oldValue = oldValues[entry.key] else {
+            guard let oldEntry = oldEntries[entry.key] else {
                 change.insertions.append(j)
                 continue
             }
-            let (moved, notifies) = self.notifies(oldValue, entry.value)
+            let (moved, notifies) = self.notifies(oldEntry, entry)
             if moved {
                 change.insertions.append(j)
             } else if notifies {
@@ -398,13 +409,5 @@ final class ListenerWindow {
         }
         if change.deletions.isEmpty, change.insertions.isEmpty, change.modifications.isEmpty { return nil }
         return change
-    }
-
-    private func indexedValueChanged(_ old: Value, _ new: Value) -> Bool {
-        switch self.query.order {
-        case .key, .priority: return false
-        case .value: return old != new
-        case .child(let path): return old.child(at: path) != new.child(at: path)
-        }
     }
 }

@@ -306,4 +306,58 @@ import Testing
             #expect(!heard[0].isEmpty && heard[0].allSatisfy { $0.logID != nil })
         }
     }
+
+    /// A live query in priority order keeps the window a read of the same query answers, write
+    /// after write (priorities written in values, at `<path>/.priority`, removed with their
+    /// nodes), and a priority change moves its child (child_moved, then child_changed, with the
+    /// data as it was). Resumed from the log, it hears the same.
+    @Test func liveQueriesInPriorityOrderFollowThePriorities() async throws {
+        try await withEngine { engine in
+            _ = try await engine.set(p("/l"), json(#"{"a": {".value": 1, ".priority": 3}, "b": 2, "c": {"x": 3, ".priority": 1}}"#))
+            let start = try #require(try engine.lastLogID())
+            let queries = [
+                Query(order: .priority, limit: .first(2)), Query(order: .priority, limit: .last(2)),
+                Query(order: .priority, start: .init(value: .number(2), inclusive: true)),
+                Query(order: .priority),
+            ]
+            var received: [ReceivedBatches] = []
+            for query in queries {
+                let batches = ReceivedBatches()
+                _ = try await engine.listen(p("/l"), query: query, sink: batches.sink)
+                received.append(batches)
+            }
+            func check(_ step: String) async throws {
+                for (query, batches) in zip(queries, received) {
+                    let last = batches.take().joined().last { $0.kind == .value }
+                    let expected = try await engine.query(p("/l"), query)
+                    if let last { #expect(last.value == expected, "\(step): \(query)") }
+                }
+            }
+            try await check("attach")
+            _ = try await engine.set(pp("/l/b/.priority"), .number(0))
+            try await check("b gets the lowest priority")
+            _ = try await engine.set(p("/l/d"), json(#"{".value": 4, ".priority": "z"}"#))
+            try await check("d added with a string priority")
+            _ = try await engine.set(pp("/l/a/.priority"), .null)
+            try await check("a's removed")
+            _ = try await engine.remove(p("/l/b"))
+            try await check("b removed")
+            _ = try await engine.set(p("/l/c/x"), .number(30))
+            try await check("c's data changed")
+
+            // A moved child within a window that keeps it: moved, then changed, same data.
+            let all = ReceivedBatches()
+            _ = try await engine.listen(p("/l"), query: Query(order: .priority), sink: all.sink)
+            _ = all.take()
+            _ = try await engine.set(pp("/l/c/.priority"), .string("zz"))
+            let events = Array(all.take().joined())
+            #expect(events.map(\.kind) == [.childMoved, .childChanged, .value], "\(events)")
+            #expect(events.first?.key == "c" && events.first?.previousKey == "d" && text(events[0].value) == #"{"x":30}"#, "\(events)")
+
+            // The same query resumed from the first entry ends where the live one is.
+            let resumed = ReceivedBatches()
+            _ = try await engine.listen(p("/l"), query: queries[0], since: start, sink: resumed.sink)
+            #expect(resumed.take().joined().last { $0.kind == .value }?.value == (try await engine.query(p("/l"), queries[0])))
+        }
+    }
 }

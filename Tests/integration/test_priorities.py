@@ -169,6 +169,19 @@ def test_streams_carry_data_without_priorities(daemon):
         client.close()
 
 
+def test_a_priority_ordered_stream_follows_the_priorities(daemon):
+    put(daemon, "/ps", {"a": {".value": 1, ".priority": 2}, "b": {".value": 2, ".priority": 1}})
+    client = SSEClient(daemon, "/ps", 'orderBy="$priority"&limitToFirst=1')
+    try:
+        assert client.next_data()[2] == {"path": "/", "data": {"b": 2}}
+        requests.put(daemon.url("/ps/a/.priority"), data="0")  # a is now first
+        event, _, data, _ = client.next_data()
+        assert (event, data) == ("patch", {"path": "/", "data": {"a": 1, "b": None}}), (event, data)
+        assert requests.get(daemon.url("/ps"), params={"orderBy": '"$priority"', "limitToFirst": "1"}).json() == {"a": 1}
+    finally:
+        client.close()
+
+
 def test_firebase_admin_writes_priorities_in_the_export_form(daemon):
     from firebase_admin import db
 

@@ -471,10 +471,13 @@ final class Committer: @unchecked Sendable {
 
 extension EventRouter {
     /// `changed` with what a writer applied (export form): listeners hear values without
-    /// priorities, and a `<path>/.priority` change (which leaves every value as it was) is
-    /// heard by none.
+    /// priorities; a `<path>/.priority` change leaves every value as it was, and only moves
+    /// the node in windows ordered by priority.
     func changed(path: Path, written: Value, before: Value, update: Bool) throws(EddyError) {
-        guard path.lastKey != Value.priorityKey else { return }
+        if path.lastKey == Value.priorityKey, let node = path.parent {
+            try self.priorityChanged(node: node)
+            return
+        }
         try self.changed(path: path, value: written.withoutPriorities, before: before.withoutPriorities, update: update)
     }
 }

@@ -76,7 +76,7 @@ final class TreeWriter: EventGroupReads {
     }
 
     /// The group's iterator over `priority` (batch and database), made when first needed.
-    private var groupPriorityIterator: Iterator {
+    var groupPriorityIterator: Iterator {
         if let iterator = self.priorityIterator { return iterator }
         let iterator = self.batch.makeIterator(self.priority!)
         self.priorityIterator = iterator
@@ -112,6 +112,8 @@ final class TreeWriter: EventGroupReads {
     func currentValue(at path: Path) throws(EddyError) -> Value {
         try TreeReader.readSubtree(self.groupIterator, prefix: PathKeyEncoding.encode(path)).value
     }
+
+    var groupPriorityIteratorIfAny: Iterator? { self.mayHoldPriorities ? self.groupPriorityIterator : nil }
 
     /// The priority of the node at `path` as the batch would leave it (`.null`: none).
     func currentPriority(at path: Path) throws(EddyError) -> Value {
