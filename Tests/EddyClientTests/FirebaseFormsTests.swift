@@ -98,6 +98,16 @@ import Testing
         // numbers, then strings).
         let lowest = try await ref.queryOrderedByPriority().queryLimited(toFirst: 1).getData()
         #expect(lowest.children.compactMap { ($0 as? DataSnapshot)?.key } == ["b"], "\(lowest)")
+        // A live view of it too (its children in key order).
+        let observed = Recorder<[String]>()
+        let handle = ref.queryOrderedByPriority().queryLimited(toFirst: 2).observe(.value) { snapshot in
+            observed.add(snapshot.children.compactMap { ($0 as? DataSnapshot)?.key })
+        }
+        #expect(try await observed.wait(for: 1) == [["a", "b"]])
+        try await ref.child("c").setPriority(0)
+        #expect(try await observed.wait(for: 2).last == ["b", "c"], "c's new priority moves it in, a out")
+        ref.removeObserver(withHandle: handle)
+        try await ref.child("c").setPriority(4)
         let fromTwo = try await ref.queryOrderedByPriority().queryStarting(atValue: 2).getData()
         #expect(Set(fromTwo.children.compactMap { ($0 as? DataSnapshot)?.key }) == ["c", "d"], "\(fromTwo)")
         let view = try #require(try await ref.getData().value as? [String: Any])
