@@ -123,9 +123,10 @@ public enum WriteValidator {
                 try validateServerValue(children, at: path.appending(priorityKey))
                 if case .string("timestamp")? = children[serverValueKey] { return }
             }
+            let got = JSONWriter.string(priority)
             throw EddyError(
                 .invalidValue,
-                "priority of \(path.abbreviated) must be a number, a string, null or {\".sv\": \"timestamp\"}")
+                "priority of \(path.abbreviated) must be a number, a string, null or {\".sv\": \"timestamp\"}, not \(got.count > 80 ? String(got.prefix(80)) + "…" : got)")
         }
     }
 
