@@ -177,13 +177,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     private func write(_ op: String, _ value: Any?, priority: Any?? = nil, completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
         if Self.isEmptyUpdate(op, value) { return self.complete(box.value, .success(())) }
-        let sent: Value?
-        do {
-            sent = try self.sentValue(op, value, priority: priority)
-        } catch {
-            return self.complete(box.value, .failure(error))
-        }
-        self.submit(op, value, sentValue: sent) { result in self.complete(box.value, result.map { _ in () }) }
+        self.submit(op, value, priority: priority) { result in self.complete(box.value, result.map { _ in () }) }
     }
 
     /// What a write sends: its value in the export form (priorities kept), with `priority`
@@ -203,10 +197,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     private func write(_ op: String, _ value: Any?, priority: Any?? = nil) async throws -> DatabaseReference {
         if Self.isEmptyUpdate(op, value) { return self }
-        let sent = try self.sentValue(op, value, priority: priority)
-        let box = UncheckedSendable(value)
+        let box = UncheckedSendable((value, priority))
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, DatabaseError>, Never>) in
-            self.submit(op, box.value, sentValue: sent) { continuation.resume(returning: $0.map { _ in () }) }
+            self.submit(op, box.value.0, priority: box.value.1) { continuation.resume(returning: $0.map { _ in () }) }
         }
         try result.get()
         return self
@@ -215,23 +208,25 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     /// Sends one write; `completion` gets the `written` answer's payload or the error. With
     /// `localEvents`, the write raises its events at once (`PendingWrites`), and a refusal
     /// takes them back before `completion` runs.
-    /// `sentValue`: what goes on the wire when it differs from the local view's value (the
-    /// export form, priorities kept); the value as converted otherwise.
+    /// `priority`: `.some` for `setValue(_:andPriority:)` (see `sentValue`). `sentValue`: what
+    /// goes on the wire, already converted (a `setPriority`); converted here otherwise, inside
+    /// `makingWrite`, so an answer that arrives while a large value converts waits for its
+    /// local events.
     func submit(
-        _ op: String, _ value: Any?, sentValue: Value? = nil, ifMatch: String? = nil, localEvents: Bool = true, replacing: PendingWrite? = nil,
-        keptWhenStale: (@Sendable (PendingWrite?) -> Void)? = nil,
+        _ op: String, _ value: Any?, priority: Any?? = nil, sentValue: Value? = nil, ifMatch: String? = nil, localEvents: Bool = true,
+        replacing: PendingWrite? = nil, keptWhenStale: (@Sendable (PendingWrite?) -> Void)? = nil,
         completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
-        let box = UncheckedSendable(value)
+        let box = UncheckedSendable((value, priority))
         self.database.makingWrite {
             self.submitCounted(
-                op, box.value, sentValue: sentValue, ifMatch: ifMatch, localEvents: localEvents, replacing: replacing, keptWhenStale: keptWhenStale,
-                completion: completion)
+                op, box.value.0, priority: box.value.1, sentValue: sentValue, ifMatch: ifMatch, localEvents: localEvents, replacing: replacing,
+                keptWhenStale: keptWhenStale, completion: completion)
         }
     }
 
     private func submitCounted(
-        _ op: String, _ value: Any?, sentValue: Value?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
+        _ op: String, _ value: Any?, priority: Any??, sentValue: Value?, ifMatch: String?, localEvents: Bool, replacing: PendingWrite?,
         keptWhenStale: (@Sendable (PendingWrite?) -> Void)?, completion: @escaping @Sendable (Result<Value, DatabaseError>) -> Void
     ) {
         if InfoView.isInfo(self.path) {
@@ -242,19 +237,20 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         var converted = Value.null
+        var sent = Value.null
         if op != "remove" {
-            if let sentValue {
-                converted = WriteValidator.unwrappingFirebaseForms(sentValue)
-                payload["value"] = sentValue
-            } else {
-                do {
-                    converted = try FoundationValue.written(value, path: self.path.description)
-                } catch {
-                    completion(.failure(error))
-                    return
+            do throws(DatabaseError) {
+                if let sentValue {
+                    sent = sentValue
+                } else {
+                    sent = try self.sentValue(op, value, priority: priority) ?? .null
                 }
-                payload["value"] = converted
+            } catch {
+                completion(.failure(error))
+                return
             }
+            converted = WriteValidator.unwrappingFirebaseForms(sent)
+            payload["value"] = sent
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
         let database = self.database
@@ -269,7 +265,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                 try WriteValidator.validatePriority(converted, at: node)
             } else {
                 for put in puts { _ = try WriteValidator.validate(put.value, at: put.path) }
-                if op == "set", let sentValue, sentValue != converted { _ = try WriteValidator.validate(sentValue, at: self.path) }
+                if op == "set", sent != converted { _ = try WriteValidator.validate(sent, at: self.path) }
             }
         } catch {
             completion(.failure(DatabaseError(error)))
