@@ -261,8 +261,6 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         do throws(EddyError) {
             if op == "remove" {
                 try WriteValidator.validateLocation(self.path)
-            } else if self.path.lastKey == Value.priorityKey, let node = self.path.parent {
-                try WriteValidator.validatePriority(converted, at: node)
             } else {
                 for put in puts { _ = try WriteValidator.validate(put.value, at: put.path) }
                 if op == "set", sent != converted { _ = try WriteValidator.validate(sent, at: self.path) }

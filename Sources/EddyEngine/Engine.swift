@@ -385,12 +385,6 @@ public final class Engine: Sendable {
     static func validate(_ operation: WriteOperation, approximateBytes: inout Int) throws(EddyError) -> WriteOperation {
         switch operation {
         case .set(let path, let value):
-            if path.lastKey == Value.priorityKey, let node = path.parent {
-                try WriteValidator.validateLocation(path)
-                try WriteValidator.validatePriority(value, at: node)
-                approximateBytes += value.approximateBytes
-                return .set(path, value)
-            }
             return .set(path, try WriteValidator.validate(value, at: path, approximateBytes: &approximateBytes))
         case .remove(let path):
             try WriteValidator.validateLocation(path)
@@ -413,13 +407,6 @@ public final class Engine: Sendable {
             validated.reserveCapacity(changes.count)
             for change in changes {
                 let absolute = path.appending(change.path)
-                if absolute.lastKey == Value.priorityKey, let node = absolute.parent {
-                    try WriteValidator.validateLocation(absolute)
-                    try WriteValidator.validatePriority(change.value, at: node)
-                    approximateBytes += change.value.approximateBytes
-                    validated.append(change)
-                    continue
-                }
                 validated.append(
                     .init(
                         path: change.path,

@@ -9,7 +9,8 @@
 // Priorities are kept in Firebase's export form (`Value+Priority.swift`): `{".value": v}` is
 // `v`, `{".value": v, ".priority": p}` stays so when `v` is a primitive (an object `v` gets
 // the `.priority` member itself), a null `.priority` is dropped, and a node that is empty but
-// for its priority is null (Firebase keeps no priority on an empty node).
+// for its priority is null (Firebase keeps no priority on an empty node). A write at
+// `<path>/.priority` holds one node's priority: only the priority rules apply to it.
 
 public enum WriteValidator {
     public static let serverValueKey = ".sv"
@@ -26,6 +27,11 @@ public enum WriteValidator {
     /// error: nodes record their key and parent, and a path is rebuilt from them on failure.
     public static func validate(_ value: Value, at base: Path, approximateBytes: inout Int) throws(EddyError) -> Value {
         try validateLocation(base)
+        if base.lastKey == priorityKey, let node = base.parent {  // a `<path>/.priority` write
+            try validatePriority(value, at: node)
+            approximateBytes += value.approximateBytes
+            return value
+        }
         // nodes[i]: a key below `base`, its parent node (-1: base) and depth.
         var nodes: [(key: String, parent: Int, depth: Int)] = []
         var stack: [(value: Value, node: Int)] = [(value, -1)]

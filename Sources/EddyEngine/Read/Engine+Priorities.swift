@@ -26,8 +26,7 @@ extension Engine {
     public func priority(_ path: Path, access: Access) async throws(EddyError) -> Value {
         try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: nil, access)
-            guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return .null }
-            return try PriorityRecords.priority(self.database.makeIterator(family), at: PathKeyEncoding.encode(path))
+            return try PriorityRecords.priority(in: self.database, at: path)
         }
     }
 
