@@ -33,6 +33,22 @@ public enum ValueChange: Sendable, Hashable {
         }
     }
 
+    /// `apply(to:)` for a copy in export form (`Value+Priority.swift`) and changes in export
+    /// form: a `<node>/.priority` path sets the node's priority, writing below a primitive
+    /// keeps its priority, and a node left with only its priority is null.
+    public func applyExport(to value: inout Value) {
+        switch self {
+        case .put(let path, let new):
+            value.setExport(new, at: path)
+        case .patch(let path, let children):
+            // A priority last: only a node that exists has one.
+            for key in children.keys.sorted(by: { Key.compare($0, $1) < 0 }) where key != Value.priorityKey {
+                value.setExport(children[key]!, at: path.appending(key))
+            }
+            if let priority = children[Value.priorityKey] { value.setExport(priority, at: path.appending(Value.priorityKey)) }
+        }
+    }
+
     /// Bytes the change holds, roughly (for buffer budgets).
     public var approximateBytes: Int {
         switch self {
