@@ -60,6 +60,18 @@ extension LogEntry {
         AppliedChange.valueChanges(at: location, of: self.appliedChanges, merge: self.kind == .update)
     }
 
+    /// The same in export form (`Value+Priority.swift`), a priority-only change heard as a
+    /// change of `<node>/.priority`: for exporting listeners.
+    public func exportValueChanges(at location: Path) -> [ValueChange] {
+        var images: [Path: Value] = [:]
+        for image in self.before { images[image.path] = image.value }
+        let changes = self.changes.map { change in
+            let path = self.location.appending(change.path)
+            return AppliedChange(path: path, value: change.value, before: images[path] ?? .null)
+        }
+        return AppliedChange.valueChanges(at: location, of: changes, merge: self.kind == .update)
+    }
+
     /// The entry's changes with their before-images (a location the entry did not record an
     /// image for held nothing).
     var appliedChanges: [AppliedChange] {

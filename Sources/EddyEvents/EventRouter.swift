@@ -16,8 +16,10 @@
 // one window (`ListenerWindow.canShare`), so 100 subscribers of one query cost one result and
 // one event computation per entry. A plain window whose members hear only value changes keeps
 // no result: the write's own changes (`AppliedChange`) are its events, so a stream at the root
-// of a large database pays for each change, not for the child it lands in. Owned by the
-// committer thread.
+// of a large database pays for each change, not for the child it lands in. Listeners in export
+// form (`ListenerSpec.exportsPriorities`) hear the same changes with their priorities, and the
+// `<node>/.priority` changes nobody else hears; their windows read children with the priority
+// records under them. Owned by the committer thread.
 
 import EddyIndexes
 import EddyLog
@@ -46,6 +48,8 @@ package final class EventRouter {
     private var touched: [ListenerWindow.ID: ListenerWindow.Snapshot] = [:]
     /// The current write's changes, in the order applied, and whether it is an update.
     private var writeChanges: [AppliedChange] = []
+    /// The same in export form, with the `<node>/.priority` changes, for exporting windows.
+    private var writeExportChanges: [AppliedChange] = []
     private var writeIsUpdate = false
     /// Events of the current group, in log order.
     private(set) var deliveries: [Delivery] = []
@@ -87,7 +91,7 @@ package final class EventRouter {
         }
         let id = ListenerID(rawValue: self.nextListenerID)
         if let shared = self.windowsAt[spec.location]?.lazy.compactMap({ self.windows[$0] }).first(where: { $0.canShare(spec) }) {
-            let current = shared.keepsResult ? nil : try self.readCommitted(spec.location)
+            let current = shared.keepsResult ? nil : try self.readCommitted(spec.location, export: spec.exportsPriorities)
             self.nextListenerID += 1
             shared.addMember(id, spec.output)
             self.listeners[id] = shared.id
@@ -104,7 +108,8 @@ package final class EventRouter {
                 ? try self.replay(window, after: since, upTo: newest!, to: spec.output)
                 : try self.replayChanges(window, after: since, upTo: newest!, to: spec.output)
         } else {
-            first = [window.initialDelivery(to: spec.output, current: window.keepsResult ? nil : try self.readCommitted(spec.location))]
+            let current = window.keepsResult ? nil : try self.readCommitted(spec.location, export: spec.exportsPriorities)
+            first = [window.initialDelivery(to: spec.output, current: current)]
         }
         self.nextListenerID += 1
         self.nextWindowID += 1
@@ -134,7 +139,7 @@ package final class EventRouter {
         for entry in entries.reversed() {
             for image in entry.before.reversed() where related(image.path) { state.setExport(image.value, at: image.path) }
         }
-        window.replaceAll(with: state.child(at: location).withoutPriorities, priorities: Self.childPriorities(of: state.child(at: location)))
+        window.replaceAll(with: Self.windowValue(state.child(at: location), window), priorities: Self.childPriorities(of: state.child(at: location)))
         var deliveries: [Delivery] = []
         for entry in entries {
             let old = window.snapshot
@@ -142,8 +147,8 @@ package final class EventRouter {
                 let path = entry.location.appending(change.path)
                 if related(path) { state.setExport(change.value, at: path) }
             }
-            window.replaceAll(with: state.child(at: location).withoutPriorities, priorities: Self.childPriorities(of: state.child(at: location)))
-            let entryChanges = window.needsEntryChanges ? entry.valueChanges(at: location) : nil
+            window.replaceAll(with: Self.windowValue(state.child(at: location), window), priorities: Self.childPriorities(of: state.child(at: location)))
+            let entryChanges = window.needsEntryChanges ? Self.valueChanges(of: entry, at: location, window) : nil
             if let delivery = window.delivery(from: old, logID: entry.id, entryChanges: entryChanges, to: output) {
                 deliveries.append(delivery)
             }
@@ -158,12 +163,23 @@ package final class EventRouter {
     ) throws(EddyError) -> [Delivery] {
         var deliveries: [Delivery] = []
         for entry in try self.readEntries(after: since, upTo: newest) {
-            let changes = entry.valueChanges(at: window.location)
+            let changes = Self.valueChanges(of: entry, at: window.location, window)
             if let delivery = window.delivery(from: window.snapshot, logID: entry.id, entryChanges: changes, to: output) {
                 deliveries.append(delivery)
             }
         }
         return deliveries
+    }
+
+    /// What `window` sees of `value` (export form): it, or its data without priorities.
+    private static func windowValue(_ value: Value, _ window: ListenerWindow) -> Value {
+        window.exportsPriorities ? value : value.withoutPriorities
+    }
+
+    /// What `window` at `location` hears of `entry`: its changes, in export form when the window
+    /// `exportsPriorities`.
+    private static func valueChanges(of entry: LogEntry, at location: Path, _ window: ListenerWindow) -> [ValueChange] {
+        window.exportsPriorities ? entry.exportValueChanges(at: location) : entry.valueChanges(at: location)
     }
 
     /// The priorities of the children of `value` (export form) that have one.
@@ -190,10 +206,33 @@ package final class EventRouter {
         return entries
     }
 
-    /// The committed value at `location` (between groups).
-    private func readCommitted(_ location: Path) throws(EddyError) -> Value {
+    /// The committed value at `location` (between groups); `export`: in export form.
+    private func readCommitted(_ location: Path, export: Bool = false) throws(EddyError) -> Value {
+        if export, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) {
+            let snapshot = self.database.makeSnapshot()
+            return try PriorityRecords.exportValue(
+                tree: self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree), snapshot: snapshot),
+                priorities: self.database.makeIterator(family, snapshot: snapshot), prefix: PathKeyEncoding.encode(location))
+        }
         let tree = self.database.makeIterator(self.database.columnFamily(ColumnFamilies.tree))
         return try TreeReader.readSubtree(tree, prefix: PathKeyEncoding.encode(location)).value
+    }
+
+    /// `value`, read at `path` without priorities, with the priorities of its nodes (export
+    /// form), through the group or from the committed state.
+    private func withPriorities(_ value: Value, at path: Path, inGroup: Bool) throws(EddyError) -> Value {
+        guard !value.isNull else { return value }
+        let iterator: Iterator
+        if inGroup {
+            guard let grouped = self.group.groupPriorityIteratorIfAny else { return value }
+            iterator = grouped
+        } else {
+            guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return value }
+            iterator = self.database.makeIterator(family)
+        }
+        let prefix = PathKeyEncoding.encode(path)
+        let records = try PriorityRecords.records(iterator, under: prefix)
+        return records.isEmpty ? value : try PriorityRecords.merging(records, into: value, prefix: prefix)
     }
 
     /// A new window with its result loaded from the committed state.
@@ -202,7 +241,7 @@ package final class EventRouter {
         let location = spec.location
         if !window.keepsResult { return window }
         if window.isPlain {
-            window.replaceAll(with: try self.readCommitted(location))
+            window.replaceAll(with: try self.readCommitted(location, export: window.exportsPriorities))
         } else {
             _ = try self.indexDefinition(for: window, checkReady: true)
             switch window.query.limit {
@@ -296,11 +335,24 @@ package final class EventRouter {
 
     // MARK: Writes (inside a group)
 
-    /// After a change set the value at `path` to `value` (resolved), where `before` was;
-    /// `update`: the change is part of an update (its listeners hear a patch).
-    package func changed(path: Path, value: Value, before: Value, update: Bool) throws(EddyError) {
-        self.writeChanges.append(AppliedChange(path: path, value: value, before: before))
+    /// After a writer applied a change (export form: `Value+Priority.swift`): `written`
+    /// (resolved) at `path`, where `before` was; `update`: the change is part of an update (its
+    /// listeners hear a patch). A `<node>/.priority` change leaves every value as it was: it
+    /// moves the node in windows ordered by priority and reaches exporting windows only.
+    package func changed(path: Path, written: Value, before: Value, update: Bool) throws(EddyError) {
+        self.writeExportChanges.append(AppliedChange(path: path, value: written, before: before))
         self.writeIsUpdate = update
+        if path.lastKey == Value.priorityKey, let node = path.parent {
+            try self.priorityChanged(node: node)
+            return
+        }
+        try self.changed(path: path, value: written.withoutPriorities, before: before.withoutPriorities, exportValue: written)
+    }
+
+    /// The data change of `changed(path:written:...)`: `value` and `before` without
+    /// priorities, `exportValue` with them.
+    private func changed(path: Path, value: Value, before: Value, exportValue: Value) throws(EddyError) {
+        self.writeChanges.append(AppliedChange(path: path, value: value, before: before))
         // Listeners at one location share the read of the changed child.
         var childReads: [Path: Value] = [:]
         for id in self.trie.touched(by: path) {
@@ -308,8 +360,9 @@ package final class EventRouter {
             if self.touched[id] == nil { self.touched[id] = window.snapshot }
             guard window.keepsResult else { continue }
             if path.isAncestorOrSelf(of: window.location) {
+                let inside = Path(validatedKeys: Array(window.location.keys[path.depth...]))
                 window.replaceAll(
-                    with: value.child(at: Path(validatedKeys: Array(window.location.keys[path.depth...]))),
+                    with: window.exportsPriorities ? exportValue.child(at: inside) : value.child(at: inside),
                     priorities: window.ordersByPriority ? try self.childPriorities(of: window.location, inGroup: true) : [:])
                 continue
             }
@@ -332,18 +385,27 @@ package final class EventRouter {
         if window.ordersByPriority, let iterator = self.group.groupPriorityIteratorIfAny {
             priority = try PriorityRecords.priority(iterator, at: PathKeyEncoding.encode(childPath))
         }
-        try window.update(child: key, to: child, priority: priority) { after, edge, count throws(EddyError) in
+        let seen = window.exportsPriorities ? try self.withPriorities(child, at: childPath, inGroup: true) : child
+        try window.update(child: key, to: seen, priority: priority) { after, edge, count throws(EddyError) in
             try self.fetch(window, after: after, edge: edge, count: count, inGroup: true)
         }
     }
 
     /// After a change set the priority of the node at `node` (its data as it was): windows in
-    /// priority order at its parent move it. Nothing else hears it (listeners hear data).
-    package func priorityChanged(node: Path) throws(EddyError) {
-        guard let parent = node.parent, let key = node.lastKey else { return }
+    /// priority order at its parent move it; exporting windows at or above it hear it (their
+    /// result holds it below their location; a plain one hears the change). Nothing else does
+    /// (listeners hear data).
+    private func priorityChanged(node: Path) throws(EddyError) {
         var reads: [Path: Value] = [:]
         for id in self.trie.touched(by: node) {
-            guard let window = self.windows[id], window.ordersByPriority, window.keepsResult, window.location == parent else { continue }
+            guard let window = self.windows[id] else { continue }
+            let below = window.location.isAncestorOrSelf(of: node) && window.location != node
+            if window.exportsPriorities, window.location.isAncestorOrSelf(of: node) {
+                if self.touched[id] == nil { self.touched[id] = window.snapshot }
+                if window.keepsResult, below { try self.updateChild(node.keys[window.location.depth], of: window, reads: &reads) }
+                continue
+            }
+            guard window.ordersByPriority, window.keepsResult, window.location == node.parent, let key = node.lastKey else { continue }
             if self.touched[id] == nil { self.touched[id] = window.snapshot }
             try self.updateChild(key, of: window, reads: &reads)
         }
@@ -389,7 +451,9 @@ package final class EventRouter {
             }
             let entryChanges =
                 window.needsEntryChanges
-                ? AppliedChange.valueChanges(at: window.location, of: self.writeChanges, merge: self.writeIsUpdate) : nil
+                ? AppliedChange.valueChanges(
+                    at: window.location, of: window.exportsPriorities ? self.writeExportChanges : self.writeChanges, merge: self.writeIsUpdate)
+                : nil
             if window.coalescesEntries {
                 guard let batch = window.eventsBatch(from: old, logID: logID, entryChanges: entryChanges, silenced: silenced) else { continue }
                 if let open = self.openBatchIndex[id], self.coalescedBatches[open].silenced == silenced {
@@ -405,6 +469,7 @@ package final class EventRouter {
         }
         self.touched.removeAll(keepingCapacity: true)
         self.writeChanges.removeAll(keepingCapacity: true)
+        self.writeExportChanges.removeAll(keepingCapacity: true)
     }
 
     /// The windows the current write touched, in the order Firebase raises one change's events
@@ -427,6 +492,7 @@ package final class EventRouter {
         for (id, old) in self.touched { self.windows[id]?.restore(old) }
         self.touched.removeAll(keepingCapacity: true)
         self.writeChanges.removeAll(keepingCapacity: true)
+        self.writeExportChanges.removeAll(keepingCapacity: true)
     }
 
     /// The group's deliveries: one per entry and listener window, then the coalesced batches
@@ -464,8 +530,21 @@ package final class EventRouter {
     }
 
     /// Up to `count` entries of the window's result beyond `edge` (see `ListenerWindow.Fetch`),
-    /// read through the batch inside a group and from the database between groups.
+    /// read through the batch inside a group and from the database between groups; in export
+    /// form for an exporting window.
     private func fetch(
+        _ window: ListenerWindow, after: Bool, edge: ListenerWindow.Entry?, count: Int, inGroup: Bool
+    ) throws(EddyError) -> [ListenerWindow.Entry] {
+        var entries = try self.fetchData(window, after: after, edge: edge, count: count, inGroup: inGroup)
+        if window.exportsPriorities {
+            for i in entries.indices {
+                entries[i].value = try self.withPriorities(entries[i].value, at: window.location.appending(entries[i].key), inGroup: inGroup)
+            }
+        }
+        return entries
+    }
+
+    private func fetchData(
         _ window: ListenerWindow, after: Bool, edge: ListenerWindow.Entry?, count: Int, inGroup: Bool
     ) throws(EddyError) -> [ListenerWindow.Entry] {
         var query = window.query

@@ -42,12 +42,18 @@ package struct ListenerSpec: Sendable {
     /// listeners). False: one batch per entry. A busy location's subscribers then cost one
     /// hand-over per group instead of one per entry.
     package var coalescesEntries = false
+    /// Values in Firebase's export form (`.priority` members, `Value+Priority.swift`): the
+    /// attach value, each child and each change; a priority-only change is heard as a change of
+    /// `<node>/.priority`. A query's result holds its children's priorities, not the location's.
+    package var exportsPriorities = false
 
     package init(
         location: Path, query: Query?, keyPaths: [Path]?, output: ListenerOutput, selection: EventSelection = .firebase,
-        since: LogID? = nil, replaysSince: Bool = true, access: Access = .admin, coalescesEntries: Bool = false
+        since: LogID? = nil, replaysSince: Bool = true, access: Access = .admin, coalescesEntries: Bool = false,
+        exportsPriorities: Bool = false
     ) {
         self.coalescesEntries = coalescesEntries
+        self.exportsPriorities = exportsPriorities
         self.location = location
         self.query = query
         self.keyPaths = keyPaths

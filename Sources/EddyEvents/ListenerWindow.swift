@@ -10,7 +10,9 @@
 //   position when inside the bounds; a limit window that overflows drops its far end, one that
 //   runs short is refilled with one read past its far end (`fetch`), never by a rescan.
 // A window in priority order sorts by its children's priorities, which the router reads and
-// passes (values hold none); a priority change moves a child with its data as it was.
+// passes (values hold none); a priority change moves a child with its data as it was. An
+// exporting window (`ListenerSpec.exportsPriorities`) holds its children in export form
+// instead, priorities included, so a priority change is a change of the child.
 // Invariant: `entries` is exactly the query's result, in query order, unless the window keeps
 // no result (`keepsResult` false: a plain window whose members hear only value changes; its
 // events come from the entry's changes alone, see `AppliedChange`).
@@ -51,6 +53,9 @@ final class ListenerWindow {
     let keepsResult: Bool
     /// Only changes at these paths inside a child notify (nil: any change).
     let keyPaths: [Path]?
+    /// Its values are in export form (`ListenerSpec.exportsPriorities`): entries hold their
+    /// priorities, a plain window's primitive may be `{".value": v, ".priority": p}`.
+    let exportsPriorities: Bool
     /// The listeners that hear this window, in the order they attached.
     private(set) var members: [(id: ListenerID, output: ListenerOutput)] = []
     private(set) var entries: [Entry] = []
@@ -67,6 +72,7 @@ final class ListenerWindow {
         self.keyPaths = spec.keyPaths
         self.selection = spec.selection
         self.coalescesEntries = spec.coalescesEntries && !spec.output.isChangeSets
+        self.exportsPriorities = spec.exportsPriorities
         self.keepsResult = !(spec.query == nil && !spec.output.isChangeSets && !spec.selection.childEvents && spec.selection.valueChanges)
     }
 
@@ -76,6 +82,7 @@ final class ListenerWindow {
             && spec.keyPaths == self.keyPaths && spec.output.isChangeSets == self.deliversChangeSets
             && (self.deliversChangeSets || spec.selection == self.selection)
             && (spec.coalescesEntries && !spec.output.isChangeSets) == self.coalescesEntries
+            && spec.exportsPriorities == self.exportsPriorities
     }
 
     /// Whether the value events of this window carry the entry's own changes (so the router
@@ -119,12 +126,19 @@ final class ListenerWindow {
     /// children's, for a window in priority order (absent: none).
     func replaceAll(with value: Value, priorities: [String: Value] = [:]) {
         self.primitive = nil
-        guard case .object(let children) = value else {
+        guard case .object(var children) = value, children[Value.wrappedValueKey] == nil else {
             if self.isPlain, !value.isNull { self.primitive = value }
             self.entries = []
             return
         }
-        var all = children.map { Entry(key: $0.key, sort: self.sortValue(of: $0.value, priority: priorities[$0.key] ?? .null), value: $0.value) }
+        // An exporting window's result is its children (a plain one's own priority is heard
+        // only as a change: `AppliedChange`).
+        children.removeValue(forKey: Value.priorityKey)
+        var all = children.map {
+            Entry(
+                key: $0.key, sort: self.sortValue(of: $0.value, priority: priorities[$0.key] ?? (self.exportsPriorities ? $0.value.priority : .null)),
+                value: $0.value)
+        }
             .filter(self.inBounds)
         all.sort(by: self.less)
         switch self.query.limit {
@@ -178,8 +192,8 @@ final class ListenerWindow {
         switch self.query.order {
         case .key: return .null
         case .priority: return priority
-        case .value: return child
-        case .child(let path): return child.child(at: path)
+        case .value: return self.exportsPriorities ? child.withoutPriorities : child
+        case .child(let path): return self.exportsPriorities ? child.child(at: path).withoutPriorities : child.child(at: path)
         }
     }
 

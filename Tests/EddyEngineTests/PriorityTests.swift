@@ -360,4 +360,79 @@ import Testing
             #expect(resumed.take().joined().last { $0.kind == .value }?.value == (try await engine.query(p("/l"), queries[0])))
         }
     }
+
+    /// Listeners in export form (`exportsPriorities`, value changes only): applying each change
+    /// to the attach value gives the export form a read answers, write after write: priorities
+    /// in values, at `<path>/.priority` (the location's own too), in updates, removed with their
+    /// nodes, written above the location. A query's window holds its children's priorities.
+    /// Resumed from the log, each ends at the same value.
+    @Test func listenersInExportFormFollowEveryPriority() async throws {
+        try await withEngine { engine in
+            _ = try await engine.set(p("/e"), json(#"{"a": {".value": 1, ".priority": 3}, "b": 2, "c": {"x": 3, ".priority": 1}}"#))
+            let start = try #require(try engine.lastLogID())
+            let queries: [Query?] = [nil, Query(order: .priority, limit: .first(2)), Query(order: .key, limit: .last(2))]
+            func listen(_ query: Query?, since: LogID?) async throws -> ReceivedBatches {
+                let batches = ReceivedBatches()
+                _ = try await engine.listen(
+                    p("/e"), query: query, since: since, selection: .valueChangesOnly, exportsPriorities: true, sink: batches.sink)
+                return batches
+            }
+            var copies: [Value] = []
+            var received: [ReceivedBatches] = []
+            for query in queries {
+                let batches = try await listen(query, since: nil)
+                received.append(batches)
+                copies.append(.null)
+            }
+            func expected(_ query: Query?) async throws -> Value {
+                guard let query else { return try engine.readExportValue(p("/e")) }
+                return try await engine.queryExport(p("/e"), query, access: .admin)
+            }
+            func apply(_ events: [ChildEvent], to copy: inout Value) {
+                for event in events where event.kind == .value {
+                    if let changes = event.changes {
+                        for change in changes { change.applyExport(to: &copy) }
+                    } else {
+                        copy = event.value
+                    }
+                }
+            }
+            func check(_ step: String) async throws {
+                for i in queries.indices {
+                    apply(Array(received[i].take().joined()), to: &copies[i])
+                    let want = try await expected(queries[i])
+                    #expect(copies[i] == want, "\(step): \(queries[i].map { "\($0)" } ?? "plain"): \(text(copies[i])) != \(text(want))")
+                }
+            }
+            try await check("attach")
+            let atAttach = copies
+            #expect(text(copies[0]).contains(#"".priority":3"#), "the attach value holds the priorities")
+            _ = try await engine.set(pp("/e/b/.priority"), .number(0))
+            try await check("b's priority")
+            _ = try await engine.set(pp("/e/.priority"), .string("own"))
+            try await check("the location's own priority")
+            _ = try await engine.set(p("/e/d"), json(#"{".value": 4, ".priority": "z"}"#))
+            try await check("d added with a priority")
+            _ = try await engine.update(p("/e"), [LogEntry.Change(path: pp("c/.priority"), value: .number(9)), LogEntry.Change(path: p("b"), value: .number(20))])
+            try await check("an update of a priority and a value")
+            _ = try await engine.set(pp("/e/a/.priority"), .null)
+            try await check("a's priority removed")
+            _ = try await engine.set(p("/e/c/x/y"), json(#"{".value": 1, ".priority": 2}"#))
+            try await check("a priority deeper down")
+            _ = try await engine.remove(p("/e/c"))
+            try await check("c removed")
+            _ = try await engine.update(p("/"), [LogEntry.Change(path: p("e/f"), value: json(#"{"g": 1, ".priority": 5}"#))])
+            try await check("an update above the location")
+            _ = try await engine.set(p("/"), json(#"{"e": {"a": {".value": 7, ".priority": 1}, ".priority": 2}}"#))
+            try await check("the root replaced")
+
+            // Resumed after the first entry: from the value at attach, the same end.
+            for (i, query) in queries.enumerated() {
+                let resumed = try await listen(query, since: start)
+                var copy = atAttach[i]
+                apply(Array(resumed.take().joined()), to: &copy)
+                #expect(copy == copies[i], "resumed \(query.map { "\($0)" } ?? "plain"): \(text(copy)) != \(text(copies[i]))")
+            }
+        }
+    }
 }

@@ -50,15 +50,23 @@ extension Engine {
     /// each entry in log order, each naming its entry's log id, handed over at the end of the
     /// group (the attach batch and a resume's replay stay one per entry). A location written
     /// faster than the disk syncs then costs one batch per group and listener, not per entry.
+    ///
+    /// `exportsPriorities`: values in Firebase's export form (`.priority` members): the attach
+    /// value, children and changes, a priority-only write heard as a change of
+    /// `<node>/.priority`. Only for `.valueChangesOnly`, whose changes carry the location's own
+    /// priority too (a query's result holds its children's, not the location's).
     public func listen(
         _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, replaySince: Bool = true,
         selection: EventSelection = .firebase, access: Access = .admin, coalescesEntries: Bool = false,
-        sink: @escaping ChildEventSink
+        exportsPriorities: Bool = false, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
-        try await self.attach(
+        if exportsPriorities, selection != .valueChangesOnly {
+            throw EddyError(.invalidArgument, "a listener in export form (priorities) hears value changes only")
+        }
+        return try await self.attach(
             ListenerSpec(
                 location: location, query: query, keyPaths: keyPaths, output: .events(sink), selection: selection, since: since,
-                replaysSince: replaySince, access: access, coalescesEntries: coalescesEntries))
+                replaysSince: replaySince, access: access, coalescesEntries: coalescesEntries, exportsPriorities: exportsPriorities))
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,

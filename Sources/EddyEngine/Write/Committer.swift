@@ -469,19 +469,6 @@ final class Committer: @unchecked Sendable {
     }
 }
 
-extension EventRouter {
-    /// `changed` with what a writer applied (export form): listeners hear values without
-    /// priorities; a `<path>/.priority` change leaves every value as it was, and only moves
-    /// the node in windows ordered by priority.
-    func changed(path: Path, written: Value, before: Value, update: Bool) throws(EddyError) {
-        if path.lastKey == Value.priorityKey, let node = path.parent {
-            try self.priorityChanged(node: node)
-            return
-        }
-        try self.changed(path: path, value: written.withoutPriorities, before: before.withoutPriorities, update: update)
-    }
-}
-
 extension Duration {
     var seconds: Double {
         let (s, attoseconds) = self.components

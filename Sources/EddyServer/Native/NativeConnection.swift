@@ -258,6 +258,13 @@ final class NativeConnection: Sendable {
         self.send(Frame(kind: .value, requestID: requestID, payload: payload))
     }
 
+    /// Answers a value read in export form, refused when it would not fit a frame.
+    func answerExport(_ requestID: UInt64, _ value: Value) throws(EddyError) {
+        let json = JSONWriter.bytes(value)
+        guard Frame.headerBytes + 10 + json.count <= self.frameBytesMax else { throw self.tooLarge("the value", bytes: json.count) }
+        self.answerValue(requestID, json: json)
+    }
+
     func fail(_ requestID: UInt64, _ error: EddyError) {
         self.answer(.error, requestID, .object(["code": .string(error.code.description), "message": .string(error.message)]))
     }
@@ -305,6 +312,17 @@ final class NativeConnection: Sendable {
                     self.answer(.value, frame.requestID, .object(["value": try await engine.priority(node, access: access)]))
                     return
                 }
+                // `"priorities": true`: the value in export form (`.priority` members); its ETag
+                // is the data's, as a conditional write compares it.
+                if try Self.flag(body, "priorities") {
+                    let value = try await engine.getExport(try Self.path(body), access: access)
+                    guard body["etag"] == .bool(true) else {
+                        try self.answerExport(frame.requestID, value)
+                        return
+                    }
+                    self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value.withoutPriorities))]))
+                    return
+                }
                 guard body["etag"] == .bool(true) else {
                     // Bounded while it is read, so a huge location is refused before it is built.
                     let path = try Self.path(body)
@@ -320,6 +338,10 @@ final class NativeConnection: Sendable {
                 self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value))]))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
+                if try Self.flag(body, "priorities") {
+                    try self.answerExport(frame.requestID, try await engine.queryExport(try Self.path(body), query, access: access))
+                    return
+                }
                 self.answerValue(frame.requestID, json: try await engine.queryJSON(try Self.path(body), query, access: access))
             case .write:
                 try await self.write(frame.requestID, body, engine, access: access)
@@ -637,11 +659,10 @@ final class NativeConnection: Sendable {
         case let other?:
             throw EddyError(.invalidArgument, "\"events\" must be \"all\" or \"value\", not \(JSONWriter.string(.string(other)))")
         }
-        let coalesces: Bool
-        switch body["coalesce"] {
-        case .null: coalesces = false
-        case .bool(let flag): coalesces = flag
-        case let other: throw EddyError(.invalidArgument, "field \"coalesce\" must be true or false, not \(JSONWriter.string(other))")
+        let coalesces = try Self.flag(body, "coalesce")
+        let exportsPriorities = try Self.flag(body, "priorities")
+        if exportsPriorities, selection != .valueChangesOnly {
+            throw EddyError(.invalidArgument, "\"priorities\": true needs \"events\": \"value\" (values in export form come as changes)")
         }
         try self.reserveStream(requestID)
         guard ServerMetrics.nativeSubscriptions < self.subscriptionBounds.total else {
@@ -653,7 +674,8 @@ final class NativeConnection: Sendable {
         let attachment: ListenerAttachment
         do {
             attachment = try await engine.listen(
-                path, query: query, since: since, selection: selection, access: access, coalescesEntries: coalesces
+                path, query: query, since: since, selection: selection, access: access, coalescesEntries: coalesces,
+                exportsPriorities: exportsPriorities
             ) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }
@@ -782,6 +804,15 @@ final class NativeConnection: Sendable {
 
     /// A request id sent as a JSON number: a whole number from 0 to 2^53 (JSON numbers are
     /// doubles; larger ones are not exact). Anything else is refused naming the field.
+    /// An optional boolean field (absent: false).
+    static func flag(_ body: Value, _ name: String) throws(EddyError) -> Bool {
+        switch body[name] {
+        case .null: return false
+        case .bool(let flag): return flag
+        case let other: throw EddyError(.invalidArgument, "field \"\(name)\" must be true or false, not \(JSONWriter.string(other))")
+        }
+    }
+
     static func requestID(_ value: Value, field: String, what: String) throws(EddyError) -> UInt64 {
         guard case .number(let n) = value, n >= 0, n <= 9_007_199_254_740_992, let id = UInt64(exactly: n) else {
             throw EddyError(
