@@ -1,6 +1,8 @@
 // An immutable copy of the data at a location (or in a query's window) at one moment, as
-// Firebase's `DataSnapshot`: `value` in Foundation types, `children` in the query's order,
-// navigation by path. A location without data has `value` NSNull and `exists()` false.
+// Firebase's `DataSnapshot`: `value` in Foundation types, `children` in the query's order
+// (priority order without one), navigation by path. A location without data has `value`
+// NSNull and `exists()` false. The copy is in export form (`Value+Priority.swift`): `value`
+// is the data without priorities, `priority` and `valueInExportFormat()` show them.
 
 import EddyModel
 import Foundation
@@ -26,39 +28,46 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     }
 
     /// The data as Foundation values: NSNull, NSNumber, String, [String: Any] or [Any].
-    public var value: Any? { FoundationValue.foundation(self.data) }
+    public var value: Any? { FoundationValue.foundation(self.data.withoutPriorities) }
 
-    /// The data in Firebase's export format: with priorities (Eddy stores none), and objects
-    /// keyed by list indexes as dictionaries, never arrays.
+    /// The data in Firebase's export format: with priorities (`.priority` members, a primitive
+    /// with one as `[".value": v, ".priority": p]`), and objects keyed by list indexes as
+    /// dictionaries, never arrays.
     public func valueInExportFormat() -> Any? { FoundationValue.foundation(self.data, arrays: false) }
 
     /// The last key of the location's path ("" at the root).
     public var key: String { self.ref.key ?? "" }
 
-    /// Eddy stores no priorities: always nil.
-    public var priority: Any? { nil }
+    /// The location's priority: an NSNumber or a String, NSNull when it has none (as
+    /// Firebase's).
+    public var priority: Any? { FoundationValue.foundation(self.data.priority) }
 
     public func exists() -> Bool { !self.data.isNull }
 
-    public func hasChildren() -> Bool {
-        if case .object(let children) = self.data { return !children.isEmpty }
-        return false
-    }
+    public func hasChildren() -> Bool { !ChildOrder.children(of: self.data).isEmpty }
 
-    public var childrenCount: UInt {
-        if case .object(let children) = self.data { return UInt(children.count) }
-        return 0
-    }
+    public var childrenCount: UInt { UInt(ChildOrder.children(of: self.data).count) }
 
     /// Whether there is data at the relative path (`"a/b"`).
     public func hasChild(_ childPathString: String) -> Bool {
-        !self.data.child(at: DatabaseReference.parsePath(childPathString, method: "hasChild:")).isNull
+        !Self.child(of: self.data, at: DatabaseReference.parsePath(childPathString, method: "hasChild:")).isNull
     }
 
     /// The snapshot of the relative path (`"a/b"`); empty where there is no data.
     public func childSnapshot(forPath childPathString: String) -> DataSnapshot {
         let path = DatabaseReference.parsePath(childPathString, method: "childSnapshot(forPath:)")
-        return DataSnapshot(ref: self.ref.child(path), value: self.data.child(at: path))
+        return DataSnapshot(ref: self.ref.child(path), value: Self.child(of: self.data, at: path))
+    }
+
+    /// The node at `path` of `value` (export form): a primitive has no children, whatever
+    /// members its wrapped form has.
+    static func child(of value: Value, at path: Path) -> Value {
+        var node = value
+        for key in path.keys {
+            node = ChildOrder.children(of: node)[key] ?? .null
+            if node.isNull { break }
+        }
+        return node
     }
 
     /// The child snapshots, in the order of the query the snapshot came from.
@@ -67,14 +76,14 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     }
 
     var childSnapshots: [DataSnapshot] {
-        guard case .object(let children) = self.data else { return [] }
+        let children = ChildOrder.children(of: self.data)
         return ChildOrder.sortedKeys(children, self.order).map { key in
             DataSnapshot(ref: self.ref.child(Path(validatedKeys: [key])), value: children[key]!)
         }
     }
 
     public override var description: String {
-        "Snap (\(self.key)) \(JSONWriter.string(self.data))"
+        "Snap (\(self.key)) \(JSONWriter.string(self.data.withoutPriorities))"
     }
 }
 

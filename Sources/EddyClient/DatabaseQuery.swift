@@ -172,7 +172,8 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
             completion(.success(DataSnapshot(ref: self.ref, value: self.database.info.current(at: self.path), order: self.spec.effectiveOrder)))
             return
         }
-        var payload: [String: Value] = ["path": .string(self.path.description)]
+        // In export form, as the views hold data: the snapshot answers `priority`.
+        var payload: [String: Value] = ["path": .string(self.path.description), "priorities": .bool(true)]
         let kind: Frame.Kind
         // Only an order: the whole location, as Firebase loads it (a snapshot lists its
         // children in the order).
@@ -208,7 +209,7 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
             }
             if case .failure(let error) = result, LocalQuery.isMissingIndex(error) {
                 // No index on the server: read the location and evaluate the query here.
-                connection.request(.get, .object(["path": .string(ref.path.description)])) { whole in
+                connection.request(.get, .object(["path": .string(ref.path.description), "priorities": .bool(true)])) { whole in
                     completion(
                         whole.map { answer in
                             DataSnapshot(ref: ref, value: LocalQuery.object(LocalQuery.window(answer.payload["value"].normalized(), spec)), order: spec.effectiveOrder)

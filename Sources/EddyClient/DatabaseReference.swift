@@ -152,7 +152,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await self.awaitCompletion { self.writePriority(priority, completion: $0) }
     }
 
-    /// A set of `<path>/.priority`, with no local event (the view holds no priorities).
+    /// A set of `<path>/.priority`; its local events move the location in priority order (a
+    /// location without data keeps none, as the server does).
     private func writePriority(_ priority: Any?, completion: (((any Error)?, DatabaseReference) -> Void)?) {
         let box = UncheckedSendable(completion)
         let value: Value
@@ -163,7 +164,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             return self.complete(box.value, .failure(error))
         }
         let target = DatabaseReference(database: self.database, path: self.path.appending(Value.priorityKey))
-        target.submit("set", value, sentValue: value, localEvents: false) { result in self.complete(box.value, result.map { _ in () }) }
+        target.submit("set", value, sentValue: value) { result in self.complete(box.value, result.map { _ in () }) }
     }
 
     private static func stringKeyed(_ values: [AnyHashable: Any]) -> Any {
@@ -254,7 +255,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
         let database = self.database
-        let puts = self.puts(op, converted)
+        // Shown in export form, as the views hold the server's data (priorities kept).
+        let puts = self.puts(op, sent)
         // Checked as eddyd will check it, before any local event: a write it would refuse (a bad
         // key, a string too long, a path too deep) fails at once and is never shown, where
         // Firebase's SDK raises at the call.
@@ -262,7 +264,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             if op == "remove" {
                 try WriteValidator.validateLocation(self.path)
             } else {
-                for put in puts { _ = try WriteValidator.validate(put.value, at: put.path) }
+                for put in self.puts(op, converted) { _ = try WriteValidator.validate(put.value, at: put.path) }
                 if op == "set", sent != converted { _ = try WriteValidator.validate(sent, at: self.path) }
             }
         } catch {

@@ -119,6 +119,6 @@ extension DataSnapshot {
     /// The snapshot's value as a `T` (see `Database.Decoder`). Throws
     /// `DecodingError.valueNotFound` when there is no data and `T` is not an Optional.
     public func data<T: Decodable>(as type: T.Type, decoder: Database.Decoder = Database.Decoder()) throws -> T {
-        try decoder.decode(T.self, from: self.data)
+        try decoder.decode(T.self, from: self.data.withoutPriorities)
     }
 }

@@ -289,7 +289,9 @@ final class HTTPTransport: Transport {
             if case .string(let etag) = payload["ifMatch"] { request.setValue(etag, forHTTPHeaderField: "if-match") }
             return request
         case .get, .query:
-            var request = URLRequest(url: try self.url(path: path, query: payload["query"]))
+            // `"priorities": true`: the export form (`format=export`), as the native protocol answers it.
+            let format = payload["priorities"] == .bool(true) ? [URLQueryItem(name: "format", value: "export")] : []
+            var request = URLRequest(url: try self.url(path: path, query: payload["query"], extra: format))
             if payload["etag"] == .bool(true) { request.setValue("true", forHTTPHeaderField: "X-Firebase-ETag") }
             return request
         case .status:

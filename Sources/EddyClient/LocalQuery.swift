@@ -16,7 +16,8 @@ enum LocalQuery {
 
     /// The children of `value` in the query's window, in its order.
     static func window(_ value: Value, _ spec: QuerySpec) -> [Entry] {
-        guard case .object(let children) = value else { return [] }
+        let children = ChildOrder.children(of: value)
+        guard !children.isEmpty else { return [] }
         let order = spec.effectiveOrder
         var entries = ChildOrder.sortedKeys(children, order).map { (key: $0, value: children[$0]!) }
         if let start = spec.start {

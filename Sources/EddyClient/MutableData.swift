@@ -1,6 +1,9 @@
 // The data a transaction block reads and changes (Firebase's `MutableData`). Children made
 // with `childData(byAppendingPath:)` are views of the same data: setting a child's value
-// changes the parent's.
+// changes the parent's. Held in export form (`Value+Priority.swift`): `value` reads the data
+// without priorities, `priority` reads and sets the node's; setting `value` replaces the node,
+// its priority with it (as Firebase's), and the transaction writes what is held, priorities
+// included.
 
 import EddyModel
 import Foundation
@@ -36,21 +39,33 @@ public final class MutableData: NSObject, @unchecked Sendable {
     /// it replaces the data here (nil or NSNull removes it); a value JSON cannot hold is refused
     /// and fails the transaction.
     public var value: Any? {
-        get { FoundationValue.foundation(self.root.value.child(at: self.path)) }
+        get { FoundationValue.foundation(self.node.withoutPriorities) }
         set {
             do {
                 let data = try FoundationValue.written(newValue, path: self.path.description)
-                self.root.value.set(data.normalized(), at: self.path)
+                self.root.value.setExport(data.normalized(), at: self.path)
             } catch {
                 self.root.error = error
             }
         }
     }
 
-    /// Eddy stores no priorities: reads nil, and setting it has no effect.
+    /// The node here, in export form.
+    private var node: Value { DataSnapshot.child(of: self.root.value, at: self.path) }
+
+    /// The node's priority (NSNull when none, as Firebase's). Setting it (a number, a string,
+    /// nil or NSNull to remove it) gives the node that priority; a node without data has none.
+    /// A value that is not a priority is refused and fails the transaction.
     public var priority: Any? {
-        get { nil }
-        set {}
+        get { FoundationValue.foundation(self.node.priority) }
+        set {
+            do {
+                let priority = try FoundationValue.priority(newValue, path: self.path.description)
+                self.root.value.setPriority(priority, at: self.path)
+            } catch {
+                self.root.error = error
+            }
+        }
     }
 
     public var key: String? { self.path.keys.last }
@@ -65,24 +80,20 @@ public final class MutableData: NSObject, @unchecked Sendable {
         return "FIRMutableData (\(key)) \(value)"
     }
 
-    public var childrenCount: UInt {
-        if case .object(let children) = self.root.value.child(at: self.path) { return UInt(children.count) }
-        return 0
-    }
+    public var childrenCount: UInt { UInt(ChildOrder.children(of: self.node).count) }
 
     public func hasChildren() -> Bool { self.childrenCount > 0 }
 
     public func hasChild(atPath path: String) -> Bool {
-        !self.root.value.child(at: self.path.appending(DatabaseReference.parsePath(path, method: "hasChildAtPath:"))).isNull
+        !DataSnapshot.child(of: self.node, at: DatabaseReference.parsePath(path, method: "hasChildAtPath:")).isNull
     }
 
     public func childData(byAppendingPath path: String) -> MutableData {
         MutableData(root: self.root, path: self.path.appending(DatabaseReference.parsePath(path, method: "childDataByAppendingPath:")))
     }
 
-    /// The children, in key order.
+    /// The children, in priority order (key order where none has a priority).
     public var children: NSEnumerator {
-        guard case .object(let children) = self.root.value.child(at: self.path) else { return SnapshotEnumerator<MutableData>([]) }
-        return SnapshotEnumerator(ChildOrder.sortedKeys(children, .key).map { self.childData(byAppendingPath: $0) })
+        SnapshotEnumerator(ChildOrder.sortedKeys(ChildOrder.children(of: self.node), .priority).map { self.childData(byAppendingPath: $0) })
     }
 }

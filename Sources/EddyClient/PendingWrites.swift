@@ -9,6 +9,9 @@
 // no such view needs it. A live view needs no more: eddyd hands a write's events to every
 // listener before it acknowledges the write, so the view's server copy already holds it.
 //
+// Writes are shown in export form, priorities included, as the views hold the server's data
+// (`Value.setExport`: a `<path>/.priority` put sets the node's priority).
+//
 // Server values (`ServerValue.timestamp()`, `increment`) are resolved when the write is made,
 // the way Firebase's clients estimate them: the client's clock, and the number the views show
 // plus the delta. A resolved write is idempotent, so it shows the same on top of server data
@@ -176,7 +179,7 @@ final class PendingWrites: Sendable {
                 if location.isAncestorOrSelf(of: put.path) {
                     let relative = Path(validatedKeys: Array(put.path.keys.dropFirst(location.depth)))
                     let resolved = self.resolve(put.value, existing: result.child(at: relative), now: write.timeMilliseconds)
-                    result.set(resolved, at: relative)
+                    result.setExport(resolved, at: relative)
                 } else if put.path.isAncestorOrSelf(of: location) {
                     let relative = Path(validatedKeys: Array(location.keys.dropFirst(put.path.depth)))
                     let existing = Value.null.setting(result, at: relative)
@@ -203,7 +206,7 @@ final class PendingWrites: Sendable {
                 return .number(now)
             case .object(let operation):
                 if case .number(let delta) = operation["increment"] {
-                    if case .number(let current) = existing { return .number(current + delta) }
+                    if case .number(let current) = existing.withoutPriorities { return .number(current + delta) }
                     return .number(delta)
                 }
                 return value

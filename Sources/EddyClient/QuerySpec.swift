@@ -15,8 +15,8 @@ struct QuerySpec: Sendable, Equatable {
         var inclusive: Bool
     }
 
-    /// nil: no queryOrdered call (children in key order; with bounds or a limit, Firebase's
-    /// default priority order, which with Eddy's null priorities is key order).
+    /// nil: no queryOrdered call (Firebase's default priority order, key order where no child
+    /// has a priority).
     var order: Query.Order?
     var start: Bound?
     var end: Bound?
@@ -30,10 +30,10 @@ struct QuerySpec: Sendable, Equatable {
     /// its value is the location's, a primitive too.
     var loadsAllData: Bool { self.start == nil && self.end == nil && self.limit == nil }
 
-    /// The order of the window: Firebase's default is priority order once a query has bounds
-    /// (`queryStarting(atValue: nil, childKey: "c")`), key order otherwise; with every priority
-    /// null both list children by key.
-    var effectiveOrder: Query.Order { self.order ?? (self.start == nil && self.end == nil ? .key : .priority) }
+    /// The order of the window: Firebase's default is priority order (bounds without an order,
+    /// `queryStarting(atValue: nil, childKey: "c")`, are priority bounds); with every priority
+    /// null it lists children by key.
+    var effectiveOrder: Query.Order { self.order ?? .priority }
 
     // MARK: Building (each returns a copy; the first error sticks)
 
@@ -202,9 +202,8 @@ struct QuerySpec: Sendable, Equatable {
             // eddyd selects by the stored priorities (reads and live windows).
             out["orderBy"] = .string("\"$priority\"")
         case nil:
-            // Firebase's default order: priority order with bounds, key order otherwise (as
-            // before priorities were stored; a limit alone selects by key).
-            out["orderBy"] = .string(self.start == nil && self.end == nil ? "\"$key\"" : "\"$priority\"")
+            // Firebase's default order (a limit alone selects by priority, then key).
+            out["orderBy"] = .string("\"$priority\"")
         case .child(let path): out["orderBy"] = .string(JSONWriter.string(.string(path.keys.joined(separator: "/"))))
         }
         func text(_ bound: Bound) -> String {

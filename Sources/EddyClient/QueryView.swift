@@ -5,6 +5,9 @@
 // the order they were registered. An observer added to a view that is already live gets its
 // initial events (child_added for each child in order, then value) from the view's copy.
 //
+// The copy is in Firebase's export form (the subscription asks for priorities): snapshots
+// answer `priority`, and children list in priority order by default.
+//
 // The copy starts from the subscription's first batch and follows every later one. When the
 // connection is lost, or the server says the view fell behind, it subscribes again from the
 // last log id it applied (`since`), with backoff (100 ms doubling to 5 s): no event is missed
@@ -67,6 +70,8 @@ final class QueryView: Sendable {
         /// What observers were last shown: the window and the value event's value, the
         /// server's data with the client's waiting writes on top (`PendingWrites`).
         var shownWindow: [LocalQuery.Entry] = []
+        /// A child of `shownWindow` has a priority (it is then not in key order).
+        var shownHasPriorities = false
         var shownValue: Value = .null
         /// What `shownWindow` and `shownValue` were computed from (`showChanged`); nil when
         /// unknown (after a partial show).
@@ -154,8 +159,11 @@ final class QueryView: Sendable {
             return (state.lastLogID, state.local, state.generation)
         }
         // Value changes only: the child events are derived here from the windows before and
-        // after each change (the server then keeps no copy of a plain location).
-        var payload: [String: Value] = ["path": .string(self.query.path.description), "events": .string("value")]
+        // after each change (the server then keeps no copy of a plain location). In export
+        // form: the copy holds priorities (a snapshot's `priority`, priority order).
+        var payload: [String: Value] = [
+            "path": .string(self.query.path.description), "events": .string("value"), "priorities": .bool(true),
+        ]
         if !local, let parameters = self.query.spec.parameters { payload["query"] = parameters }
         if let since { payload["since"] = .string(since) }
         let connection = self.database.connection
@@ -281,7 +289,7 @@ final class QueryView: Sendable {
                 if case .object(let changes) = event["changes"] {
                     for wire in QueryView.list(.object(changes)) {
                         guard let change = QueryView.change(wire) else { continue }
-                        change.apply(to: &state.cache)
+                        change.applyExport(to: &state.cache)
                         state.cacheVersion &+= 1
                         if let key = change.path.keys.first {
                             touched?.insert(key)
@@ -395,8 +403,7 @@ final class QueryView: Sendable {
     var heldChildren: [String: Value]? {
         self.state.withLock { state in
             guard state.started else { return nil }
-            guard case .object(let children) = state.cache else { return [:] }
-            return children
+            return ChildOrder.children(of: state.cache)
         }
     }
 
@@ -529,6 +536,7 @@ final class QueryView: Sendable {
             events.append(Event(kind: .value, snapshot: DataSnapshot(ref: ref, value: value, order: order), previous: nil))
         }
         state.shownWindow = window
+        state.shownHasPriorities = window.contains { !$0.value.priority.isNull }
         if !partial { state.shownValue = value }
         state.shownBasis = partial ? nil : self.basis(of: shownWrites, cacheVersion: state.cacheVersion, reusing: state.shownBasis)
         guard !events.isEmpty else { return }
@@ -551,6 +559,11 @@ final class QueryView: Sendable {
         case (.object, .object), (.object, .null), (.null, .object), (.null, .null): break
         default: return false
         }
+        // The shown window in key order (no child has a priority, none of the location's own
+        // or primitive forms changed): priorities need the whole show.
+        guard !state.shownHasPriorities, !keys.contains(Value.priorityKey), state.cache[Value.wrappedValueKey].isNull,
+            state.shownValue[Value.wrappedValueKey].isNull
+        else { return false }
         let location = self.query.path
         let pending = self.database.pendingWrites.touching(location).filter { self.shows($0, state) }
         var keys = keys
@@ -599,16 +612,19 @@ final class QueryView: Sendable {
             }
             return (false, low)
         }
+        let news = keys.sorted(by: { Key.compare($0, $1) < 0 }).map { key -> (key: String, value: Value) in
+            let path = Path(validatedKeys: location.keys + [key])
+            let writes = pending.filter { $0.location.overlaps(path) }
+            let server = state.cache[key]
+            return (key, writes.isEmpty ? server : PendingWrites.overlay(server, at: path, writes: writes))
+        }
+        if news.contains(where: { !$0.value.priority.isNull }) { return false }  // the window leaves key order
         var value = state.shownValue
         state.shownValue = .null  // so `value` is changed in place where nothing else holds it
         var removed: [(key: String, value: Value)] = []
         var added: [String] = []
         var changed: [String] = []
-        for key in keys.sorted(by: { Key.compare($0, $1) < 0 }) {
-            let path = Path(validatedKeys: location.keys + [key])
-            let writes = pending.filter { $0.location.overlaps(path) }
-            let server = state.cache[key]
-            let new = writes.isEmpty ? server : PendingWrites.overlay(server, at: path, writes: writes)
+        for (key, new) in news {
             let (found, at) = index(of: key)
             switch (found, new.isNull) {
             case (true, true):
@@ -718,7 +734,7 @@ final class QueryView: Sendable {
         if state.local || self.query.spec.isDefault {
             return LocalQuery.window(state.cache, state.local ? self.query.spec : QuerySpec())
         }
-        guard case .object(let children) = state.cache else { return [] }
+        let children = ChildOrder.children(of: state.cache)
         return ChildOrder.sortedKeys(children, self.query.spec.effectiveOrder).map { ($0, children[$0]!) }
     }
 
@@ -781,7 +797,7 @@ final class QueryView: Sendable {
 
     static func change(_ value: Value) -> ValueChange? {
         guard case .string(let op) = value["op"], case .string(let pathText) = value["path"],
-            let path = try? Path(pathText)
+            let path = try? Path(allowingPriority: pathText)
         else { return nil }
         switch op {
         case "put": return .put(path: path, value: value["data"].normalized())

@@ -1,0 +1,183 @@
+// Priorities as the Swift client reads them, against a real eddyd: `DataSnapshot.priority`
+// (NSNull when none), children in priority order by default, child_moved and child_changed
+// when only a priority changes, `valueInExportFormat()`, and `MutableData.priority` in a
+// transaction. Written from Firebase's documented behaviour (and its Apple SDK's integration
+// tests, FOrder and FData): each check looks at the writer's own view and at a second client's.
+
+import Dispatch
+import EddyClient
+import Foundation
+import Testing
+
+@Suite(.serialized) struct ClientPrioritiesTests {
+    let daemon: DaemonProcess
+    let queue = DispatchQueue(label: "eddy.client.priorities.tests")
+
+    init() async throws {
+        self.daemon = try DaemonProcess()
+        try await self.daemon.start()
+    }
+
+    private func keys(_ snapshot: DataSnapshot) -> [String] {
+        (snapshot.children.allObjects as? [DataSnapshot] ?? []).map(\.key)
+    }
+
+    private func values(_ snapshot: DataSnapshot) -> [Int] {
+        (snapshot.children.allObjects as? [DataSnapshot] ?? []).compactMap { $0.value as? Int }
+    }
+
+    /// Children pushed with descending priorities list in priority order, in the writer's view
+    /// and in another client's read.
+    @Test func pushedChildrenListInPriorityOrder() async throws {
+        let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = writer.reference().child("prio/pushed")
+        let seen = Recorder<[Int]>()
+        let handle = ref.observe(.value) { seen.add(self.values($0)) }
+        let written = Recorder<String>()
+        for i in 0..<10 {  // not awaited: local events first
+            ref.childByAutoId().setValue(i, andPriority: 10 - i) { error, _ in written.add(error.map { "\($0)" } ?? "ok") }
+        }
+        let expected = Array((0..<10).reversed())
+        _ = try await seen.wait(for: 1)
+        let deadline = Date().addingTimeInterval(60)
+        while seen.all.last != expected, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(seen.all.last == expected, "\(seen.all)")
+        ref.removeObserver(withHandle: handle)
+        #expect(try await written.wait(for: 10).allSatisfy { $0 == "ok" })
+
+        let reader = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let read = try await reader.reference().child("prio/pushed").getData()
+        #expect(self.values(read) == expected)
+        let rest = Database.database(url: self.daemon.restURL, callingBackOn: self.queue)
+        #expect(self.values(try await rest.reference().child("prio/pushed").getData()) == expected, "over REST (format=export)")
+    }
+
+    /// Firebase's priority order: no priority first, then numbers ascending, then strings,
+    /// ties by key (FOrder testVerifyOrderOfMixedNumbersStringNoPriorities).
+    @Test func mixedPrioritiesOrder() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/mixed")
+        let pairs: [(String, (any Sendable)?)] = [
+            ("alpha42", "zed"), ("noPriorityC", nil), ("num41", 500), ("noPriorityB", nil), ("num80", 4000.1),
+            ("num50", 4000), ("num10", 24), ("alpha41", "zed"), ("alpha20", "horse"), ("num20", 123), ("num70", 4000.01),
+            ("noPriorityA", nil), ("alpha30", "tree"), ("num30", 300), ("num60", 4000.001), ("alpha10", "0horse"),
+            ("num42", 500), ("alpha40", "zed"), ("num40", 500),
+        ]
+        for (key, priority) in pairs { try await ref.child(key).setValue(1, andPriority: priority) }
+        let expected = [
+            "noPriorityA", "noPriorityB", "noPriorityC", "num10", "num20", "num30", "num40", "num41", "num42", "num50", "num60", "num70",
+            "num80", "alpha10", "alpha20", "alpha30", "alpha40", "alpha41", "alpha42",
+        ]
+        #expect(self.keys(try await ref.getData()) == expected)
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let seen = Recorder<[String]>()
+        let handle = other.reference().child("prio/mixed").observe(.value) { seen.add(self.keys($0)) }
+        #expect(try await seen.wait(for: 1).first == expected)
+        other.reference().child("prio/mixed").removeObserver(withHandle: handle)
+    }
+
+    /// A priority-only change moves the child: child_moved, child_changed, value (FOrder
+    /// testChildMovedEventWhenPriorityChanges, testCanResetPriorityToNull), heard by the
+    /// writer and by another client; the snapshot's priority is then NSNull.
+    @Test func aPriorityChangeMovesTheChild() async throws {
+        let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let listener = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let path = "prio/moved"
+        try await writer.reference().child(path).child("a").setValue("first", andPriority: 1)
+        try await writer.reference().child(path).child("b").setValue("second", andPriority: 2)
+        try await writer.reference().child(path).child("c").setValue("third", andPriority: 3)
+        var recorders: [Recorder<String>] = []
+        for database in [writer, listener] {
+            let events = Recorder<String>()
+            let ref = database.reference().child(path)
+            ref.observe(.childAdded) { events.add("added \($0.key) \($1 ?? "nil")") }
+            ref.observe(.childMoved) { events.add("moved \($0.key) \($1 ?? "nil")") }
+            ref.observe(.childChanged) { events.add("changed \($0.key) \($0.priority.map { "\($0)" } ?? "nil")") }
+            ref.observe(.value) { events.add("value \(self.keys($0).joined(separator: ","))") }
+            #expect(try await events.wait(for: 4) == ["added a nil", "added b a", "added c b", "value a,b,c"])
+            recorders.append(events)
+        }
+        try await writer.reference().child(path).child("a").setPriority(15)
+        for events in recorders {
+            #expect(Array(try await events.wait(for: 7).suffix(3)) == ["moved a c", "changed a 15", "value b,c,a"])
+        }
+        try await writer.reference().child(path).child("b").setPriority(nil)
+        for events in recorders {
+            #expect(Array(try await events.wait(for: 10).suffix(3)) == ["moved b nil", "changed b <null>", "value b,c,a"])
+        }
+        let single = Recorder<String>()
+        listener.reference().child(path).child("b").observeSingleEvent(of: .value) { single.add("\(type(of: $0.priority!))") }
+        #expect(try await single.wait(for: 1).first?.contains("NSNull") == true)
+        #expect(try await listener.reference().child(path).child("c").getData().priority as? Int == 3)
+    }
+
+    /// Writing below a leaf with a priority keeps the priority (FOrder
+    /// testInsertingANodeUnderALeafPreservesItsPriority); the export form shows every priority.
+    @Test func aLeafsPriorityOutlivesAChildWrittenBelowIt() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/leaf")
+        let last = Recorder<DataSnapshot>()
+        ref.observe(.value) { last.add($0) }
+        let written = Recorder<String>()
+        ref.setValue("a", andPriority: 10) { error, _ in written.add(error.map { "\($0)" } ?? "ok") }
+        ref.child("deeper").setValue("deeper") { error, _ in written.add(error.map { "\($0)" } ?? "ok") }
+        let deadline = Date().addingTimeInterval(60)
+        while (last.all.last?.value as? [String: String]) != ["deeper": "deeper"], Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(last.all.last?.priority as? Int == 10)
+        #expect(try await written.wait(for: 2) == ["ok", "ok"])
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let read = try await other.reference().child("prio/leaf").getData()
+        #expect(read.priority as? Int == 10 && read.value as? [String: String] == ["deeper": "deeper"])
+        let exported = try #require(read.valueInExportFormat() as? [String: Any])
+        #expect(exported[".priority"] as? Int == 10 && exported["deeper"] as? String == "deeper" && exported.count == 2)
+
+        try await ref.child("deeper").setValue("d", andPriority: "p")
+        let leaf = try await other.reference().child("prio/leaf").getData()
+        let leafExport = try #require(leaf.valueInExportFormat() as? [String: Any])
+        #expect((leafExport["deeper"] as? [String: Any])?[".priority"] as? String == "p")
+        #expect(leaf.childSnapshot(forPath: "deeper").priority as? String == "p")
+        #expect(leaf.childSnapshot(forPath: "deeper").value as? String == "d")
+        #expect(leaf.childrenCount == 1 && leaf.hasChild("deeper") && !leaf.hasChild(".priority"))
+    }
+
+    /// A transaction reads the node's priority and may set it; what it writes keeps it.
+    @Test func aTransactionReadsAndSetsThePriority() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/counter")
+        try await ref.setValue(1, andPriority: 7)
+        let seenPriority = Recorder<String>()
+        let result = try await ref.runTransactionBlock { data in
+            seenPriority.add("\(data.priority ?? "nil")")
+            data.value = ((data.value as? Int) ?? 0) + 1
+            data.priority = 8
+            return .success(withValue: data)
+        }
+        #expect(result.0 && result.1.value as? Int == 2 && result.1.priority as? Int == 8)
+        #expect(seenPriority.all.last == "7", "\(seenPriority.all)")
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let read = try await other.reference().child("prio/counter").getData()
+        #expect(read.value as? Int == 2 && read.priority as? Int == 8)
+    }
+
+    /// Without an order a query is a priority query (Firebase's default index): a limit alone,
+    /// bounds alone, read and live; an update may name `.priority` members.
+    @Test func queriesWithoutAnOrderArePriorityQueries() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/default")
+        try await ref.setValue(["a": 1, "b": 2, "c": 3])
+        try await ref.updateChildValues(["a/.priority": 3, "b/.priority": 1])
+        try await ref.child("c").updateChildValues([".priority": 2])
+        #expect(self.keys(try await ref.getData()) == ["b", "c", "a"])
+        #expect(self.keys(try await ref.queryLimited(toFirst: 2).getData()) == ["b", "c"])
+        #expect(self.keys(try await ref.queryStarting(atValue: 2).getData()) == ["c", "a"])
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let last = Recorder<[String]>()
+        let handle = other.reference().child("prio/default").queryLimited(toLast: 1).observe(.value) { last.add(self.keys($0)) }
+        #expect(try await last.wait(for: 1) == [["a"]])
+        try await ref.child("b").setPriority(10)
+        #expect(try await last.wait(for: 2).last == ["b"], "b's new priority moves it to the end")
+        other.reference().child("prio/default").removeObserver(withHandle: handle)
+    }
+}
