@@ -164,7 +164,18 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             return self.complete(box.value, .failure(error))
         }
         let target = DatabaseReference(database: self.database, path: self.path.appending(Value.priorityKey))
-        target.submit("set", value, sentValue: value) { result in self.complete(box.value, result.map { _ in () }) }
+        let path = self.path
+        target.submit("set", value, sentValue: value) { result in
+            // Firebase fails a priority set on a location without data; eddyd then stores
+            // nothing and answers a null priority (over REST the answer does not say).
+            if case .success(.object(let answer)) = result, !value.isNull, answer["priority"] == .null {
+                self.complete(
+                    box.value,
+                    .failure(DatabaseError(.invalidValue, "setPriority: there is no data at \(path); only a location with data has a priority (nothing was stored)")))
+                return
+            }
+            self.complete(box.value, result.map { _ in () })
+        }
     }
 
     private static func stringKeyed(_ values: [AnyHashable: Any]) -> Any {

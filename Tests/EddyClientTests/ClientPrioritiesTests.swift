@@ -180,4 +180,65 @@ import Testing
         #expect(try await last.wait(for: 2).last == ["b"], "b's new priority moves it to the end")
         other.reference().child("prio/default").removeObserver(withHandle: handle)
     }
+
+    /// The priority a snapshot reports, write after write, in the writer's own view (FData
+    /// testGetPriorityReturnsCorrectType, testExportValIncludesPriorities).
+    @Test func theSnapshotPriorityFollowsEachWrite() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/types")
+        let seen = Recorder<String>()
+        ref.observe(.value) { snapshot in
+            guard snapshot.exists() else { return }
+            seen.add("\(snapshot.value ?? "nil") \(snapshot.priority.map { "\($0)" } ?? "nil")")
+        }
+        let writes: [(Any, String)] = [
+            ("a", "a <null>"), ([".value": "e", ".priority": 8], "e 8"), ([".value": "f", ".priority": "8"], "f 8"),
+            ([".value": "g", ".priority": NSNull()], "g <null>"),
+        ]
+        for (i, (value, expected)) in writes.enumerated() {
+            ref.setValue(value) { _, _ in }
+            #expect(try await seen.wait(for: i + 1).last == expected)
+        }
+        ref.setValue("b", andPriority: 5) { _, _ in }
+        #expect(try await seen.wait(for: 5).last == "b 5")
+        let contents: [String: Any] = ["foo": ["bar": [".value": 5, ".priority": 7], ".priority": "hi"]]
+        let exported = Recorder<String>()
+        ref.observe(.value) { snapshot in
+            if let export = snapshot.valueInExportFormat() as? NSDictionary, export.isEqual(to: contents) { exported.add("same") }
+        }
+        try await ref.setValue(contents)
+        #expect(try await exported.wait(for: 1) == ["same"])
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let read = try await other.reference().child("prio/types").getData()
+        #expect((read.valueInExportFormat() as? NSDictionary)?.isEqual(to: contents) == true, "\(read.valueInExportFormat() ?? "nil")")
+    }
+
+    /// A priority set shows at once; a later observer sees it (FData
+    /// testEffectsOfSetPriorityIsImmediatelyEvident); a set replaces the priorities at and below
+    /// it (testSetOverwritesPriorityOfTopLevelNodeAndSubnodes); a priority on a location without
+    /// data fails (testSetPriorityOnNonexistentNodeFails).
+    @Test func setPriorityShowsAtOnceAndASetClearsIt() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = database.reference().child("prio/evident")
+        let seen = Recorder<String>()
+        ref.observeSingleEvent(of: .value) { seen.add("\($0.value ?? "nil") \($0.priority.map { "\($0)" } ?? "nil")") }
+        ref.setValue(5) { _, _ in }
+        ref.setPriority(10) { _, _ in }
+        ref.observe(.value) { seen.add("\($0.value ?? "nil") \($0.priority.map { "\($0)" } ?? "nil")") }
+        #expect(Array(try await seen.wait(for: 2).prefix(2)) == ["5 <null>", "5 10"])
+
+        let writer = database.reference().child("prio/overwritten")
+        writer.setValue(["a": 5]) { _, _ in }
+        writer.setPriority(10) { _, _ in }
+        writer.child("a").setPriority(18) { _, _ in }
+        try await writer.setValue(["a": 7])
+        let reader = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let read = try await reader.reference().child("prio/overwritten").getData()
+        #expect(read.priority is NSNull && read.childSnapshot(forPath: "a").priority is NSNull && read.value as? [String: Int] == ["a": 7])
+
+        let failed = Recorder<String>()
+        database.reference().child("prio/nothing-here").setPriority(5) { error, _ in failed.add(error == nil ? "ok" : "failed") }
+        #expect(try await failed.wait(for: 1) == ["failed"])
+        #expect(try await reader.reference().child("prio/nothing-here").getData().exists() == false)
+    }
 }

@@ -563,6 +563,9 @@ final class NativeConnection: Sendable {
                 case .success(.committed(let committed)):
                     var answer: [String: Value] = ["logID": .string(committed.logID.rawValue)]
                     if let name = committed.pushedKey { answer["name"] = .string(name) }
+                    // A `<path>/.priority` set answers the priority stored: null where the
+                    // location has no data (only a node that exists has one).
+                    if case .set(let path, _) = write.operation, path.lastKey == Value.priorityKey { answer["priority"] = committed.value }
                     if case .leader(_, let sync, _) = self.replication, sync > 0 {
                         // Confirmed by followers: answered later, without holding up the writes behind it.
                         let answer = answer
