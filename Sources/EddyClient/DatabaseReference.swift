@@ -266,8 +266,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
         if let ifMatch { payload["ifMatch"] = .string(ifMatch) }
         let database = self.database
-        // Shown in export form, as the views hold the server's data (priorities kept).
-        let puts = self.puts(op, sent)
+        // Shown in export form, as the views hold the server's data (priorities kept), and
+        // normalized as eddyd stores it (a `{".value": v}` without a priority is `v`).
+        var puts = self.puts(op, sent)
         // Checked as eddyd will check it, before any local event: a write it would refuse (a bad
         // key, a string too long, a path too deep) fails at once and is never shown, where
         // Firebase's SDK raises at the call.
@@ -276,7 +277,11 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
                 try WriteValidator.validateLocation(self.path)
             } else {
                 for put in self.puts(op, converted) { _ = try WriteValidator.validate(put.value, at: put.path) }
-                if op == "set", sent != converted { _ = try WriteValidator.validate(sent, at: self.path) }
+                if sent != converted {
+                    for (i, put) in puts.enumerated() {
+                        puts[i] = PendingWrite.Put(path: put.path, value: try WriteValidator.validate(put.value, at: put.path))
+                    }
+                }
             }
         } catch {
             completion(.failure(DatabaseError(error)))

@@ -74,15 +74,22 @@ enum FoundationValue {
         let value = try self.value(any, path: path)
         switch value {
         case .null, .number, .string: return value
-        case .object(let members) where members.count == 1 && members[WriteValidator.serverValueKey] == .string("timestamp"): return value
+        case .object(let members) where members.count == 1 && members[WriteValidator.serverValueKey] != nil:
+            do {
+                try WriteValidator.validatePriority(value, at: Path(validatedKeys: []))
+            } catch {
+                throw DatabaseError(.invalidValue, "Invalid priority at \(path): \(error.message)")
+            }
+            return value
         default:
-            throw DatabaseError(.invalidValue, "Invalid priority at \(path): a priority is a number, a string, nil or ServerValue.timestamp()")
+            throw DatabaseError(
+                .invalidValue, "Invalid priority at \(path): a priority is a number, a string, nil, ServerValue.timestamp() or ServerValue.increment(_:)")
         }
     }
 
     private static func checkWrappedLeaves(_ value: Value, path: String) throws(DatabaseError) {
         guard case .object(let children) = value else { return }
-        if case .object? = children[".value"] {
+        if case .object(let wrapped)? = children[".value"], wrapped[WriteValidator.serverValueKey] == nil {  // a server value is a leaf
             throw DatabaseError(
                 .invalidValue, "Invalid data type used with .value at \(path). Can only use NSString and NSNumber or be null.")
         }

@@ -112,7 +112,8 @@ public enum WriteValidator {
     }
 
     /// Checks a `.priority` member (or the value of a `<path>/.priority` write): a finite
-    /// number, a string, null or the server timestamp.
+    /// number, a string, null or a server value (the timestamp, or an increment of the old
+    /// priority, as Firebase's SDKs allow).
     public static func validatePriority(_ priority: Value, at path: Path) throws(EddyError) {
         switch priority {
         case .null: return
@@ -127,12 +128,12 @@ public enum WriteValidator {
         case .bool, .object:
             if case .object(let children) = priority, children[serverValueKey] != nil {
                 try validateServerValue(children, at: path.appending(priorityKey))
-                if case .string("timestamp")? = children[serverValueKey] { return }
+                return
             }
             let got = JSONWriter.string(priority)
             throw EddyError(
                 .invalidValue,
-                "priority of \(path.abbreviated) must be a number, a string, null or {\".sv\": \"timestamp\"}, not \(got.count > 80 ? String(got.prefix(80)) + "…" : got)")
+                "priority of \(path.abbreviated) must be a number, a string, null or a server value ({\".sv\": ...}), not \(got.count > 80 ? String(got.prefix(80)) + "…" : got)")
         }
     }
 

@@ -195,12 +195,18 @@ import Testing
             ("a", "a <null>"), ([".value": "e", ".priority": 8], "e 8"), ([".value": "f", ".priority": "8"], "f 8"),
             ([".value": "g", ".priority": NSNull()], "g <null>"),
         ]
-        for (i, (value, expected)) in writes.enumerated() {
+        func shows(_ expected: String) async throws {
+            let deadline = Date().addingTimeInterval(60)
+            while seen.all.last != expected, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(seen.all.last == expected, "\(seen.all)")
+        }
+        for (value, expected) in writes {
             ref.setValue(value) { _, _ in }
-            #expect(try await seen.wait(for: i + 1).last == expected)
+            try await shows(expected)
         }
         ref.setValue("b", andPriority: 5) { _, _ in }
-        #expect(try await seen.wait(for: 5).last == "b 5")
+        try await shows("b 5")
+        #expect(seen.all == writes.map(\.1) + ["b 5"], "one event per write, nothing in between")
         let contents: [String: Any] = ["foo": ["bar": [".value": 5, ".priority": 7], ".priority": "hi"]]
         let exported = Recorder<String>()
         ref.observe(.value) { snapshot in
@@ -240,5 +246,40 @@ import Testing
         database.reference().child("prio/nothing-here").setPriority(5) { error, _ in failed.add(error == nil ? "ok" : "failed") }
         #expect(try await failed.wait(for: 1) == ["failed"])
         #expect(try await reader.reference().child("prio/nothing-here").getData().exists() == false)
+    }
+
+    /// Server values as priorities (FData testServerTimestampSetWithPriorityRemoteEvents and
+    /// LocalEvents, testServerIncrementPriorityOnline): one timestamp for the whole write, an
+    /// increment adding to the old priority; the writer's local events first, then nothing more.
+    @Test func serverValuesAsPriorities() async throws {
+        let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let ref = writer.reference().child("prio/server-values")
+        let data: [String: Any] = [
+            "a": ServerValue.timestamp(), "b": [".value": ServerValue.timestamp(), ".priority": ServerValue.timestamp()],
+        ]
+        let local = Recorder<DataSnapshot>()
+        ref.observe(.value) { if $0.exists() { local.add($0) } }
+        let done = Recorder<String>()
+        ref.setValue(data, andPriority: ServerValue.timestamp()) { error, _ in done.add(error.map { "\($0)" } ?? "ok") }
+        #expect(try await done.wait(for: 1) == ["ok"], "\(done.all)")
+        let reader = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        for snapshot in [try #require(local.all.first), try await reader.reference().child("prio/server-values").getData()] {
+            let value = try #require(snapshot.value as? [String: Any])
+            let priority = try #require(snapshot.priority as? NSNumber)
+            #expect(abs(Date().timeIntervalSince1970 * 1000 - priority.doubleValue) < 60_000)
+            #expect(value["a"] as? NSNumber == priority && value["b"] as? NSNumber == priority)
+            #expect(snapshot.childSnapshot(forPath: "b").priority as? NSNumber == priority)
+        }
+
+        let counter = writer.reference().child("prio/increment")
+        let found = Recorder<String>()
+        counter.observe(.value) { found.add("\($0.priority ?? "nil")") }
+        _ = try await found.wait(for: 1)
+        counter.setValue(0, andPriority: ServerValue.increment(1)) { _, _ in }
+        counter.setValue(0, andPriority: ServerValue.increment(1.5)) { _, _ in }
+        #expect(Array(try await found.wait(for: 3).suffix(2)) == ["1", "2.5"])
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(found.all.count == 3, "the server's events change nothing shown: \(found.all)")
+        #expect(try await reader.reference().child("prio/increment").getData().priority as? Double == 2.5)
     }
 }

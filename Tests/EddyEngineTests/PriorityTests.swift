@@ -114,6 +114,14 @@ import Testing
             _ = try await engine.set(p("/n"), json(#"{".value": 5, ".priority": 1}"#))
             _ = try await engine.set(p("/n"), json(#"{".value": {".sv": {"increment": 2}}, ".priority": {".sv": "timestamp"}}"#))
             #expect(try self.export(engine, "/n") == #"{".priority":1700000000000,".value":7}"#, "the increment adds to the stored number")
+            // An increment of a priority adds to the node's old priority (none: zero), in a value
+            // and at `<path>/.priority`.
+            _ = try await engine.set(p("/i"), json(#"{".value": 0, ".priority": {".sv": {"increment": 1}}}"#))
+            _ = try await engine.set(p("/i"), json(#"{".value": 0, ".priority": {".sv": {"increment": 1.5}}}"#))
+            #expect(try await self.priority(engine, "/i") == .number(2.5))
+            _ = try await engine.set(pp("/i/.priority"), json(#"{".sv": {"increment": 2}}"#))
+            #expect(try await self.priority(engine, "/i") == .number(4.5))
+            #expect(try engine.verify().isHealthy)
         }
     }
 

@@ -148,11 +148,10 @@ final class TreeWriter: EventGroupReads {
         if self.mayHoldPriorities, !old.isNull {
             oldPriorities = try PriorityRecords.records(self.groupPriorityIterator, under: prefix)
         }
-        before.append(
-            LogEntry.BeforeImage(
-                path: path, value: oldPriorities.isEmpty ? old : try PriorityRecords.merging(oldPriorities, into: old, prefix: prefix)))
+        let oldExport = oldPriorities.isEmpty ? old : try PriorityRecords.merging(oldPriorities, into: old, prefix: prefix)
+        before.append(LogEntry.BeforeImage(path: path, value: oldExport))
         let resolved =
-            Self.containsServerValue(value) ? try Self.resolve(value, old: old, now: nowMilliseconds, path: path) : value
+            Self.containsServerValue(value) ? try Self.resolve(value, old: oldExport, now: nowMilliseconds, path: path) : value
         for key in oldKeys { self.batch.delete(self.tree, key) }
         for record in oldPriorities { self.batch.delete(self.priority!, record.key) }
         if oldKeys.count >= Self.largeRemovalLeaves, self.largeRemovals.count < Self.largeRemovalsMax {
@@ -188,7 +187,7 @@ final class TreeWriter: EventGroupReads {
         let old = self.mayHoldPriorities ? try PriorityRecords.priority(self.groupPriorityIterator, at: prefix) : .null
         before.append(LogEntry.BeforeImage(path: node.appending(Value.priorityKey), value: old))
         guard exists else { return .null }
-        let resolved = WriteValidator.serverValue(value) == .timestamp ? .number(Double(nowMilliseconds)) : value
+        let resolved = WriteValidator.serverValue(value) != nil ? try Self.resolve(value, old: old, now: nowMilliseconds, path: node) : value
         if resolved.isPriority {
             self.putPriority(resolved, key: prefix)
         } else if !old.isNull {
@@ -294,13 +293,16 @@ final class TreeWriter: EventGroupReads {
     /// Replaces each server value by its result. Recursion depth is bounded by
     /// `Limits.pathDepthMax` (values were validated). An increment whose result is not finite
     /// (e.g. 1e308 + 1e308) is refused: only finite numbers may be stored. `path` is only for
-    /// that message.
+    /// that message. `old` may be in export form: an increment of a `.priority` member adds to
+    /// the node's old priority.
     static func resolve(_ value: Value, old: Value, now: UInt64, path: Path) throws(EddyError) -> Value {
         if let op = WriteValidator.serverValue(value) {
             switch op {
             case .timestamp: return .number(Double(now))
             case .increment(let n):
-                guard case .number(let current) = old else { return .number(n) }
+                var plain = old
+                if case .object(let children) = old, let wrapped = children[Value.wrappedValueKey] { plain = wrapped }
+                guard case .number(let current) = plain else { return .number(n) }
                 let sum = current + n
                 guard sum.isFinite else {
                     throw EddyError(
@@ -315,9 +317,9 @@ final class TreeWriter: EventGroupReads {
         var out: [String: Value] = [:]
         for (key, child) in children {
             switch key {
-            // `old` is the plain value: a wrapped primitive replaces the node's own value.
+            // A wrapped primitive replaces the node's own value.
             case Value.wrappedValueKey: out[key] = try resolve(child, old: old, now: now, path: path)
-            case Value.priorityKey: out[key] = try resolve(child, old: .null, now: now, path: path)
+            case Value.priorityKey: out[key] = try resolve(child, old: old.priority, now: now, path: path)
             default: out[key] = try resolve(child, old: old[key], now: now, path: path.appending(key))
             }
         }
