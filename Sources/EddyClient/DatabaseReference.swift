@@ -322,6 +322,16 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         }
     }
 
+    /// `value` of a write `op` in export form as eddyd stores it: `{".value": v}` without a
+    /// priority is `v`, null priorities are dropped (each child of an update so).
+    static func exportNormalized(_ op: String, _ value: Value, at path: Path) -> Value {
+        func normalized(_ value: Value) -> Value {
+            (try? WriteValidator.validate(value, at: path)) ?? WriteValidator.unwrappingFirebaseForms(value)
+        }
+        guard op == "update", case .object(let children) = value else { return normalized(value) }
+        return .object(children.mapValues(normalized))
+    }
+
     /// The write as puts at absolute paths: an update's keys are paths below this location.
     private func puts(_ op: String, _ value: Value) -> [PendingWrite.Put] {
         guard op == "update" else { return [PendingWrite.Put(path: self.path, value: value)] }
@@ -415,8 +425,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
             return
         }
         let box = UncheckedSendable(completion)
-        // This client's record of it holds what its views will: no priorities.
-        let value = WriteValidator.unwrappingFirebaseForms(payload["value"] ?? .null)
+        // This client's record of it holds what its views will: the export form as eddyd
+        // stores it (an update's children each so).
+        let value = Self.exportNormalized(op, payload["value"] ?? .null, at: self.path)
         self.database.connection.request(.onDisconnect, .object(payload)) { result in
             if case .success = result { self.database.disconnectWrites.registered(op, at: self.path, value: value) }
             self.complete(box.value, result.map { _ in () })

@@ -282,4 +282,45 @@ import Testing
         #expect(found.all.count == 3, "the server's events change nothing shown: \(found.all)")
         #expect(try await reader.reference().child("prio/increment").getData().priority as? Double == 2.5)
     }
+
+    /// A set that changes priorities moves children: removed, added, then moved (FEventTests
+    /// "removed c, removed f, added aa, added bb, moved a, moved e").
+    @Test func aSetThatReordersChildrenMovesThem() async throws {
+        let database = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let node = database.reference().child("prio/reordered")
+        let events = Recorder<String>()
+        node.observe(.childAdded) { events.add("added \($0.key)") }
+        node.observe(.childRemoved) { events.add("removed \($0.key)") }
+        node.observe(.childMoved) { events.add("moved \($0.key)") }
+        func ranked(_ priorities: [String: Int]) -> [String: Any] { priorities.mapValues { [".value": 1, ".priority": $0] } }
+        try await node.setValue(ranked(["a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "f": 5]))
+        let before = try await events.wait(for: 6).count
+        try await node.setValue(ranked(["a": 5, "aa": 0, "b": 1, "bb": 2, "d": 3, "e": 6]))
+        let after = Array(try await events.wait(for: before + 6).dropFirst(before))
+        #expect(after == ["removed c", "removed f", "added aa", "added bb", "moved a", "moved e"])
+    }
+
+    /// An onDisconnect write with a priority: the writer's own view shows it when its
+    /// connection ends, and another client sees it from eddyd (FRealtime
+    /// testOnDisconnectSetWithPriorityWorks).
+    @Test func anOnDisconnectSetWithAPriority() async throws {
+        let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
+        let reader = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let path = "prio/presence/disconnected"
+        let seen = Recorder<String>()
+        for (name, database) in [("writer", writer), ("reader", reader)] {
+            database.reference().child(path).observe(.value) { snapshot in
+                seen.add("\(name) \(snapshot.value ?? "nil") \(snapshot.priority ?? "nil")")
+            }
+        }
+        _ = try await seen.wait(for: 2)
+        try await writer.reference().child(path).onDisconnectSetValue(true, andPriority: "abcd")
+        writer.goOffline()
+        defer { writer.goOnline() }
+        let deadline = Date().addingTimeInterval(60)
+        while !(seen.all.contains("writer 1 abcd") && seen.all.contains("reader 1 abcd")), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(seen.all.contains("writer 1 abcd") && seen.all.contains("reader 1 abcd"), "\(seen.all)")
+    }
 }
