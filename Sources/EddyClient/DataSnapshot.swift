@@ -14,7 +14,7 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     /// The location this snapshot is of.
     public let ref: DatabaseReference
 
-    init(ref: DatabaseReference, value: Value, order: Query.Order = .key) {
+    init(ref: DatabaseReference, value: Value, order: Query.Order = .priority) {
         self.ref = ref
         self.data = value
         self.order = order

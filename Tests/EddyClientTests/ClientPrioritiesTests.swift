@@ -69,6 +69,8 @@ import Testing
             "num80", "alpha10", "alpha20", "alpha30", "alpha40", "alpha41", "alpha42",
         ]
         #expect(self.keys(try await ref.getData()) == expected)
+        let parent = try await database.reference().child("prio").getData()
+        #expect(self.keys(parent.childSnapshot(forPath: "mixed")) == expected, "a child snapshot lists its children by priority too")
         let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
         let seen = Recorder<[String]>()
         let handle = other.reference().child("prio/mixed").observe(.value) { seen.add(self.keys($0)) }
