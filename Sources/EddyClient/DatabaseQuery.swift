@@ -260,7 +260,7 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
 
     public func queryOrderedByValue() -> DatabaseQuery { self.with(self.spec.ordered(.value, method: "queryOrderedByValue")) }
 
-    /// Eddy stores no priorities: every child's priority is null, so this orders by key.
+    /// Orders by the children's priorities: none first, then numbers, then strings, ties by key.
     public func queryOrderedByPriority() -> DatabaseQuery { self.with(self.spec.ordered(.priority, method: "queryOrderedByPriority")) }
 
     public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {

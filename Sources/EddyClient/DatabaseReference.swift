@@ -80,8 +80,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         self.write("set", value, completion: block)
     }
 
-    /// Writes the value with its priority (stored on the server: `format=export` and
-    /// `$priority` queries answer it; this client's snapshots keep none, `priority` is nil).
+    /// Writes the value with its priority (`DataSnapshot.priority`, priority order).
     public func setValue(_ value: Any?, andPriority priority: Any?) {
         self.write("set", value, priority: .some(priority), completion: nil)
     }
@@ -136,9 +135,9 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
         try await self.write("update", Self.stringKeyed(values))
     }
 
-    /// Sets this location's priority (a number, a string, nil to remove it, or
-    /// `ServerValue.timestamp()`); a location with no data keeps none, as in Firebase. Stored on
-    /// the server; this client's snapshots keep no priorities, so no event follows.
+    /// Sets this location's priority (a number, a string, nil to remove it, or a server value);
+    /// its local events come at once. A location with no data keeps none: the write fails, as
+    /// Firebase's does (over the REST transport it succeeds, storing nothing).
     public func setPriority(_ priority: Any?) {
         self.writePriority(priority, completion: nil)
     }

@@ -9,7 +9,7 @@
 // In: `nil`/`NSNull` is null; Swift numbers, `NSNumber` (a boolean NSNumber is a boolean),
 // `String`, dictionaries with `String` keys, arrays (as objects keyed "0", "1", ...) and
 // `ServerValue` placeholders. Anything else is refused with a message naming the path. Data to
-// write (`written`) has Firebase's `.value`/`.priority` forms unwrapped, as the server does.
+// write (`sent`) keeps Firebase's `.value`/`.priority` forms (the export form the server stores).
 
 import EddyModel
 import Foundation
@@ -51,17 +51,9 @@ enum FoundationValue {
         return out
     }
 
-    /// `value(_:path:)` for data to write, with Firebase's wrapper forms read as its SDKs and
-    /// the server read them (`{".value": v}` is `v`; `.priority` keys are dropped: this client
-    /// keeps no priorities), so this client's own view holds what the server will answer.
-    /// As Firebase's Apple SDK (FSnapshotUtilities), a `.value` wrapper holds a leaf: an object
-    /// or array in it is refused naming its path.
-    static func written(_ any: Any?, path: String) throws(DatabaseError) -> Value {
-        WriteValidator.unwrappingFirebaseForms(try self.sent(any, path: path))
-    }
-
-    /// The data to send for a write: as `written`, but in the export form, priorities kept
-    /// (the server stores them).
+    /// The data to send for a write, in the export form, priorities kept (the server stores
+    /// them). As Firebase's Apple SDK (FSnapshotUtilities), a `.value` wrapper holds a leaf: an
+    /// object or array in it is refused naming its path.
     static func sent(_ any: Any?, path: String) throws(DatabaseError) -> Value {
         let value = try self.value(any, path: path)
         try self.checkWrappedLeaves(value, path: path)

@@ -42,8 +42,8 @@ public final class MutableData: NSObject, @unchecked Sendable {
         get { FoundationValue.foundation(self.node.withoutPriorities) }
         set {
             do {
-                let data = try FoundationValue.written(newValue, path: self.path.description)
-                self.root.value.setExport(data.normalized(), at: self.path)
+                let data = try FoundationValue.sent(newValue, path: self.path.description)
+                self.root.value.setExport(DatabaseReference.exportNormalized("set", data, at: self.path), at: self.path)
             } catch {
                 self.root.error = error
             }

@@ -37,8 +37,8 @@ extension ReferenceModel {
         return entries.map(\.key)
     }
 
-    /// What a child is sorted by. Eddy stores no priorities, so under `.priority` every child's
-    /// priority is null and only keys order them.
+    /// What a child is sorted by. The oracle's data holds no priorities, so under `.priority`
+    /// every child's priority is null and only keys order them.
     public static func sortValue(of child: Value, _ order: Query.Order) -> Value {
         switch order {
         case .key, .priority: return .null

@@ -18,7 +18,7 @@
 //   Eddy applies every valid write (bounded by --request-bytes-max) whatever its budget.
 // - `x-http-method-override=<METHOD>` on a POST selects the method, as the header of that name
 //   does (RESTResponder); the header wins when both are sent.
-// - `<path>/.priority.json` reads null (no priorities are stored); writes to it are refused.
+// - `<path>/.priority.json` is the location's priority (GET, PUT, DELETE; see RESTResponder).
 
 import EddyEngine
 import EddyModel
@@ -63,8 +63,8 @@ struct RESTRequest {
     var export = false
     /// `download=<filename>`: a GET answer carries `Content-Disposition: attachment` with this name.
     var download: String?
-    /// `<path>/.priority.json`: the location's priority, Firebase's "virtual child". Eddy stores
-    /// no priorities, so it reads as null; writing one is refused.
+    /// `<path>/.priority.json`: the location's priority, Firebase's "virtual child" (null when
+    /// it has none).
     var isPriority = false
 
     static let callbackBytesMax = 256
