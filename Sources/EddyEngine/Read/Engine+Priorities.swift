@@ -30,12 +30,39 @@ extension Engine {
         }
     }
 
-    /// The children `query` selects at `path`, in export form, for `access`.
+    /// The children `query` selects at `path`, in export form, for `access`: selected as any
+    /// query is (an index, key order, or the stored priorities), then each selected child read
+    /// with the priorities under it (a read of the location's size only where a priority-ordered
+    /// query needs it).
     public func queryExport(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
-        _ = try await self.index(path, query, access: access)  // the same refusals as any query
+        let definition = try await self.index(path, query, access: access)
         return try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: query, access)
-            return Self.window(of: try self.readExportValue(path), query)
+            let selected = try self.readQuery(path, query, definition: definition)
+            guard case .object(var children) = selected, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else {
+                return selected
+            }
+            let iterator = self.database.makeIterator(family)
+            for (key, child) in children {
+                let prefix = PathKeyEncoding.encode(path.appending(key))
+                let records = try PriorityRecords.records(iterator, under: prefix)
+                if !records.isEmpty { children[key] = try PriorityRecords.merging(records, into: child, prefix: prefix) }
+            }
+            return .object(children)
+        }
+    }
+
+    /// Whether a node at or below `path` has a priority (when not, the export form at `path`
+    /// is the plain value, which bounded reads such as `getJSON` answer). One seek.
+    public func holdsPriorities(at path: Path) async throws(EddyError) -> Bool {
+        try await self.onReader { () throws(EddyError) in
+            guard let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return false }
+            let prefix = PathKeyEncoding.encode(path)
+            let iterator = self.database.makeIterator(family)
+            iterator.seek(prefix, within: prefix)
+            let found = iterator.isValid && iterator.keyHasPrefix(prefix)
+            try TreeReader.check(iterator)
+            return found
         }
     }
 

@@ -313,8 +313,9 @@ final class NativeConnection: Sendable {
                     return
                 }
                 // `"priorities": true`: the value in export form (`.priority` members); its ETag
-                // is the data's, as a conditional write compares it.
-                if try Self.flag(body, "priorities") {
+                // is the data's, as a conditional write compares it. Without a priority at or
+                // below the path it is the plain value, read with the bound below.
+                if try Self.flag(body, "priorities"), try await engine.holdsPriorities(at: try Self.path(body)) {
                     let value = try await engine.getExport(try Self.path(body), access: access)
                     guard body["etag"] == .bool(true) else {
                         try self.answerExport(frame.requestID, value)
@@ -338,7 +339,7 @@ final class NativeConnection: Sendable {
                 self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value))]))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
-                if try Self.flag(body, "priorities") {
+                if try Self.flag(body, "priorities"), try await engine.holdsPriorities(at: try Self.path(body)) {
                     try self.answerExport(frame.requestID, try await engine.queryExport(try Self.path(body), query, access: access))
                     return
                 }
