@@ -797,7 +797,8 @@ final class QueryView: Sendable {
 
     static func change(_ value: Value) -> ValueChange? {
         guard case .string(let op) = value["op"], case .string(let pathText) = value["path"],
-            let path = try? Path(allowingPriority: pathText)
+            // `/.priority`: the location's own priority.
+            let path = pathText == "/" + Value.priorityKey ? Path(validatedKeys: [Value.priorityKey]) : try? Path(allowingPriority: pathText)
         else { return nil }
         switch op {
         case "put": return .put(path: path, value: value["data"].normalized())

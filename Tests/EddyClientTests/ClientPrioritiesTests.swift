@@ -234,6 +234,18 @@ import Testing
         ref.setPriority(10) { _, _ in }
         ref.observe(.value) { seen.add("\($0.value ?? "nil") \($0.priority.map { "\($0)" } ?? "nil")") }
         #expect(Array(try await seen.wait(for: 2).prefix(2)) == ["5 <null>", "5 10"])
+        // Another client hears the location's own priority change, and the writer keeps it once
+        // eddyd has answered.
+        let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let heard = Recorder<String>()
+        other.reference().child("prio/evident").observe(.value) { heard.add("\($0.value ?? "nil") \($0.priority.map { "\($0)" } ?? "nil")") }
+        #expect(try await heard.wait(for: 1).last == "5 10")
+        try await ref.setPriority(11)
+        let deadline = Date().addingTimeInterval(60)
+        while heard.all.last != "5 11", Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(heard.all.last == "5 11", "\(heard.all)")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(seen.all.last == "5 11", "the writer's view after the answer: \(seen.all)")
 
         let writer = database.reference().child("prio/overwritten")
         writer.setValue(["a": 5]) { _, _ in }
