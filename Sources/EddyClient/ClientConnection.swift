@@ -234,6 +234,15 @@ final class ClientConnection: Transport {
         channel.close(promise: nil)
     }
 
+    func open() {
+        let connect = self.state.withLock { state -> Bool in
+            guard !state.offline, case .idle = state.phase, !state.retryScheduled else { return false }
+            state.phase = .connecting
+            return true
+        }
+        if connect { self.connect() }
+    }
+
     /// Comes back online: connects again (so `.info/connected` turns true even when nothing
     /// waits to be sent, as Firebase's `goOnline` resumes the connection).
     func goOnline() {

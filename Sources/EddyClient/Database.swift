@@ -310,8 +310,13 @@ public final class Database: NSObject, Sendable {
         return DatabaseReference(database: self, path: DatabaseReference.parsePath(path, method: "reference(withPath:)"))
     }
 
+    /// The first use connects (as Firebase's repo does when made), unless offline.
     private func markUsed() {
-        self.state.withLock { $0.used = true }
+        let first = self.state.withLock { state -> (any Transport)? in
+            defer { state.used = true }
+            return state.used ? nil : state.connection
+        }
+        first?.open()
     }
 
     /// The location a full URL names: this database's URL followed by a path.

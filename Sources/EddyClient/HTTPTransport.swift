@@ -436,6 +436,9 @@ final class HTTPTransport: Transport {
         self.setConnected(false)
     }
 
+    /// Nothing to open ahead: requests and streams are their own HTTP connections.
+    func open() {}
+
     func goOnline() {
         let (streams, reopen) = self.state.withLock { state -> ([SSEStream], Bool) in
             // Online already: the streams run (starting them again would open a second

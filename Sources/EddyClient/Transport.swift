@@ -16,6 +16,10 @@ protocol Transport: Sendable {
     func unsubscribe(_ id: UInt64)
     func goOffline()
     func goOnline()
+    /// Starts connecting when idle and not offline: Firebase's repo connects when the database
+    /// is first used, not at its first request, so a listen made soon after does not also wait
+    /// for the connection.
+    func open()
     func purgeWaitingWrites()
     /// Called with true when the connection is made and false when it goes.
     func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void)
