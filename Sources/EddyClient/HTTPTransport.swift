@@ -367,7 +367,10 @@ final class HTTPTransport: Transport {
         if case .string(let text) = payload["since"] { since = text }
         let url: URL
         do {
-            url = try self.url(path: path, query: payload["query"])
+            // `"priorities": true`: the stream in export form (`format=export`), as the native
+            // protocol's subscription.
+            let format = payload["priorities"] == .bool(true) ? [URLQueryItem(name: "format", value: "export")] : []
+            url = try self.url(path: path, query: payload["query"], extra: format)
         } catch {
             subscription.onFrame(.error, .object(["code": .string("invalidArgument"), "message": .string(error.message)]))
             return 0

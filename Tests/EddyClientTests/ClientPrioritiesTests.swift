@@ -84,12 +84,13 @@ import Testing
     @Test func aPriorityChangeMovesTheChild() async throws {
         let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
         let listener = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
+        let rest = Database.database(url: self.daemon.restURL, callingBackOn: self.queue)  // format=export streams
         let path = "prio/moved"
         try await writer.reference().child(path).child("a").setValue("first", andPriority: 1)
         try await writer.reference().child(path).child("b").setValue("second", andPriority: 2)
         try await writer.reference().child(path).child("c").setValue("third", andPriority: 3)
         var recorders: [Recorder<String>] = []
-        for database in [writer, listener] {
+        for database in [writer, listener, rest] {
             let events = Recorder<String>()
             let ref = database.reference().child(path)
             ref.observe(.childAdded) { events.add("added \($0.key) \($1 ?? "nil")") }

@@ -169,6 +169,32 @@ def test_streams_carry_data_without_priorities(daemon):
         client.close()
 
 
+def test_an_export_stream_carries_priorities_and_priority_only_writes(daemon):
+    """format=export on a stream: the first put and every change hold the priorities, and a
+    write that changes only a priority is a put at <node>/.priority; resuming with
+    Last-Event-ID replays the same."""
+    put(daemon, "/xs", {"a": {".value": 1, ".priority": 1}, ".priority": "own"})
+    client = SSEClient(daemon, "/xs", "format=export")
+    try:
+        event, first_id, data, _ = client.next_data()
+        assert data == {"path": "/", "data": {"a": {".value": 1, ".priority": 1}, ".priority": "own"}}, data
+        requests.put(daemon.url("/xs/a/.priority"), data="2")
+        assert client.next_data()[2] == {"path": "/a/.priority", "data": 2}
+        requests.put(daemon.url("/xs/.priority"), data='"mine"')
+        assert client.next_data()[2] == {"path": "/.priority", "data": "mine"}
+        put(daemon, "/xs/b", {".value": 2, ".priority": 5})
+        assert client.next_data()[2] == {"path": "/b", "data": {".value": 2, ".priority": 5}}
+    finally:
+        client.close()
+    resumed = SSEClient(daemon, "/xs", "format=export", headers={"Last-Event-ID": first_id})
+    try:
+        seen = [resumed.next_data()[2] for _ in range(3)]
+        assert seen == [{"path": "/a/.priority", "data": 2}, {"path": "/.priority", "data": "mine"},
+                        {"path": "/b", "data": {".value": 2, ".priority": 5}}], seen
+    finally:
+        resumed.close()
+
+
 def test_a_priority_ordered_stream_follows_the_priorities(daemon):
     put(daemon, "/ps", {"a": {".value": 1, ".priority": 2}, "b": {".value": 2, ".priority": 1}})
     client = SSEClient(daemon, "/ps", 'orderBy="$priority"&limitToFirst=1')

@@ -2,6 +2,10 @@
 // before the response starts; its batches travel through a bounded `EventBuffer` to the task
 // writing the response (see `SSEFrames` for the format).
 //
+// `format=export`: the stream in Firebase's export form, as a native subscription with
+// `"priorities": true` (`.priority` members; a priority-only write is a put at
+// `<node>/.priority`).
+//
 // Resuming: with `Last-Event-ID: <log id>` (what EventSource clients send on reconnect) a stream
 // starts with what happened after that id instead of a full put: a query-less stream gets each
 // logged entry's changes, read from the log page by page (`replayPageEntries` at a time) and
@@ -56,12 +60,13 @@ extension RESTResponder {
                 engine.mayReplayLog(at: rest.path, access),
                 let resumed = try? await engine.listen(
                     rest.path, query: rest.query, since: since, replaySince: rest.query != nil, selection: .valueChangesOnly, access: access,
-                    sink: sink)
+                    exportsPriorities: rest.export, sink: sink)
             {
                 attachment = resumed
                 if rest.query == nil { replayAfter = since }
             } else {
-                attachment = try await engine.listen(rest.path, query: rest.query, selection: .valueChangesOnly, access: access, sink: sink)
+                attachment = try await engine.listen(
+                    rest.path, query: rest.query, selection: .valueChangesOnly, access: access, exportsPriorities: rest.export, sink: sink)
             }
         } catch {
             throw RESTError(error)
@@ -106,7 +111,8 @@ extension RESTResponder {
                 do {
                     try await withGracefulShutdownHandler {
                         if let replayFrom, let liveAfter = attachment.liveAfter {
-                            try await Self.replay(after: replayFrom, upTo: liveAfter, at: rest.path, engine: engine, writer: &writer)
+                            try await Self.replay(
+                                after: replayFrom, upTo: liveAfter, at: rest.path, export: rest.export, engine: engine, writer: &writer)
                         }
                         var first = true
                         loop: while let item = await buffer.next() {
@@ -161,7 +167,7 @@ extension RESTResponder {
     /// (the socket's backpressure paces the reads). Entries up to `liveAfter` may still be
     /// syncing when the stream starts; an empty page before `liveAfter` waits for them.
     static func replay(
-        after since: LogID, upTo liveAfter: LogID, at location: Path, engine: Engine, writer: inout some ResponseBodyWriter
+        after since: LogID, upTo liveAfter: LogID, at location: Path, export: Bool, engine: Engine, writer: inout some ResponseBodyWriter
     ) async throws {
         var cursor = since
         var waitedMilliseconds = 0
@@ -178,7 +184,7 @@ extension RESTResponder {
             }
             var bytes: [UInt8] = []
             for entry in entries where !(liveAfter < entry.id) {
-                bytes += SSEFrames.frames(for: entry.valueChanges(at: location), id: entry.id)
+                bytes += SSEFrames.frames(for: export ? entry.exportValueChanges(at: location) : entry.valueChanges(at: location), id: entry.id)
             }
             if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
             cursor = last.id
