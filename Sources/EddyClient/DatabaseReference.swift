@@ -332,12 +332,17 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     }
 
     /// The write as puts at absolute paths: an update's keys are paths below this location.
+    /// An update's puts come in the order eddyd applies them: values, removals, then
+    /// priorities (`LogEntry.Change.inMergeOrder`), so its local events show what it stores.
     private func puts(_ op: String, _ value: Value) -> [PendingWrite.Put] {
         guard op == "update" else { return [PendingWrite.Put(path: self.path, value: value)] }
         guard case .object(let children) = value else { return [] }
-        return children.keys.sorted().map { key in
+        let puts = children.keys.sorted().map { key in
             PendingWrite.Put(path: self.path.appending(Self.parsePath(key, method: "updateChildValues")), value: children[key]!)
         }
+        let priorities = puts.filter { $0.path.lastKey == Value.priorityKey }
+        let data = puts.filter { $0.path.lastKey != Value.priorityKey }
+        return data.filter { !$0.value.isNull } + data.filter(\.value.isNull) + priorities
     }
 
     // MARK: Presence: writes the server makes when this client's connection ends

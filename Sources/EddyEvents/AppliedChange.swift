@@ -61,13 +61,29 @@ extension LogEntry {
     }
 
     /// The same in export form (`Value+Priority.swift`), a priority-only change heard as a
-    /// change of `<node>/.priority`: for exporting listeners.
+    /// change of `<node>/.priority`: for exporting listeners. Each change's before-images come
+    /// in order, its own first; the `<ancestor>/.priority` ones after it are priorities it
+    /// dropped from ancestors it emptied, heard as their removal right after it, as live
+    /// (`EventRouter.droppedPriorities`). (A dropped priority whose image is followed at once by
+    /// a write of that very priority is taken for that write's own image: the write decides
+    /// the priority either way.)
     public func exportValueChanges(at location: Path) -> [ValueChange] {
-        var images: [Path: Value] = [:]
-        for image in self.before { images[image.path] = image.value }
-        let changes = self.changes.map { change in
+        var changes: [AppliedChange] = []
+        var k = 0
+        for (i, change) in self.changes.enumerated() {
             let path = self.location.appending(change.path)
-            return AppliedChange(path: path, value: change.value, before: images[path] ?? .null)
+            var before = Value.null
+            if k < self.before.count, self.before[k].path == path {
+                before = self.before[k].value
+                k += 1
+            }
+            changes.append(AppliedChange(path: path, value: change.value, before: before))
+            let next = i + 1 < self.changes.count ? self.location.appending(self.changes[i + 1].path) : nil
+            while k < self.before.count, self.before[k].path != next {
+                let image = self.before[k]
+                if image.path.lastKey == Value.priorityKey { changes.append(AppliedChange(path: image.path, value: .null, before: image.value)) }
+                k += 1
+            }
         }
         return AppliedChange.valueChanges(at: location, of: changes, merge: self.kind == .update)
     }

@@ -349,6 +349,16 @@ package final class EventRouter {
         try self.changed(path: path, value: written.withoutPriorities, before: before.withoutPriorities, exportValue: written)
     }
 
+    /// The before-images a change appended after its own (`images`, from `TreeWriter.apply`):
+    /// those at `<ancestor>/.priority` are priorities the change dropped from the ancestors it
+    /// emptied, which exporting windows hear as removals of those priorities (in the order
+    /// applied, so an ancestor filled again later in the same update keeps none, as stored).
+    package func droppedPriorities(_ images: ArraySlice<LogEntry.BeforeImage>, update: Bool) throws(EddyError) {
+        for image in images where image.path.lastKey == Value.priorityKey {
+            try self.changed(path: image.path, written: .null, before: image.value, update: update)
+        }
+    }
+
     /// The data change of `changed(path:written:...)`: `value` and `before` without
     /// priorities, `exportValue` with them.
     private func changed(path: Path, value: Value, before: Value, exportValue: Value) throws(EddyError) {

@@ -41,10 +41,14 @@ public enum ValueChange: Sendable, Hashable {
         case .put(let path, let new):
             value.setExport(new, at: path)
         case .patch(let path, let children):
-            // A priority last: only a node that exists has one.
-            for key in children.keys.sorted(by: { Key.compare($0, $1) < 0 }) where key != Value.priorityKey {
+            // As eddyd applies an update: values, then removals (a node left with children never
+            // goes empty on the way, which would drop its priority), then the priority (only a
+            // node that exists has one).
+            let keys = children.keys.sorted(by: { Key.compare($0, $1) < 0 })
+            for key in keys where key != Value.priorityKey && !children[key]!.isNull {
                 value.setExport(children[key]!, at: path.appending(key))
             }
+            for key in keys where key != Value.priorityKey && children[key]!.isNull { value.setExport(.null, at: path.appending(key)) }
             if let priority = children[Value.priorityKey] { value.setExport(priority, at: path.appending(Value.priorityKey)) }
         }
     }

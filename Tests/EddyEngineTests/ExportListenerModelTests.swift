@@ -122,9 +122,12 @@ import Testing
                     _ = try await engine.set(.root, .object(["r": new]).withOwnPriority(.null))
                 }
                 for i in listens.indices {
-                    apply(received[i].take(), to: &copies[i])
+                    let batches = received[i].take()
+                    apply(batches, to: &copies[i])
                     let want = try await expected(i)
-                    #expect(copies[i] == want, "seed \(seed) step \(step) \(description): listen \(i): \(text(copies[i])) != \(text(want))")
+                    #expect(
+                        copies[i] == want,
+                        "seed \(seed) step \(step) \(description): listen \(i): \(text(copies[i])) != \(text(want)); heard \(batches.joined().map(\.description))")
                     if copies[i] != want { return }
                 }
             }

@@ -45,6 +45,7 @@ extension Committer {
             let written = try self.treeWriter.apply(path: path, value: change.value, nowMilliseconds: entry.timestampMilliseconds, before: &before)
             if listening {
                 try self.events.changed(path: path, written: written, before: before[image].value, update: entry.kind == .update)
+                try self.events.droppedPriorities(before[(image + 1)...], update: entry.kind == .update)
             }
         }
         guard before == entry.before else {

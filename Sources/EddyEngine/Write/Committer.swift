@@ -423,29 +423,39 @@ final class Committer: @unchecked Sendable {
             kind = .set
             written = try writer.apply(path: path, value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: written))
-            if listening { try self.events.changed(path: path, written: written, before: before[0].value, update: false) }
+            if listening {
+                try self.events.changed(path: path, written: written, before: before[0].value, update: false)
+                try self.events.droppedPriorities(before[1...], update: false)
+            }
         case .remove(let path):
             kind = .remove
             written = try writer.apply(path: path, value: .null, nowMilliseconds: now, before: &before)
             changes.append(.init(path: .root, value: .null))
-            if listening { try self.events.changed(path: path, written: .null, before: before[0].value, update: false) }
+            if listening {
+                try self.events.changed(path: path, written: .null, before: before[0].value, update: false)
+                try self.events.droppedPriorities(before[1...], update: false)
+            }
         case .push(let path, let value):
             kind = .push
             pushedKey = id.rawValue
             let child = Path(validatedKeys: [id.rawValue])
             written = try writer.apply(path: path.appending(child), value: value, nowMilliseconds: now, before: &before)
             changes.append(.init(path: child, value: written))
-            if listening { try self.events.changed(path: path.appending(child), written: written, before: before[0].value, update: false) }
+            if listening {
+                try self.events.changed(path: path.appending(child), written: written, before: before[0].value, update: false)
+                try self.events.droppedPriorities(before[1...], update: false)
+            }
         case .update(let path, let requested):
             kind = .update
             var object: [String: Value] = [:]
-            for change in requested {
+            for change in LogEntry.Change.inMergeOrder(requested) {
                 let image = before.count
                 let resolved = try writer.apply(
                     path: path.appending(change.path), value: change.value, nowMilliseconds: now, before: &before)
                 changes.append(.init(path: change.path, value: resolved))
                 if listening {
                     try self.events.changed(path: path.appending(change.path), written: resolved, before: before[image].value, update: true)
+                    try self.events.droppedPriorities(before[(image + 1)...], update: true)
                 }
                 object[change.path.keys.joined(separator: "/")] = resolved
             }
@@ -466,6 +476,30 @@ final class Committer: @unchecked Sendable {
         if listening { self.events.endWrite(logID: id, silenced: write.silenced, canRead: self.canReadInGroup) }
         self.lastAssignedLogID = id
         return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written.withoutPriorities)), entry)
+    }
+}
+
+extension LogEntry.Change {
+    /// An update's changes in the order they are applied: values first, then removals, then
+    /// `<node>/.priority` changes, each group as given. A node an update leaves with children
+    /// so never goes empty on the way (which would drop its priority), and a priority set
+    /// beside new children lands on the node they make; the result no longer depends on the
+    /// order of a PATCH body's members. Clients applying an update's patch follow the same
+    /// order (`ValueChange.applyExport`).
+    static func inMergeOrder(_ changes: [LogEntry.Change]) -> [LogEntry.Change] {
+        var values: [LogEntry.Change] = []
+        var removals: [LogEntry.Change] = []
+        var priorities: [LogEntry.Change] = []
+        for change in changes {
+            if change.path.lastKey == Value.priorityKey {
+                priorities.append(change)
+            } else if change.value.isNull {
+                removals.append(change)
+            } else {
+                values.append(change)
+            }
+        }
+        return values + removals + priorities
     }
 }
 
