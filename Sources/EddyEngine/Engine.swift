@@ -45,6 +45,10 @@ public final class Engine: Sendable {
     public let databaseID: String
     /// Opened read-only because the data volume was below the reserve at start.
     public let openedReadOnly: Bool
+    /// Unique among the engines this process opened (a namespace closed and opened again gets
+    /// a new one, where an `ObjectIdentifier` may be reused): for maps keyed by engine.
+    public let instanceNumber: UInt64
+    private static let instancesOpened = Atomic<UInt64>(0)
 
     /// Opens (creating if needed) the database in `directory`.
     /// Throws `inUse` when another process holds it, `corruption` on an unknown format.
@@ -100,6 +104,7 @@ public final class Engine: Sendable {
     ) throws(EddyError) {
         self.directory = directory
         self.openedReadOnly = openedReadOnly
+        self.instanceNumber = Self.instancesOpened.add(1, ordering: .relaxed).newValue
         self.options = options
         self.metrics = EngineMetrics(namespace: options.namespace)
         self.database = database
