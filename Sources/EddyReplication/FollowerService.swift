@@ -177,10 +177,18 @@ public final class FollowerService: Service, Sendable {
 
     /// One connection: hello, welcome, then entries until the connection ends.
     private func session() -> Outcome {
-        let engine: Engine
+        let lease: EngineLease
+        do {
+            lease = try self.data.replicaLease(namespace: self.namespace)
+        } catch {
+            self.fail(error.message)
+            return .failed
+        }
+        // Held for the session; released before an empty replica can be discarded.
+        defer { lease.release() }
+        let engine = lease.engine
         let client: any FrameChannel
         do {
-            engine = try self.data.replicaEngine(namespace: self.namespace)
             client = try connectToLeader(self.leader, caFile: self.caFile)
         } catch let error as EddyError {
             self.fail(error.message)

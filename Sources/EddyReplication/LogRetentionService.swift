@@ -37,7 +37,9 @@ public struct LogRetentionService: Service {
     private func prunePeriodically() async throws {
         while !Task.isCancelled {
             try await Task.sleep(for: self.interval)
-            for (namespace, engine) in self.data.openEngines {
+            for lease in self.data.leaseOpenEngines() {
+                defer { lease.release() }
+                let (namespace, engine) = (lease.namespace, lease.engine)
                 let keep: LogID?
                 switch self.registry?.oldestApplied(namespace: namespace) {
                 case .none: keep = nil

@@ -172,13 +172,16 @@ final class LogServerConnection: Sendable {
         guard case .string(let name) = hello["follower"], !name.isEmpty else { return self.refuse("hello needs a \"follower\" name") }
         var namespace = DataDirectory.defaultNamespace
         if case .string(let ns) = hello["ns"] { namespace = ns }
-        let engine: Engine
+        let lease: EngineLease
         do {
             // A follower replicates the leader's namespaces; it never creates one here.
-            engine = try self.data.engine(namespace: namespace, create: false)
+            lease = try self.data.lease(namespace: namespace, create: false)
         } catch {
             return self.refuse(error.message)
         }
+        // The namespace stays open while a follower tails it.
+        defer { lease.release() }
+        let engine = lease.engine
         // A promoted follower serves the database it replicated (its original leader's id).
         let databaseID: String
         do {

@@ -24,8 +24,9 @@ extension DataDirectory {
         var namespaces: [String: CheckpointInfo] = [:]
         do throws(EddyError) {
             for name in self.namespacesOnDisk() {
-                let engine = try self.engine(namespace: name, create: false)
-                namespaces[name] = try engine.checkpoint(to: directory + "/" + name)
+                let lease = try self.lease(namespace: name, create: false)
+                defer { lease.release() }
+                namespaces[name] = try lease.engine.checkpoint(to: directory + "/" + name)
             }
         } catch {
             try? FileManager.default.removeItem(atPath: directory)

@@ -5,8 +5,16 @@
 // RocksDB database, plus `eddyd.lock`, an advisory lock (flock) held while a daemon or an
 // offline `eddy` command uses the directory, so the two refuse each other clearly.
 //
-// Namespaces are opened on first use and stay open; at most `Limits.namespacesOpenMax`.
-// Thread-safety: the open map is guarded by a Mutex.
+// Namespaces are opened on first use; at most `Limits.namespacesOpenMax` are open at once. When
+// one more must open, the least recently used namespace that nobody holds is closed first:
+// servers take an `EngineLease` for as long as they use a namespace's engine (a request, a
+// native connection, an event stream, a follower's tail), and a namespace with a lease, with an
+// index being built, or the default namespace is never closed for room. With every open one
+// held, opening another is refused with `busy` (retry once one is let go). A closed namespace
+// reopens on its next use (its data is on disk; what its memtables held is replayed from its
+// write-ahead log).
+// Thread-safety: the open map, leases and use order are guarded by one Mutex; engines open and
+// close under it, so no lease is ever handed out for a closing engine.
 
 import EddyModel
 import EddyStorage
@@ -28,8 +36,25 @@ public final class DataDirectory: Sendable {
     public var blockCache: BlockCache? { self.options.blockCache }
     private let logger: Logger
     private let lockDescriptor: Int32
-    /// Open engines and whether `close()` began; one lock so no engine opens after close.
-    private let state = Mutex<(engines: [String: Engine], closed: Bool)>(([:], false))
+    /// What is open and held; one lock so no engine opens after close.
+    private let state = Mutex(OpenNamespaces())
+
+    /// The open namespaces, their leases and when each was last used.
+    private struct OpenNamespaces {
+        var engines: [String: Engine] = [:]
+        /// Leases held per namespace (absent: none).
+        var leases: [String: Int] = [:]
+        /// A use counter's value at each namespace's latest lease or lookup (least recently
+        /// used is the smallest).
+        var lastUsed: [String: UInt64] = [:]
+        var useClock: UInt64 = 0
+        var closed = false
+
+        mutating func markUsed(_ name: String) {
+            self.useClock += 1
+            self.lastUsed[name] = self.useClock
+        }
+    }
 
     /// Opens the directory and takes its lock. Throws `inUse` when another process holds it.
     public init(path: String, options: EngineOptions, logger: Logger) throws(EddyError) {
@@ -74,49 +99,73 @@ public final class DataDirectory: Sendable {
         }
     }
 
-    /// The namespaces opened so far, with their engines.
-    public var openEngines: [(namespace: String, engine: Engine)] {
-        self.state.withLock { state in state.engines.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
+    /// The namespaces open now, each with a lease (not counted as a use): release each when
+    /// done with it.
+    public func leaseOpenEngines() -> [EngineLease] {
+        let open = self.state.withLock { state -> [(String, Engine)] in
+            guard !state.closed else { return [] }
+            return state.engines.keys.sorted().map { name in
+                state.leases[name, default: 0] += 1
+                return (name, state.engines[name]!)
+            }
+        }
+        return open.map { EngineLease(namespace: $0.0, engine: $0.1, directory: self) }
     }
 
-    /// The engine of namespace `name`, opened on first use.
-    /// `create: false`: a namespace that is neither open nor on disk is `notFound` (only the
-    /// admin creates namespaces once authentication is configured). On a follower, only
-    /// replication creates namespaces (`replicaEngine`): a client asking for one the leader has
-    /// not replicated here yet gets `notFound`.
+    /// The names of the namespaces open now.
+    public var openNamespaces: [String] {
+        self.state.withLock { $0.engines.keys.sorted() }
+    }
+
+    /// The engine of namespace `name`, opened on first use, held open until the lease is
+    /// released. `create: false`: a namespace that is neither open nor on disk is `notFound`
+    /// (only the admin creates namespaces once authentication is configured). On a follower,
+    /// only replication creates namespaces (`replicaLease`): a client asking for one the leader
+    /// has not replicated here yet gets `notFound`.
+    public func lease(namespace name: String, create: Bool = true) throws(EddyError) -> EngineLease {
+        try self.checkAvailable(name)
+        return EngineLease(namespace: name, engine: try self.openEngine(name, create: create, leased: true), directory: self)
+    }
+
+    /// The engine of namespace `name`, opened on first use, without a lease. Only for the
+    /// default namespace (never closed to make room while the directory is open) and for a
+    /// process that is the directory's only user (the `eddy` tool); a server using any other
+    /// namespace takes `lease(namespace:create:)`, as its engine may be closed for room.
     public func engine(namespace name: String, create: Bool = true) throws(EddyError) -> Engine {
+        try self.checkAvailable(name)
+        return try self.openEngine(name, create: create, leased: false)
+    }
+
+    private func checkAvailable(_ name: String) throws(EddyError) {
         try Self.validateNamespace(name)
         if self.options.leader != nil, name != Self.defaultNamespace, !self.isOpenOrOnDisk(name) {
             throw EddyError(
                 .notFound,
                 "namespace \(name) does not exist on this follower (a namespace created on the leader appears here once replication brings it)")
         }
-        return try self.openEngine(name, create: create)
     }
 
-    /// The engine of namespace `name` when it is open already; nil otherwise (also for a name
-    /// that is not valid). Never opens one, so it costs no more than a lookup: for a caller
-    /// that must not block, which takes `engine(namespace:create:)`'s path when this is nil.
-    public func openedEngine(namespace name: String) -> Engine? {
-        self.state.withLock { $0.closed ? nil : $0.engines[name] }
-    }
-
-    /// A follower's replica of the leader's namespace `name`, created empty when missing.
-    public func replicaEngine(namespace name: String) throws(EddyError) -> Engine {
+    /// A follower's replica of the leader's namespace `name`, created empty when missing, held
+    /// until the lease is released.
+    public func replicaLease(namespace name: String) throws(EddyError) -> EngineLease {
         try Self.validateNamespace(name)
-        return try self.openEngine(name, create: true)
+        return EngineLease(namespace: name, engine: try self.openEngine(name, create: true, leased: true), directory: self)
     }
 
     /// Closes and removes a follower's replica of namespace `name` that holds no entry, so it
     /// can be bootstrapped from a snapshot (a replica created empty, then refused because the
     /// leader pruned the entries it needs). False, and nothing changed, when the replica holds
-    /// an entry or is not open. Under the open map's lock, so no client reopens it meanwhile
-    /// (on a follower, a namespace that is neither open nor on disk is `notFound`).
+    /// an entry, is not open or is leased (a reader uses it). Under the open map's lock, so no
+    /// client reopens it meanwhile (on a follower, a namespace that is neither open nor on disk
+    /// is `notFound`).
     public func discardEmptyReplica(namespace name: String) throws(EddyError) -> Bool {
         try Self.validateNamespace(name)
-        return try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Bool in
-            guard !state.closed, let engine = state.engines[name], try engine.lastLogID() == nil else { return false }
+        return try self.state.withLock { (state: inout OpenNamespaces) throws(EddyError) -> Bool in
+            guard !state.closed, state.leases[name] == nil, let engine = state.engines[name], try engine.lastLogID() == nil else {
+                return false
+            }
             state.engines[name] = nil
+            state.lastUsed[name] = nil
             engine.close()
             do {
                 try FileManager.default.removeItem(atPath: self.path + "/" + name)
@@ -128,31 +177,65 @@ public final class DataDirectory: Sendable {
         }
     }
 
+    /// Ends one lease of `name` (`EngineLease.release`).
+    func releaseLease(_ name: String) {
+        self.state.withLock { state in
+            guard let count = state.leases[name] else { return }
+            state.leases[name] = count > 1 ? count - 1 : nil
+        }
+    }
+
     private func isOpenOrOnDisk(_ name: String) -> Bool {
         self.state.withLock { $0.engines[name] != nil } || FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
     }
 
-    private func openEngine(_ name: String, create: Bool) throws(EddyError) -> Engine {
-        try self.state.withLock { (state: inout (engines: [String: Engine], closed: Bool)) throws(EddyError) -> Engine in
+    private func openEngine(_ name: String, create: Bool, leased: Bool) throws(EddyError) -> Engine {
+        try self.state.withLock { (state: inout OpenNamespaces) throws(EddyError) -> Engine in
             if state.closed {
                 throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
             }
-            if let engine = state.engines[name] { return engine }
-            if !create, name != Self.defaultNamespace, !FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT") {
-                throw EddyError(.notFound, "namespace \(name) does not exist; only the admin creates namespaces")
+            let engine: Engine
+            if let open = state.engines[name] {
+                engine = open
+            } else {
+                if !create, name != Self.defaultNamespace, !FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT") {
+                    throw EddyError(.notFound, "namespace \(name) does not exist; only the admin creates namespaces")
+                }
+                if state.engines.count >= Limits.namespacesOpenMax {
+                    try self.closeLeastRecentlyUsed(&state, toOpen: name)
+                }
+                var logger = self.logger
+                logger[metadataKey: "eddy.ns"] = "\(name)"
+                var options = self.options
+                options.namespace = name
+                engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
+                state.engines[name] = engine
             }
-            guard state.engines.count < Limits.namespacesOpenMax else {
-                throw EddyError(
-                    .limitExceeded, "cannot open namespace \(name): namespacesOpenMax (\(Limits.namespacesOpenMax)) are open")
-            }
-            var logger = self.logger
-            logger[metadataKey: "eddy.ns"] = "\(name)"
-            var options = self.options
-            options.namespace = name
-            let engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
-            state.engines[name] = engine
+            state.markUsed(name)
+            if leased { state.leases[name, default: 0] += 1 }
             return engine
         }
+    }
+
+    /// Closes the least recently used namespace nobody holds, to make room for `name`; throws
+    /// `busy` when every open namespace is held.
+    private func closeLeastRecentlyUsed(_ state: inout OpenNamespaces, toOpen name: String) throws(EddyError) {
+        let idle = state.engines.filter { candidate, engine in
+            candidate != Self.defaultNamespace && state.leases[candidate] == nil
+                && !engine.indexStatus().contains { $0.state == .building }
+        }
+        guard let victim = idle.keys.min(by: { state.lastUsed[$0, default: 0] < state.lastUsed[$1, default: 0] }) else {
+            throw EddyError(
+                .busy,
+                "cannot open namespace \(name): \(state.engines.count) namespaces are open and each is in use (by a connection, an event stream, a follower or an index build); namespacesOpenMax is \(Limits.namespacesOpenMax). Retry once one is no longer used"
+            )
+        }
+        let engine = state.engines.removeValue(forKey: victim)!
+        state.lastUsed[victim] = nil
+        engine.close()
+        self.logger.info(
+            "closed an idle namespace to open another (namespacesOpenMax)",
+            metadata: ["eddy.ns": "\(victim)", "eddy.opening": "\(name)", "eddy.namespaces_open_max": "\(Limits.namespacesOpenMax)"])
     }
 
     /// Namespaces present on disk.

@@ -57,7 +57,9 @@ public final class MetricsEndpoint: Sendable {
     }
 
     private func updateScrapeGauges() {
-        for (namespace, engine) in self.data.openEngines {
+        for lease in self.data.leaseOpenEngines() {
+            defer { lease.release() }
+            let (namespace, engine) = (lease.namespace, lease.engine)
             let labels = [("namespace", namespace)]
             let building = engine.indexStatus().count { $0.state == .building }
             self.gauge("eddy_index_builds_in_progress", labels, Double(building))

@@ -67,6 +67,10 @@ final class NativeConnection: Sendable {
         var identityGeneration: UInt64 = 0
         /// Writes made when the connection ends (`onDisconnect`), in the order registered.
         var onDisconnect = OnDisconnectList()
+        /// The namespaces this connection used, held open for as long as it lives: released
+        /// when the connection object goes (its requests, subscriptions and tails are done by
+        /// then), not at `closed()`, while a request may still be running.
+        var leases: [String: EngineLease] = [:]
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -299,7 +303,7 @@ final class NativeConnection: Sendable {
                 try await self.checkpointRequest(frame, body, access: access)
                 return
             }
-            let engine = try self.data.engine(
+            let engine = try self.engine(
                 namespace: try Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace,
                 create: access.isAdmin || !self.authenticator.isConfigured)
             if frame.kind != .write { await self.waitForWrites(atMost: 0) }
@@ -530,7 +534,7 @@ final class NativeConnection: Sendable {
             let body = try? JSONParser.parse(frame.payload),
             let access = try? self.access(),
             let namespace = try? Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace,
-            let engine = self.data.openedEngine(namespace: namespace),
+            let engine = self.state.withLock({ $0.leases[namespace]?.engine }),
             engine.hasCommitRoom
         else { return false }
         do throws(EddyError) {
@@ -539,6 +543,18 @@ final class NativeConnection: Sendable {
             self.fail(frame.requestID, error)
         }
         return true
+    }
+
+    /// The engine of `namespace`, leased for the connection's life at its first use (opening
+    /// it may block: never called on the event loop).
+    private func engine(namespace: String, create: Bool) throws(EddyError) -> Engine {
+        if let held = self.state.withLock({ $0.leases[namespace]?.engine }) { return held }
+        let lease = try self.data.lease(namespace: namespace, create: create)
+        return self.state.withLock { state in
+            if let held = state.leases[namespace] { return held.engine }  // another request leased it meanwhile
+            state.leases[namespace] = lease
+            return lease.engine
+        }
     }
 
     /// `parseWrite`, counting a refusal like one the engine makes.

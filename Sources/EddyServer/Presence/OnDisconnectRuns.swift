@@ -46,13 +46,15 @@ final class OnDisconnectRuns: Sendable {
             for write in writes where !namespaces.contains(write.namespace) { namespaces.append(write.namespace) }
             for namespace in namespaces {
                 let steps = writes.filter { $0.namespace == namespace }
-                let engine: Engine
+                let lease: EngineLease
                 do throws(EddyError) {
-                    engine = try data.engine(namespace: namespace, create: false)
+                    lease = try data.lease(namespace: namespace, create: false)
                 } catch {
                     logger.warning("the onDisconnect writes were not made", metadata: ["eddy.ns": "\(namespace)", "eddy.error": "\(error.message)"])
                     continue
                 }
+                defer { lease.release() }
+                let engine = lease.engine
                 guard let (tree, access) = Self.replayed(steps) else {
                     for case let (.write(operation), access) in steps.map({ ($0.step, $0.access) }) {
                         await Self.make(operation, access: access, engine: engine, namespace: namespace, logger: logger)

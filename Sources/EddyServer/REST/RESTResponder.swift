@@ -222,14 +222,48 @@ public struct RESTResponder: HTTPResponder {
             throw RESTError(error)
         }
         let access = identity.access
-        let engine: Engine
+        let lease: EngineLease
         do {
             // Once authentication is configured only the admin creates namespaces; in the
             // emulator mode any caller does, as the Firebase emulator lets it.
-            engine = try self.data.engine(namespace: rest.namespace, create: access.isAdmin || !self.authenticator.isConfigured)
+            lease = try self.data.lease(namespace: rest.namespace, create: access.isAdmin || !self.authenticator.isConfigured)
         } catch {
             throw RESTError(error)
         }
+        let response: Response
+        do {
+            response = try await self.handle(rest, &request, method: method, identity: identity, engine: lease.engine, channel: channel)
+        } catch {
+            lease.release()
+            throw error
+        }
+        return Self.holding(lease, whileWriting: response)
+    }
+
+    /// The namespace stays open until a streamed body is written (an event stream, a streamed
+    /// read and an onDisconnect connection use the engine until then; theirs are the only
+    /// bodies without a length); a body never written releases it when dropped. A body made
+    /// before returning (a buffer, with its length) needs the engine no more and is sent as it is.
+    private static func holding(_ lease: EngineLease, whileWriting response: Response) -> Response {
+        guard response.body.contentLength == nil else {
+            lease.release()
+            return response
+        }
+        var held = response
+        let body = response.body
+        held.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer { lease.release() }
+            try await body.write(writer)
+        }
+        return held
+    }
+
+    /// A request on namespace `rest.namespace`, whose engine the caller holds.
+    private func handle(
+        _ rest: RESTRequest, _ request: inout Request, method: RESTRequest.Method, identity: Authenticator.Identity, engine: Engine,
+        channel: any Channel
+    ) async throws -> Response {
+        let access = identity.access
         if rest.isStatus { return try self.status(rest, engine: engine) }
         if rest.isOnDisconnect {
             return try await self.onDisconnect(rest, request: request, identity: identity, engine: engine, channel: channel)
