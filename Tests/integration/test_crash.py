@@ -66,8 +66,9 @@ class Writer(threading.Thread):
                         self.acked_writes += 1
                     else:
                         self.failures += 1
-            except (requests.ConnectionError, requests.Timeout):
-                # the daemon died under us (or is restarting): the write is unacknowledged
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError):
+                # the daemon died under us (or is restarting, or was killed between the answer's
+                # head and its body): the write is unacknowledged
                 self.failures += 1
                 session.close()
                 session = requests.Session()
