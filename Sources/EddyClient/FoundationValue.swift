@@ -22,8 +22,9 @@ enum FoundationValue {
         case .null: return NSNull()
         case .bool(let b): return NSNumber(value: b)
         case .number(let d):
-            if d == d.rounded(), abs(d) < 9.2e18 { return NSNumber(value: Int(d)) }  // every integral double in Int range
+            if d == d.rounded(), let whole = Int(exactly: d) { return NSNumber(value: whole) }  // every whole number in Int's range
             return NSNumber(value: d)
+        case .wideInteger(let n): return NSNumber(value: n)
         case .string(let s): return s
         case .object(let children):
             if arrays, let array = self.array(children) { return array }
@@ -65,7 +66,7 @@ enum FoundationValue {
     static func priority(_ any: Any?, path: String) throws(DatabaseError) -> Value {
         let value = try self.value(any, path: path)
         switch value {
-        case .null, .number, .string: return value
+        case .null, .number, .wideInteger, .string: return value
         case .object(let members) where members.count == 1 && members[WriteValidator.serverValueKey] != nil:
             do {
                 try WriteValidator.validatePriority(value, at: Path(validatedKeys: []))
@@ -109,8 +110,17 @@ enum FoundationValue {
         case let n as NSNumber where !(type(of: any) is any BinaryInteger.Type) && !(type(of: any) is any BinaryFloatingPoint.Type):
             let type = String(cString: n.objCType)
             if type == "c" || type == "B" { return .bool(n.boolValue) }
+            // Integers keep every digit (Firebase keeps 64-bit integers); unsigned ones beyond
+            // Int64 become the nearest Double.
+            if ["q", "l", "i", "s"].contains(type) { return Value.integer(n.int64Value) }
+            if ["Q", "L", "I", "S", "C"].contains(type) {
+                if let whole = Int64(exactly: n.uint64Value) { return Value.integer(whole) }
+                return .number(n.doubleValue)
+            }
             return try self.number(n.doubleValue, path: path)
-        case let i as any BinaryInteger: return try self.number(Double(i), path: path)
+        case let i as any BinaryInteger:
+            if let whole = Int64(exactly: i) { return Value.integer(whole) }
+            return try self.number(Double(i), path: path)
         case let d as Double: return try self.number(d, path: path)
         case let f as Float: return try self.number(Double(f), path: path)
         case let g as CGFloat: return try self.number(Double(g), path: path)  // an NSNumber on Apple platforms

@@ -205,9 +205,8 @@ final class PendingWrites: Sendable {
             case .string("timestamp"):
                 return .number(now)
             case .object(let operation):
-                if case .number(let delta) = operation["increment"] {
-                    if case .number(let current) = existing.withoutPriorities { return .number(current + delta) }
-                    return .number(delta)
+                if let delta = operation["increment"], delta.isNumber {
+                    return existing.withoutPriorities.adding(delta) ?? delta
                 }
                 return value
             default:

@@ -113,7 +113,10 @@ package final class IndexQueryReader {
         guard start < key.count else { return nil }
         switch key[start] {
         case 0x10, 0x20, 0x21, 0x50: return 1
-        case 0x30: return start + 9 <= key.count ? 9 : nil
+        case 0x30:
+            guard start + 9 <= key.count else { return nil }
+            guard start + 9 < key.count, key[start + 9] == 0xFF else { return 9 }
+            return start + 18 <= key.count ? 18 : nil  // a wide integer (SortValueEncoding)
         case 0x40:
             var i = start + 1
             while i + 1 < key.count {

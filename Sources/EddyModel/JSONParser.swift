@@ -107,7 +107,7 @@ public struct JSONParser {
             try self.expectLiteral("null")
             return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return .number(try self.parseNumber())
+            return try self.parseNumber()
         default:
             throw self.error("unexpected character '\(Character(Unicode.Scalar(self.bytes[self.index])))'")
         }
@@ -199,7 +199,9 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseNumber() throws(EddyError) -> Double {
+    /// A number; an integer literal in Int64's range keeps every digit (`Value.integer`), as
+    /// Firebase keeps 64-bit integers, where a Double would round those beyond 2^53.
+    private mutating func parseNumber() throws(EddyError) -> Value {
         let start = self.index
         if self.bytes[self.index] == UInt8(ascii: "-") { self.index += 1 }
         let intStart = self.index
@@ -226,14 +228,17 @@ public struct JSONParser {
         if self.index - start == intDigits + (intStart - start), intDigits <= 15 {
             var magnitude = 0
             for i in intStart..<self.index { magnitude = magnitude * 10 + Int(self.bytes[i] - UInt8(ascii: "0")) }
-            return intStart > start ? -Double(magnitude) : Double(magnitude)
+            return .number(intStart > start ? -Double(magnitude) : Double(magnitude))
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
+        if self.index - start == intDigits + (intStart - start), let whole = Int64(text) {
+            return Value.integer(whole)
+        }
         guard let value = Double(text) else { throw self.error("number \(text) cannot be represented") }
         guard value.isFinite else {
             throw EddyError(.invalidValue, "number \(text) is not finite; Firebase stores finite numbers only")
         }
-        return value
+        return .number(value)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

@@ -27,6 +27,7 @@ public enum JSONWriter {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n): writeNumber(n, into: &out)
+        case .wideInteger(let n): appendInteger(n, to: &out)
         case .string(let s): writeString(s, into: &out)
         case .object(let children):
             if arrays, let array = arrayElements(children) {
@@ -167,9 +168,11 @@ public enum JSONWriter {
     }
 
     public static func writeNumber(_ n: Double, into out: inout [UInt8]) {
-        // `<=`: Swift's `description` writes ±2^53 (and only it) as "9007199254740992.0".
-        if n == n.rounded(.towardZero), abs(n) <= 9_007_199_254_740_992 {
-            appendInteger(Int64(n), to: &out)
+        // Whole numbers in Int64's range are written as integers (Swift's `description` would
+        // write 2^53 as "9007199254740992.0" and 2^60 as "1.152921504606847e+18", which JSON
+        // readers such as Python's take for a float).
+        if n == n.rounded(.towardZero), let whole = Int64(exactly: n) {
+            appendInteger(whole, to: &out)
         } else {
             out.append(contentsOf: n.description.utf8)
         }

@@ -5,6 +5,8 @@
 //        | 0x02                      true
 //        | 0x03 u64le(IEEE bits)     number
 //        | 0x04 utf8...              string (the rest of the record)
+//        | 0x05 u64le(two's complement) wide integer (an Int64 a Double cannot hold exactly;
+//                                    storage format 5)
 // Objects and null are never stored as leaves.
 
 public enum LeafEncoding {
@@ -18,6 +20,11 @@ public enum LeafEncoding {
             precondition(n.isFinite, "LeafEncoding.encode called with a non-finite number")
             var out: [UInt8] = [0x03]
             let bits = (n == 0 ? 0.0 : n).bitPattern
+            for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+            return out
+        case .wideInteger(let n):
+            var out: [UInt8] = [0x05]
+            let bits = UInt64(bitPattern: n)
             for shift in stride(from: 0, to: 64, by: 8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
             return out
         case .string(let s):
@@ -40,6 +47,12 @@ public enum LeafEncoding {
             let n = Double(bitPattern: bits)
             guard n.isFinite else { throw EddyError(.corruption, "non-finite number in leaf record") }
             return .number(n)
+        case 0x05 where bytes.count == 9:
+            var bits: UInt64 = 0
+            for i in 0..<8 { bits |= UInt64(bytes[1 + i]) << UInt64(8 * i) }
+            let value = Value.integer(Int64(bitPattern: bits))
+            guard case .wideInteger = value else { throw EddyError(.corruption, "wide integer record holds \(bits), which a number record holds") }
+            return value
         case 0x04:
             guard let s = String(validating: UnsafeRawBufferPointer(rebasing: bytes[1...]), as: UTF8.self) else {
                 throw EddyError(.corruption, "invalid UTF-8 in leaf record")

@@ -7,6 +7,12 @@
 //             | 0x21                    true
 //             | 0x30 u64be(ordered bits) number: -0 is stored as +0; negative numbers have all
 //                                       bits flipped, others only the sign bit
+//             | 0x30 u64be(ordered bits of t) 0xFF u64be(n - t)
+//                                       wide integer n (storage format 5): t is the largest
+//                                       Double below n, and 0xFF sorts after whatever follows a
+//                                       plain number (a key segment, 0x01 or 0x02; a bound's
+//                                       0xFF, a prefix of it), so n sorts after t and before the
+//                                       next Double, and wide integers between them by n
 //             | 0x40 escaped 0x00 0x01  string: rank-mapped UTF-8 (`Key.utf16OrderRank`),
 //                                       0x00 escaped as 0x00 0xFF
 //             | 0x50                    object (all objects tie)
@@ -17,6 +23,13 @@ public enum SortValueEncoding {
         case .null: out.append(0x10)
         case .bool(false): out.append(0x20)
         case .bool(true): out.append(0x21)
+        case .wideInteger(let n):
+            var below = Double(n)
+            if ValueOrder.compareExactly(n, below) <= 0 { below = below.nextDown }
+            append(.number(below), to: &out)
+            out.append(0xFF)
+            let offset = UInt64(n - Int64(below))  // 1 ... 2048: two Doubles beyond 2^53 are 2 to 2048 apart
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: offset >> UInt64(shift))) }
         case .number(let n):
             out.append(0x30)
             let bits = (n == 0 ? 0.0 : n).bitPattern
@@ -57,7 +70,17 @@ public enum SortValueEncoding {
             var ordered: UInt64 = 0
             for _ in 0..<8 { ordered = ordered << 8 | UInt64(bytes.removeFirst()) }
             let bits = ordered & (1 << 63) != 0 ? ordered & ~(1 << 63) : ~ordered
-            return .number(Double(bitPattern: bits))
+            let number = Double(bitPattern: bits)
+            guard bytes.first == 0xFF else { return .number(number) }
+            bytes.removeFirst()
+            guard bytes.count >= 8, let below = Int64(exactly: number) else { throw corrupt("malformed wide integer") }
+            var offset: UInt64 = 0
+            for _ in 0..<8 { offset = offset << 8 | UInt64(bytes.removeFirst()) }
+            let (sum, overflow) = below.addingReportingOverflow(Int64(offset & 0xFFFF))
+            guard offset >= 1, offset <= 2048, !overflow, case .wideInteger(let n) = Value.integer(sum) else {
+                throw corrupt("malformed wide integer")
+            }
+            return .wideInteger(n)
         case 0x40:
             var raw: [UInt8] = []
             while true {
@@ -85,7 +108,9 @@ public enum SortValueEncoding {
         case 0x10, 0x20, 0x21, 0x50: return 1
         case 0x30:
             guard bytes.count >= 9 else { throw corrupt("short number") }
-            return 9
+            guard bytes.count > 9, bytes[bytes.startIndex + 9] == 0xFF else { return 9 }
+            guard bytes.count >= 18 else { throw corrupt("short wide integer") }
+            return 18
         case 0x40:
             var i = bytes.startIndex + 1
             while i < bytes.endIndex {

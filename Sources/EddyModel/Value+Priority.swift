@@ -73,7 +73,7 @@ extension Value {
         switch self {
         case .null:
             return .null
-        case .bool, .number, .string:
+        case .bool, .number, .wideInteger, .string:
             return priority.isNull ? self : .object([Self.wrappedValueKey: self, Self.priorityKey: priority])
         case .object(var children):
             if let wrapped = children[Self.wrappedValueKey] { return wrapped.withOwnPriority(priority) }
@@ -93,7 +93,7 @@ extension Value {
     public var isPriority: Bool {
         switch self {
         case .number(let n): return n.isFinite
-        case .string: return true
+        case .wideInteger, .string: return true
         default: return false
         }
     }

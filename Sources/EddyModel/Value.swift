@@ -4,6 +4,10 @@
 // 1. No object has a `.null` child and no object is empty: `{}` and nulls are pruned, so an
 //    empty object is `.null` (Firebase: writing `{}` deletes).
 // 2. Numbers are finite.
+// 3. An integer is `.number` when a Double holds it exactly (every integer up to ±2^53 and many
+//    beyond) and `.wideInteger` only when it does not (Firebase keeps 64-bit integers exact), so
+//    each number has one form and `==` compares numbers by value. Make integers with
+//    `Value.integer(_:)`.
 // Arrays do not exist here: JSON arrays become objects with keys "0", "1", ... and are rendered
 // back as arrays on read (`JSONWriter`).
 
@@ -11,8 +15,51 @@ public enum Value: Sendable, Hashable {
     case null
     case bool(Bool)
     case number(Double)
+    /// A 64-bit integer a Double cannot hold exactly (beyond ±2^53); see invariant 3.
+    case wideInteger(Int64)
     case string(String)
     case object([String: Value])
+
+    /// The integer `n` in its one form: `.number` when a Double holds it exactly, else
+    /// `.wideInteger`.
+    public static func integer(_ n: Int64) -> Value {
+        let double = Double(n)
+        if let back = Int64(exactly: double), back == n { return .number(double) }
+        return .wideInteger(n)
+    }
+
+    /// The number as a Double (a wide integer rounded to the nearest); nil when not a number.
+    public var doubleValue: Double? {
+        switch self {
+        case .number(let n): return n
+        case .wideInteger(let n): return Double(n)
+        default: return nil
+        }
+    }
+
+    /// True for `.number` and `.wideInteger`.
+    public var isNumber: Bool { self.doubleValue != nil }
+
+    /// `self + other` as Firebase's server values increment: two whole numbers in Int64's range
+    /// add exactly (as Firebase adds two longs), falling back to Doubles on overflow; any other
+    /// pair of numbers adds as Doubles. Nil when either is not a number.
+    public func adding(_ other: Value) -> Value? {
+        if let a = self.exactInt64, let b = other.exactInt64 {
+            let (sum, overflow) = a.addingReportingOverflow(b)
+            if !overflow { return .integer(sum) }
+        }
+        guard let a = self.doubleValue, let b = other.doubleValue else { return nil }
+        return .number(a + b)
+    }
+
+    /// The number as an Int64 when it is a whole number in Int64's range; nil otherwise.
+    public var exactInt64: Int64? {
+        switch self {
+        case .number(let n): return n == n.rounded(.towardZero) ? Int64(exactly: n) : nil
+        case .wideInteger(let n): return n
+        default: return nil
+        }
+    }
 
     public var isNull: Bool {
         if case .null = self { return true }
@@ -21,7 +68,7 @@ public enum Value: Sendable, Hashable {
 
     public var isPrimitive: Bool {
         switch self {
-        case .bool, .number, .string: return true
+        case .bool, .number, .wideInteger, .string: return true
         case .null, .object: return false
         }
     }
@@ -112,7 +159,7 @@ public enum Value: Sendable, Hashable {
         var stack = [self]
         while let node = stack.popLast() {
             switch node {
-            case .null, .bool, .number: total += 16
+            case .null, .bool, .number, .wideInteger: total += 16
             case .string(let s): total += 16 + s.utf8.count
             case .object(let children):
                 total += 16
@@ -129,7 +176,7 @@ public enum Value: Sendable, Hashable {
     public var leafCount: Int {
         switch self {
         case .null: return 0
-        case .bool, .number, .string: return 1
+        case .bool, .number, .wideInteger, .string: return 1
         case .object(let children): return children.values.reduce(0) { $0 + $1.leafCount }
         }
     }

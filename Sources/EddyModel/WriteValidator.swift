@@ -53,6 +53,8 @@ public enum WriteValidator {
                 needsNormalization = true
             case .bool:
                 size += 16
+            case .wideInteger:
+                size += 16
             case .number(let n):
                 guard n.isFinite else {
                     throw EddyError(.invalidValue, "number at \(path(index).abbreviated) is not finite; only finite numbers can be stored")
@@ -121,6 +123,8 @@ public enum WriteValidator {
             guard s.utf8.count <= Limits.stringBytesMax else {
                 throw EddyError(.limitExceeded, "priority of \(path.abbreviated) is over stringBytesMax (\(Limits.stringBytesMax)) bytes")
             }
+        case .wideInteger:
+            return
         case .number(let n):
             guard n.isFinite else {
                 throw EddyError(.invalidValue, "priority of \(path.abbreviated) is not finite; a priority is a finite number, a string or null")
@@ -206,7 +210,7 @@ public enum WriteValidator {
         switch children[serverValueKey]! {
         case .string("timestamp"): return
         case .object(let op):
-            if op.count == 1, case .number(let n)? = op["increment"], n.isFinite { return }
+            if op.count == 1, let n = op["increment"]?.doubleValue, n.isFinite { return }
             throw EddyError(.invalidValue, "server value at \(path.abbreviated) must be {\".sv\": {\"increment\": <number>}}")
         default:
             throw EddyError(
@@ -221,7 +225,7 @@ public enum WriteValidator {
         switch op {
         case .string("timestamp"): return .timestamp
         case .object(let o):
-            if case .number(let n)? = o["increment"] { return .increment(n) }
+            if let delta = o["increment"], delta.isNumber { return .increment(delta) }
             return nil
         default: return nil
         }
@@ -231,5 +235,6 @@ public enum WriteValidator {
 /// A value the leader resolves at commit time; the log stores the resolved result.
 public enum ServerValue: Sendable, Equatable {
     case timestamp
-    case increment(Double)
+    /// Adds a number (`.number` or `.wideInteger`) to the old one (`Value.adding`).
+    case increment(Value)
 }

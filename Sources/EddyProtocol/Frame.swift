@@ -21,12 +21,14 @@
 // The leader's log server (replication socket) speaks the same frames with the replication
 // kinds (40...): see `ReplicationPayloads.swift`. Its hello names a replication protocol version
 // of its own (`replicationProtocolVersion`): 2 since log entries carry the leadership term
-// (entry format 2), which a protocol 1 follower could not decode; either side refuses the other.
+// (entry format 2), which a protocol 1 follower could not decode; 3 since values keep 64-bit
+// integers exact (storage format 5), which a protocol 2 follower would round, diverging from
+// its leader. Either side refuses the other.
 
 public struct Frame: Sendable, Equatable {
     public static let version: UInt8 = 2
     /// The `protocol` of a replication hello this build speaks (see the file comment).
-    public static let replicationProtocolVersion = 2
+    public static let replicationProtocolVersion = 3
     /// Largest frame a server reads (after the length prefix), 16 MiB: bounds every buffer of
     /// a connection to it. A client's request must fit.
     public static let bytesMax = 16 * 1024 * 1024

@@ -89,6 +89,21 @@ public enum RandomValues {
         }
     }
 
+    /// A whole number as `Value.integer` makes it: extremes, integers just beyond 2^53 (wide)
+    /// and random 64-bit ones (almost always wide).
+    public static func integer(_ g: inout SeededGenerator) -> Value {
+        switch g.int(in: 0..<3) {
+        case 0:
+            return .integer(
+                g.element(of: [
+                    Int64.max, Int64.min, Int64.max - 1, Int64.min + 1, 9_007_199_254_740_993, -9_007_199_254_740_993,
+                    9_007_199_254_740_992, 1 << 60, (1 << 60) + 1,
+                ]))
+        case 1: return .integer(9_007_199_254_740_992 + Int64(g.int(in: -3...3)))
+        default: return .integer(Int64(bitPattern: g.next()))
+        }
+    }
+
     /// A string value: empty, short from the key characters, or with characters keys may not hold.
     public static func stringValue(_ g: inout SeededGenerator) -> String {
         if g.chance(1, in: 10) { return "" }
@@ -100,7 +115,8 @@ public enum RandomValues {
     public static func primitive(_ g: inout SeededGenerator) -> Value {
         switch g.int(in: 0..<5) {
         case 0: return .bool(g.bool())
-        case 1, 2: return .number(number(&g))
+        case 1: return .number(number(&g))
+        case 2: return g.chance(1, in: 3) ? integer(&g) : .number(number(&g))
         default: return .string(stringValue(&g))
         }
     }

@@ -62,7 +62,10 @@ public enum StorageFormat {
     /// - 4: the `priority` family. Older databases are upgraded when opened (the family is
     ///   created empty); a version 3 binary refuses version 4, because it would write without
     ///   keeping priorities.
-    public static let version: UInt8 = 4
+    /// - 5: wide integers (leaf tag 0x05: 64-bit integers a Double cannot hold exactly; log
+    ///   entries hold them as JSON integers). Older databases are upgraded when opened (nothing
+    ///   to convert); a version 4 binary refuses version 5, because it cannot decode such leaves.
+    public static let version: UInt8 = 5
     /// Versions this binary opens (older ones are upgraded in place).
-    public static let readable: ClosedRange<UInt8> = 1...4
+    public static let readable: ClosedRange<UInt8> = 1...5
 }

@@ -93,6 +93,9 @@ struct EncodableValue: Encodable {
         case .number(let n):
             var container = encoder.singleValueContainer()
             if n == n.rounded(), abs(n) < 9e15 { try container.encode(Int64(n)) } else { try container.encode(n) }
+        case .wideInteger(let n):
+            var container = encoder.singleValueContainer()
+            try container.encode(n)
         case .string(let s):
             var container = encoder.singleValueContainer()
             try container.encode(s)

@@ -165,7 +165,7 @@ import Testing
         #expect(WriteValidator.serverValue(timestamp) == .timestamp)
         let increment = Value.object([".sv": .object(["increment": .number(-2.5)])])
         #expect(try WriteValidator.validate(increment, at: Self.base) == increment)
-        #expect(WriteValidator.serverValue(increment) == .increment(-2.5))
+        #expect(WriteValidator.serverValue(increment) == .increment(.number(-2.5)))
         let nested = Value.object(["at": timestamp, "count": increment, "n": .number(1)])
         #expect(try WriteValidator.validate(nested, at: Self.base) == nested)
         #expect(try WriteValidator.validate(try JSONParser.parse(#"{".sv":"timestamp"}"#), at: .root) == timestamp)

@@ -258,7 +258,7 @@ final class TreeWriter: EventGroupReads {
         while let (node, key) = stack.popLast() {
             switch node {
             case .null: continue
-            case .bool, .number, .string:
+            case .bool, .number, .wideInteger, .string:
                 if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(key[...]) }
                 self.batch.put(self.tree, key, LeafEncoding.encode(node))
             case .object(let children):
@@ -299,18 +299,17 @@ final class TreeWriter: EventGroupReads {
         if let op = WriteValidator.serverValue(value) {
             switch op {
             case .timestamp: return .number(Double(now))
-            case .increment(let n):
+            case .increment(let delta):
                 var plain = old
                 if case .object(let children) = old, let wrapped = children[Value.wrappedValueKey] { plain = wrapped }
-                guard case .number(let current) = plain else { return .number(n) }
-                let sum = current + n
-                guard sum.isFinite else {
+                guard let sum = plain.adding(delta) else { return delta }
+                guard sum.doubleValue?.isFinite == true else {
                     throw EddyError(
                         .invalidValue,
                         // The stored value stays out of the message: the caller may not read it.
-                        "increment by \(n) at \(path.abbreviated) would make the stored number non-finite; only finite numbers can be stored")
+                        "increment by \(JSONWriter.string(delta)) at \(path.abbreviated) would make the stored number non-finite; only finite numbers can be stored")
                 }
-                return .number(sum)
+                return sum
             }
         }
         guard case .object(let children) = value else { return value }

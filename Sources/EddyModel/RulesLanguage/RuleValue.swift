@@ -17,6 +17,7 @@ public enum RuleValue: Sendable, Equatable {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
         case .number(let n): self = .number(n)
+        case .wideInteger(let n): self = .number(Double(n))  // rules compute with doubles, as Firebase's
         case .string(let s): self = .string(s)
         case .object(let children): self = .map(children.mapValues { RuleValue($0) })
         }
