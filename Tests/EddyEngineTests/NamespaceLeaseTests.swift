@@ -11,6 +11,12 @@ import Testing
 @Suite struct NamespaceLeaseTests {
     static func name(_ i: Int) -> String { "ns-\(i)" }
 
+    /// Opens the default namespace and leases `ns-0` ... until `namespacesOpenMax` are open.
+    static func holdEveryOpenNamespace(_ data: DataDirectory) throws -> [EngineLease] {
+        _ = try data.engine(namespace: DataDirectory.defaultNamespace)
+        return try (0..<(Limits.namespacesOpenMax - 1)).map { i in try data.lease(namespace: Self.name(i)) }
+    }
+
     @Test func idleNamespacesCloseToMakeRoomAndReopenWithTheirData() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -43,11 +49,7 @@ import Testing
         defer { directory.remove() }
         let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
         defer { data.close() }
-        _ = try data.engine(namespace: DataDirectory.defaultNamespace)
-        var held: [EngineLease] = []
-        for i in 0..<(Limits.namespacesOpenMax - 1) {
-            held.append(try data.lease(namespace: Self.name(i)))
-        }
+        let held = try Self.holdEveryOpenNamespace(data)
         // Every open namespace is held: one more is refused, naming it and the limit.
         expectEddyErrorSync(.busy, mentioning: ["extra", "namespacesOpenMax", "\(Limits.namespacesOpenMax)"]) {
             _ = try data.lease(namespace: "extra")
@@ -87,11 +89,7 @@ import Testing
         defer { directory.remove() }
         let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
         defer { data.close() }
-        _ = try data.engine(namespace: DataDirectory.defaultNamespace)
-        var held: [EngineLease] = []
-        for i in 0..<(Limits.namespacesOpenMax - 1) {
-            held.append(try data.lease(namespace: Self.name(i)))
-        }
+        var held = try Self.holdEveryOpenNamespace(data)
         expectEddyErrorSync(.busy) { _ = try data.lease(namespace: "extra") }
         held.removeLast()  // dropped without release(): its deinit releases it
         let extra = try data.lease(namespace: "extra")

@@ -58,6 +58,11 @@ def test_more_namespaces_than_stay_open_all_keep_their_data(daemon):
         client.close()
     metrics = session.get(daemon.base_url + "/metrics")
     assert metrics.status_code == 200
+    figures = dict(
+        line.split(" ", 1) for line in metrics.text.splitlines() if line.startswith("eddy_namespaces_")
+    )
+    assert float(figures["eddy_namespaces_open"]) == OPEN_MAX
+    assert float(figures["eddy_namespaces_closed_for_room"]) >= count + 8 - OPEN_MAX
 
 
 def test_firebase_admin_apps_on_fresh_namespaces(daemon):

@@ -48,6 +48,8 @@ public final class DataDirectory: Sendable {
         /// used is the smallest).
         var lastUsed: [String: UInt64] = [:]
         var useClock: UInt64 = 0
+        /// Namespaces closed to make room since the directory opened.
+        var closedForRoom = 0
         var closed = false
 
         mutating func markUsed(_ name: String) {
@@ -115,6 +117,13 @@ public final class DataDirectory: Sendable {
     /// The names of the namespaces open now.
     public var openNamespaces: [String] {
         self.state.withLock { $0.engines.keys.sorted() }
+    }
+
+    /// How many namespaces are open now and how many were closed to make room since the
+    /// directory opened (metrics: a steadily rising count means more namespaces are in use
+    /// than stay open, and each reopen pays a write-ahead-log replay).
+    public var namespaceFigures: (open: Int, closedForRoom: Int) {
+        self.state.withLock { ($0.engines.count, $0.closedForRoom) }
     }
 
     /// The engine of namespace `name`, opened on first use, held open until the lease is
@@ -232,6 +241,7 @@ public final class DataDirectory: Sendable {
         }
         let engine = state.engines.removeValue(forKey: victim)!
         state.lastUsed[victim] = nil
+        state.closedForRoom += 1
         engine.close()
         self.logger.info(
             "closed an idle namespace to open another (namespacesOpenMax)",

@@ -73,6 +73,9 @@ public final class MetricsEndpoint: Sendable {
             self.gauge("eddy_log_last_entry_timestamp_seconds", labels, figures.lastEntryMilliseconds.map { Double($0) / 1000 })
             self.gauge("eddy_log_retained_since_timestamp_seconds", labels, figures.prunedThroughMilliseconds.map { Double($0) / 1000 })
         }
+        let namespaces = self.data.namespaceFigures
+        self.gauge("eddy_namespaces_open", [], Double(namespaces.open))
+        self.gauge("eddy_namespaces_closed_for_room", [], Double(namespaces.closedForRoom))
         if let cache = self.data.blockCache {
             self.gauge("eddy_rocksdb_block_cache_capacity_bytes", [], Double(cache.capacityBytes))
             self.gauge("eddy_rocksdb_block_cache_used_bytes", [], Double(cache.usedBytes))
