@@ -190,9 +190,6 @@ public final class FollowerService: Service, Sendable {
         let client: any FrameChannel
         do {
             client = try connectToLeader(self.leader, caFile: self.caFile)
-        } catch let error as EddyError {
-            self.fail(error.message)
-            return .failed
         } catch {
             self.fail("cannot reach the leader: \(error)")
             return .failed
