@@ -55,18 +55,23 @@ extension Engine {
     /// value, children and changes, a priority-only write heard as a change of
     /// `<node>/.priority`. Only for `.valueChangesOnly`, whose changes carry the location's own
     /// priority too (a query's result holds its children's, not the location's).
+    ///
+    /// `order`: a place taken earlier (`reserveListenOrder`); the listen attaches before every
+    /// write that reached the engine after it (unless the reservation expired meanwhile).
     public func listen(
         _ location: Path, query: Query? = nil, keyPaths: [Path]? = nil, since: LogID? = nil, replaySince: Bool = true,
         selection: EventSelection = .firebase, access: Access = .admin, coalescesEntries: Bool = false,
-        exportsPriorities: Bool = false, sink: @escaping ChildEventSink
+        exportsPriorities: Bool = false, order: ListenOrder? = nil, sink: @escaping ChildEventSink
     ) async throws(EddyError) -> ListenerAttachment {
+        defer { order?.cancel() }
         if exportsPriorities, selection != .valueChangesOnly {
             throw EddyError(.invalidArgument, "a listener in export form (priorities) hears value changes only")
         }
         return try await self.attach(
             ListenerSpec(
                 location: location, query: query, keyPaths: keyPaths, output: .events(sink), selection: selection, since: since,
-                replaysSince: replaySince, access: access, coalescesEntries: coalescesEntries, exportsPriorities: exportsPriorities))
+                replaysSince: replaySince, access: access, coalescesEntries: coalescesEntries, exportsPriorities: exportsPriorities),
+            order: order)
     }
 
     /// Attaches a listener that receives Realm-style change sets of its result: `initial`,
@@ -79,7 +84,7 @@ extension Engine {
             ListenerSpec(location: location, query: query, keyPaths: keyPaths, output: .changeSets(sink), since: since, access: access))
     }
 
-    private func attach(_ spec: ListenerSpec) async throws(EddyError) -> ListenerAttachment {
+    private func attach(_ spec: ListenerSpec, order: ListenOrder? = nil) async throws(EddyError) -> ListenerAttachment {
         // A query whose index is still building waits for it, as a read does (at most
         // `Limits.indexWaitSecondsMax`), instead of being refused at once.
         if let query = spec.query, query.order != .key, query.order != .priority {
@@ -87,7 +92,7 @@ extension Engine {
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ListenerAttachment, EddyError>, Never>) in
             let request = ControlRequest.listen(spec, continuation)
-            if let refused = self.queue.enqueueControl(request) { request.refuse(refused) }
+            if let refused = self.queue.enqueueControl(request, reservation: order?.ticket) { request.refuse(refused) }
         }
         return try result.get()
     }

@@ -136,6 +136,18 @@ public final class DataDirectory: Sendable {
         return EngineLease(namespace: name, engine: try self.openEngine(name, create: create, leased: true), directory: self)
     }
 
+    /// A lease of namespace `name` when it is open now; nil otherwise (also for a name that is
+    /// not valid). Never opens one: for a caller that must not block.
+    public func leaseIfOpen(namespace name: String) -> EngineLease? {
+        let engine = self.state.withLock { state -> Engine? in
+            guard !state.closed, let engine = state.engines[name] else { return nil }
+            state.markUsed(name)
+            state.leases[name, default: 0] += 1
+            return engine
+        }
+        return engine.map { EngineLease(namespace: name, engine: $0, directory: self) }
+    }
+
     /// The engine of namespace `name`, opened on first use, without a lease. Only for the
     /// default namespace (never closed to make room while the directory is open) and for a
     /// process that is the directory's only user (the `eddy` tool); a server using any other

@@ -7,6 +7,14 @@
 // (`isFull`, `Engine.waitForCommitRoom`), so a full queue is backpressure; a write is refused
 // `busy` only past twice that, which only writers that do not wait can reach (the slack absorbs
 // the waiters that wake together and all find room).
+//
+// Arrival order: writes and control requests take a ticket from one counter as they arrive, and
+// a group holds only writes that arrived before every waiting control request, so a listen that
+// reached the engine before a write attaches before it (and hears it as an event). A listen can
+// take its ticket before it is ready to be queued (`reserveArrival`, e.g. when its frame is read
+// off the socket, before the hop to its connection's task); writes that arrive after the
+// reservation then wait for it, at most `reservationHoldMax`, after which they go on (the listen
+// then attaches after them, as without a reservation).
 
 import EddyEvents
 import EddyModel
@@ -30,6 +38,8 @@ struct PendingWrite: Sendable {
     var replicatedBytes: [UInt8]? = nil
     /// Called once, when the write is durable (or failed), after its entry's event deliveries.
     var completion: @Sendable (Result<WriteOutcome, EddyError>) -> Void
+    /// Its ticket in the queue's arrival order (set by `enqueue`).
+    var arrival: UInt64 = 0
 }
 
 /// Work the committer does between groups, so it is ordered with writes: rules (and the index
@@ -59,7 +69,14 @@ final class CommitQueue: @unchecked Sendable {
     // @unchecked: all mutable state below is only touched with `condition` locked.
     private let condition = NSCondition()
     private var pending: [PendingWrite] = []
-    private var controls: [ControlRequest] = []
+    private var controls: [(arrival: UInt64, request: ControlRequest)] = []
+    /// The last ticket handed out (writes, controls and reservations share it).
+    private var arrivals: UInt64 = 0
+    /// Reserved tickets of control requests not queued yet, with when each expires. At most
+    /// `controlsCapacity`.
+    private var reservations: [UInt64: ContinuousClock.Instant] = [:]
+    /// How long writes that arrived after a reservation wait for its control request.
+    static let reservationHoldMax: Duration = .milliseconds(50)
     /// Control requests are rare (an operator changing rules); this bounds them anyway.
     /// Control requests waiting at most; a burst of reconnecting subscribers (one attach each)
     /// must fit.
@@ -95,20 +112,52 @@ final class CommitQueue: @unchecked Sendable {
                 .busy,
                 "commit queue is full (\(2 * self.capacity) writes: twice commitQueueCountMax, \(self.capacity)); the write was not applied, retry")
         }
+        self.arrivals += 1
+        var write = write
+        write.arrival = self.arrivals
         self.pending.append(write)
         self.condition.signal()
         return nil
     }
 
-    /// Queues a control request. Refuses when stopping or full.
-    func enqueueControl(_ request: ControlRequest) -> EddyError? {
+    /// A ticket for a control request to be queued later with `enqueueControl(_:reservation:)`;
+    /// nil when too many are reserved (the request then takes its place when queued).
+    func reserveArrival() -> UInt64? {
         self.condition.lock()
         defer { self.condition.unlock() }
+        guard !self.stopping, self.reservations.count < self.controlsCapacity else { return nil }
+        self.arrivals += 1
+        self.reservations[self.arrivals] = .now.advanced(by: Self.reservationHoldMax)
+        return self.arrivals
+    }
+
+    /// Gives up a reservation whose control request will not be queued; idempotent.
+    func cancelReservation(_ ticket: UInt64) {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        if self.reservations.removeValue(forKey: ticket) != nil { self.condition.signal() }
+    }
+
+    /// Queues a control request, in the place `reservation` took (from `reserveArrival`) while it
+    /// has not expired, else as it arrives now. Refuses when stopping or full (the reservation is
+    /// given up either way).
+    func enqueueControl(_ request: ControlRequest, reservation: UInt64? = nil) -> EddyError? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        let reserved = reservation.flatMap { self.reservations.removeValue(forKey: $0) != nil ? $0 : nil }
+        if reserved != nil { self.condition.signal() }
         if self.stopping { return EddyError(.shuttingDown, "the database is shutting down; nothing was changed") }
         if self.controls.count >= self.controlsCapacity {
             return EddyError(.busy, "too many listens and rules changes waiting for the committer (\(self.controlsCapacity)); nothing was changed, retry")
         }
-        self.controls.append(request)
+        let arrival: UInt64
+        if let reserved {
+            arrival = reserved
+        } else {
+            self.arrivals += 1
+            arrival = self.arrivals
+        }
+        self.controls.append((arrival, request))
         self.condition.signal()
         return nil
     }
@@ -117,9 +166,29 @@ final class CommitQueue: @unchecked Sendable {
     func takeControls() -> [ControlRequest] {
         self.condition.lock()
         defer { self.condition.unlock() }
-        var taken: [ControlRequest] = []
+        var taken: [(arrival: UInt64, request: ControlRequest)] = []
         swap(&taken, &self.controls)
-        return taken
+        return taken.sorted { $0.arrival < $1.arrival }.map(\.request)
+    }
+
+    /// The ticket before which writes may be grouped now: the oldest waiting control request's
+    /// or unexpired reservation's (expired ones are dropped); nil when none bounds them. With
+    /// `stopping`, reservations no longer hold writes back.
+    private func arrivalBarrier(now: ContinuousClock.Instant) -> (ticket: UInt64, holdUntil: ContinuousClock.Instant?)? {
+        var barrier = self.controls.lazy.map(\.arrival).min()
+        var holdUntil: ContinuousClock.Instant? = nil
+        if !self.reservations.isEmpty {
+            if self.stopping {
+                self.reservations.removeAll()
+            } else {
+                self.reservations = self.reservations.filter { $0.value > now }
+                if let (ticket, expiry) = self.reservations.min(by: { $0.key < $1.key }), barrier.map({ ticket < $0 }) ?? true {
+                    barrier = ticket
+                    holdUntil = expiry
+                }
+            }
+        }
+        return barrier.map { ($0, holdUntil) }
     }
 
     /// Waits for writes and takes up to `max` of them, stopping early once they hold
@@ -129,18 +198,29 @@ final class CommitQueue: @unchecked Sendable {
     func takeGroup(max: Int, bytesMax: Int, deadline: Date?) -> [PendingWrite]? {
         self.condition.lock()
         defer { self.condition.unlock() }
-        while self.pending.isEmpty {
+        var eligible = 0
+        while true {
+            let barrier = self.arrivalBarrier(now: .now)
+            eligible = barrier.map { b in self.pending.prefix { $0.arrival < b.ticket }.count } ?? self.pending.count
+            if eligible > 0 { break }
             if !self.controls.isEmpty { return [] }
-            if self.stopping { return nil }
-            if let deadline {
-                if !self.condition.wait(until: deadline) { return [] }
+            if self.pending.isEmpty, self.stopping { return nil }
+            // Nothing to take: no write, or only writes held back by a reservation (until it
+            // is queued, given up or expires).
+            var wakeAt = deadline
+            if let hold = barrier?.holdUntil, !self.pending.isEmpty {
+                let expiry = Date().addingTimeInterval(ContinuousClock.now.duration(to: hold).seconds)
+                wakeAt = wakeAt.map { min($0, expiry) } ?? expiry
+            }
+            if let wakeAt {
+                if !self.condition.wait(until: wakeAt), let deadline, Date() >= deadline { return [] }
             } else {
                 self.condition.wait()
             }
         }
         var count = 0
         var bytes = 0
-        while count < min(max, self.pending.count), count == 0 || bytes + self.pending[count].approximateBytes <= bytesMax {
+        while count < min(max, eligible), count == 0 || bytes + self.pending[count].approximateBytes <= bytesMax {
             bytes += self.pending[count].approximateBytes
             count += 1
         }

@@ -155,8 +155,9 @@ final class Committer: @unchecked Sendable {
                 self.syncWAL()
             }
             if !group.isEmpty { self.commit(group) }
-            // Controls after the writes taken with them: a listen that reached the engine while
-            // those writes waited sees them in its first value.
+            // Controls after the writes taken with them, which arrived before every waiting
+            // control (`CommitQueue.takeGroup`): a listen sees those in its first value and hears
+            // the writes that arrived after it as events.
             for control in self.queue.takeControls() { self.run(control) }
             if building, self.nextBuildStep.map({ ContinuousClock.now >= $0 }) ?? true {
                 self.buildStep()

@@ -71,6 +71,9 @@ final class NativeConnection: Sendable {
         /// when the connection object goes (its requests, subscriptions and tails are done by
         /// then), not at `closed()`, while a request may still be running.
         var leases: [String: EngineLease] = [:]
+        /// Places in their engine's order of writes taken for subscribe requests as they were
+        /// read (`reserveListenOrder`), until handled; at most one per queued request.
+        var listenOrders: [UInt64: ListenOrder] = [:]
     }
 
     /// At most this many of a connection's writes are submitted and not yet durable; more wait.
@@ -286,6 +289,10 @@ final class NativeConnection: Sendable {
     // MARK: Requests
 
     func handle(_ frame: Frame) async {
+        defer {
+            // A subscribe refused before it listened gives its place up at once.
+            if frame.kind == .subscribe { self.state.withLock { $0.listenOrders.removeValue(forKey: frame.requestID) }?.cancel() }
+        }
         await self.waitForAnswerRoom()
         do throws(EddyError) {
             let body: Value
@@ -545,6 +552,28 @@ final class NativeConnection: Sendable {
         return true
     }
 
+    /// On the event loop, as a subscribe frame is read: takes its listen's place in the engine's
+    /// order of writes (`ListenOrder`), so a write another client sends after it is not applied
+    /// before it. Only for a namespace this connection holds or one already open (leased here
+    /// for the connection's life); never opens one on the loop.
+    func reserveListenOrder(for frame: Frame) {
+        guard frame.kind == .subscribe, frame.payload.count <= Self.writeAtOnceBytesMax,
+            let body = try? JSONParser.parse(frame.payload),
+            let namespace = try? Self.string(body, "ns", optional: true) ?? DataDirectory.defaultNamespace
+        else { return }
+        var engine = self.state.withLock { $0.leases[namespace]?.engine }
+        if engine == nil, let lease = self.data.leaseIfOpen(namespace: namespace) {
+            engine = self.state.withLock { state in
+                if let held = state.leases[namespace] { return held.engine }
+                state.leases[namespace] = lease
+                return lease.engine
+            }
+        }
+        guard let engine else { return }
+        let order = engine.reserveListenOrder()
+        self.state.withLock { $0.listenOrders[frame.requestID] = order }
+    }
+
     /// The engine of `namespace`, leased for the connection's life at its first use (opening
     /// it may block: never called on the event loop).
     private func engine(namespace: String, create: Bool) throws(EddyError) -> Engine {
@@ -692,10 +721,11 @@ final class NativeConnection: Sendable {
                 "eddyd holds \(self.subscriptionBounds.total) subscriptions already (--subscriptions-max); try again once some have ended")
         }
         let attachment: ListenerAttachment
+        let order = self.state.withLock { $0.listenOrders.removeValue(forKey: requestID) }
         do {
             attachment = try await engine.listen(
                 path, query: query, since: since, selection: selection, access: access, coalescesEntries: coalesces,
-                exportsPriorities: exportsPriorities
+                exportsPriorities: exportsPriorities, order: order
             ) { events in
                 let send = self.state.withLock { state -> Bool in
                     guard state.held[requestID] != nil else { return true }

@@ -192,6 +192,7 @@ final class NativeFrameHandler: ChannelDuplexHandler {
                 // With no earlier request still queued or being handled, a write that need not
                 // wait is handled here: the order of requests is kept all the same.
                 if self.queuedRequests == 0, self.connection.handleWriteAtOnce(frame) { continue }
+                if frame.kind == .subscribe { self.connection.reserveListenOrder(for: frame) }
                 self.queuedRequests += 1
                 self.queuedBytes += frame.payload.count
                 self.requests.yield(frame)
