@@ -96,7 +96,7 @@ package final class IndexQueryReader {
     ) throws(EddyError) {
         try self.window { prefixCount throws(EddyError) in
             try self.index.withKey { key throws(EddyError) in
-                guard let sortLength = Self.sortValueLength(key, from: prefixCount),
+                guard let sortLength = SortValueEncoding.length(key, at: prefixCount),
                     let segmentLength = Self.segmentLength(key, from: prefixCount + sortLength)
                 else { throw EddyError(.corruption, "malformed index entry key in \(self.definition.description)") }
                 let segment = UnsafeRawBufferPointer(rebasing: key[(prefixCount + sortLength)..<(prefixCount + sortLength + segmentLength)])
@@ -106,29 +106,6 @@ package final class IndexQueryReader {
                     try visit(segment, covered, { self.location + Array(segment) })
                 }
             }
-        }
-    }
-
-    private static func sortValueLength(_ key: UnsafeRawBufferPointer, from start: Int) -> Int? {
-        guard start < key.count else { return nil }
-        switch key[start] {
-        case 0x10, 0x20, 0x21, 0x50: return 1
-        case 0x30:
-            guard start + 9 <= key.count else { return nil }
-            guard start + 9 < key.count, key[start + 9] == 0xFF else { return 9 }
-            return start + 18 <= key.count ? 18 : nil  // a wide integer (SortValueEncoding)
-        case 0x40:
-            var i = start + 1
-            while i + 1 < key.count {
-                if key[i] == 0x00 {
-                    if key[i + 1] == 0x01 { return i + 2 - start }
-                    i += 2
-                } else {
-                    i += 1
-                }
-            }
-            return nil
-        default: return nil
         }
     }
 

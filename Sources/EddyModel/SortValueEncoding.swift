@@ -103,27 +103,36 @@ public enum SortValueEncoding {
 
     /// The byte length of the sort value at the front of `bytes` (not decoded).
     public static func length(_ bytes: ArraySlice<UInt8>) throws(EddyError) -> Int {
-        guard let tag = bytes.first else { throw corrupt("empty") }
-        switch tag {
+        guard let length = Self.length(bytes, at: bytes.startIndex) else {
+            throw corrupt(bytes.isEmpty ? "empty" : "truncated, or unknown tag 0x\(String(bytes[bytes.startIndex], radix: 16))")
+        }
+        return length
+    }
+
+    /// The byte length of the sort value at `start` in `bytes` (not decoded); nil when it is
+    /// cut short or malformed. For index keys read in place (`IndexQueryReader`).
+    @inlinable
+    public static func length<Bytes: RandomAccessCollection>(_ bytes: Bytes, at start: Int) -> Int?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        guard start < bytes.endIndex else { return nil }
+        switch bytes[start] {
         case 0x10, 0x20, 0x21, 0x50: return 1
         case 0x30:
-            guard bytes.count >= 9 else { throw corrupt("short number") }
-            guard bytes.count > 9, bytes[bytes.startIndex + 9] == 0xFF else { return 9 }
-            guard bytes.count >= 18 else { throw corrupt("short wide integer") }
-            return 18
+            guard start + 9 <= bytes.endIndex else { return nil }
+            guard start + 9 < bytes.endIndex, bytes[start + 9] == 0xFF else { return 9 }
+            return start + 18 <= bytes.endIndex ? 18 : nil  // a wide integer
         case 0x40:
-            var i = bytes.startIndex + 1
-            while i < bytes.endIndex {
+            var i = start + 1
+            while i + 1 < bytes.endIndex {
                 if bytes[i] == 0x00 {
-                    guard i + 1 < bytes.endIndex else { throw corrupt("truncated escape") }
-                    if bytes[i + 1] == 0x01 { return i + 2 - bytes.startIndex }
+                    if bytes[i + 1] == 0x01 { return i + 2 - start }
                     i += 2
                 } else {
                     i += 1
                 }
             }
-            throw corrupt("unterminated string")
-        default: throw corrupt("unknown tag 0x\(String(tag, radix: 16))")
+            return nil
+        default: return nil
         }
     }
 
