@@ -18,11 +18,13 @@ import Testing
         try await self.daemon.start()
     }
 
-    private func keys(_ snapshot: DataSnapshot) -> [String] {
+    // Static, so observer blocks do not capture the suite: a Database instance lives for the
+    // process, and an observer left on it would keep the suite's daemon running after the tests.
+    private static func keys(_ snapshot: DataSnapshot) -> [String] {
         (snapshot.children.allObjects as? [DataSnapshot] ?? []).map(\.key)
     }
 
-    private func values(_ snapshot: DataSnapshot) -> [Int] {
+    private static func values(_ snapshot: DataSnapshot) -> [Int] {
         (snapshot.children.allObjects as? [DataSnapshot] ?? []).compactMap { $0.value as? Int }
     }
 
@@ -32,7 +34,7 @@ import Testing
         let writer = Database.database(url: self.daemon.socketURL, callingBackOn: self.queue)
         let ref = writer.reference().child("prio/pushed")
         let seen = Recorder<[Int]>()
-        let handle = ref.observe(.value) { seen.add(self.values($0)) }
+        let handle = ref.observe(.value) { seen.add(Self.values($0)) }
         let written = Recorder<String>()
         for i in 0..<10 {  // not awaited: local events first
             ref.childByAutoId().setValue(i, andPriority: 10 - i) { error, _ in written.add(error.map { "\($0)" } ?? "ok") }
@@ -47,9 +49,9 @@ import Testing
 
         let reader = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
         let read = try await reader.reference().child("prio/pushed").getData()
-        #expect(self.values(read) == expected)
+        #expect(Self.values(read) == expected)
         let rest = Database.database(url: self.daemon.restURL, callingBackOn: self.queue)
-        #expect(self.values(try await rest.reference().child("prio/pushed").getData()) == expected, "over REST (format=export)")
+        #expect(Self.values(try await rest.reference().child("prio/pushed").getData()) == expected, "over REST (format=export)")
     }
 
     /// Firebase's priority order: no priority first, then numbers ascending, then strings,
@@ -68,12 +70,12 @@ import Testing
             "noPriorityA", "noPriorityB", "noPriorityC", "num10", "num20", "num30", "num40", "num41", "num42", "num50", "num60", "num70",
             "num80", "alpha10", "alpha20", "alpha30", "alpha40", "alpha41", "alpha42",
         ]
-        #expect(self.keys(try await ref.getData()) == expected)
+        #expect(Self.keys(try await ref.getData()) == expected)
         let parent = try await database.reference().child("prio").getData()
-        #expect(self.keys(parent.childSnapshot(forPath: "mixed")) == expected, "a child snapshot lists its children by priority too")
+        #expect(Self.keys(parent.childSnapshot(forPath: "mixed")) == expected, "a child snapshot lists its children by priority too")
         let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
         let seen = Recorder<[String]>()
-        let handle = other.reference().child("prio/mixed").observe(.value) { seen.add(self.keys($0)) }
+        let handle = other.reference().child("prio/mixed").observe(.value) { seen.add(Self.keys($0)) }
         #expect(try await seen.wait(for: 1).first == expected)
         other.reference().child("prio/mixed").removeObserver(withHandle: handle)
     }
@@ -96,7 +98,7 @@ import Testing
             ref.observe(.childAdded) { events.add("added \($0.key) \($1 ?? "nil")") }
             ref.observe(.childMoved) { events.add("moved \($0.key) \($1 ?? "nil")") }
             ref.observe(.childChanged) { events.add("changed \($0.key) \($0.priority.map { "\($0)" } ?? "nil")") }
-            ref.observe(.value) { events.add("value \(self.keys($0).joined(separator: ","))") }
+            ref.observe(.value) { events.add("value \(Self.keys($0).joined(separator: ","))") }
             #expect(try await events.wait(for: 4) == ["added a nil", "added b a", "added c b", "value a,b,c"])
             recorders.append(events)
         }
@@ -172,12 +174,12 @@ import Testing
         try await ref.setValue(["a": 1, "b": 2, "c": 3])
         try await ref.updateChildValues(["a/.priority": 3, "b/.priority": 1])
         try await ref.child("c").updateChildValues([".priority": 2])
-        #expect(self.keys(try await ref.getData()) == ["b", "c", "a"])
-        #expect(self.keys(try await ref.queryLimited(toFirst: 2).getData()) == ["b", "c"])
-        #expect(self.keys(try await ref.queryStarting(atValue: 2).getData()) == ["c", "a"])
+        #expect(Self.keys(try await ref.getData()) == ["b", "c", "a"])
+        #expect(Self.keys(try await ref.queryLimited(toFirst: 2).getData()) == ["b", "c"])
+        #expect(Self.keys(try await ref.queryStarting(atValue: 2).getData()) == ["c", "a"])
         let other = Database.database(url: self.daemon.httpURL, callingBackOn: self.queue)
         let last = Recorder<[String]>()
-        let handle = other.reference().child("prio/default").queryLimited(toLast: 1).observe(.value) { last.add(self.keys($0)) }
+        let handle = other.reference().child("prio/default").queryLimited(toLast: 1).observe(.value) { last.add(Self.keys($0)) }
         #expect(try await last.wait(for: 1) == [["a"]])
         try await ref.child("b").setPriority(10)
         #expect(try await last.wait(for: 2).last == ["b"], "b's new priority moves it to the end")
