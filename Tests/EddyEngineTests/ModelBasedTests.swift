@@ -77,9 +77,15 @@ import Testing
             switch sv {
             case .string("timestamp"): return .number(Double(now))
             case .object(let op):
-                if case .number(let n)? = op["increment"] {
-                    if case .number(let current) = old { return .number(current + n) }
-                    return .number(n)
+                // Firebase's rule: two whole numbers add exactly unless the sum overflows int64;
+                // otherwise doubles.
+                if let delta = op["increment"], let n = delta.doubleValue {
+                    guard let current = old.doubleValue else { return delta }
+                    if let a = old.exactInt64, let b = delta.exactInt64 {
+                        let (sum, overflow) = a.addingReportingOverflow(b)
+                        if !overflow { return .integer(sum) }
+                    }
+                    return .number(current + n)
                 }
             default: break
             }
