@@ -849,22 +849,33 @@ public final class Database: NSObject, Sendable {
             return
         }
         let id = Self.viewID(query)
-        // Not connected: a new view starts from what live views hold (Firebase's cache), so
-        // its observers hear the data at once; the server's data follows once connected.
-        let exists = self.state.withLock { $0.views[id] != nil }
-        let seed = exists || self.info.isConnected ? nil : self.offlineSeed(of: query)
-        let view = self.state.withLock { state -> QueryView in
-            if let view = state.views[id] {
+        var view: QueryView
+        var exists: Bool
+        var seed: OfflineSeed?
+        while true {
+            // Not connected: a new view starts from what live views hold (Firebase's cache), so
+            // its observers hear the data at once; the server's data follows once connected.
+            exists = self.state.withLock { $0.views[id] != nil }
+            seed = exists || self.info.isConnected ? nil : self.offlineSeed(of: query)
+            (view, exists) = self.state.withLock { state -> (QueryView, Bool) in
+                if let view = state.views[id] {
+                    state.viewOfHandle[registration.handle] = view
+                    return (view, true)
+                }
+                let view = QueryView(query: query, id: id)
+                state.views[id] = view
                 state.viewOfHandle[registration.handle] = view
-                return view
+                self.noteWholeView(view, added: true)
+                return (view, false)
             }
-            let view = QueryView(query: query, id: id)
-            state.views[id] = view
-            state.viewOfHandle[registration.handle] = view
-            self.noteWholeView(view, added: true)
-            return view
+            if exists { seed = nil }
+            // A view found here can end before the observer joins it: its last observer (a
+            // `observeSingleEvent` that just heard its event) is removed on the callback queue
+            // between the lookup and `add`. The observer then takes a new view, rather than a
+            // dead one that would never raise another event.
+            if view.add(registration) { break }
+            self.forgetEnded(view, handle: registration.handle)
         }
-        view.add(registration)
         switch seed {
         case .complete(let value)?: view.seed(value)
         case .partial(let value)?: view.seedPartially(value)
@@ -873,6 +884,18 @@ public final class Database: NSObject, Sendable {
         // A new view shows the client's waiting writes at once (their value, when one replaced
         // the location whole), as Firebase's new listeners read its write tree.
         if !exists, !self.pendingWrites.touching(query.path).isEmpty { view.refresh(cause: nil) }
+    }
+
+    /// Drops `view`, which ended while an observer (`handle`) was joining it, so the next
+    /// lookup makes a new one.
+    private func forgetEnded(_ view: QueryView, handle: DatabaseHandle) {
+        self.state.withLock { state in
+            if state.views[view.id] === view {
+                state.views.removeValue(forKey: view.id)
+                self.noteWholeView(view, added: false)
+            }
+            if state.viewOfHandle[handle] === view { state.viewOfHandle.removeValue(forKey: handle) }
+        }
     }
 
     /// `keepSynced`: a value observer that does nothing keeps the query's view live.

@@ -118,13 +118,16 @@ final class QueryView: Sendable {
     var database: Database { self.query.database }
 
     /// Adds an observer; starts the subscription for the first one, or replays the initial
-    /// events from the copy for a later one.
-    func add(_ registration: Registration) {
+    /// events from the copy for a later one. False, having done nothing, when the view has
+    /// ended: its last observer went (or the server refused it) after the database looked it
+    /// up, and the observer needs a new view (`Database.observe`).
+    func add(_ registration: Registration) -> Bool {
         if let error = self.query.spec.error {
             self.deliverCancel(registration, DatabaseError(.invalidQuery, error))
-            return
+            return true
         }
-        let first = self.state.withLock { state -> Bool in
+        let first = self.state.withLock { state -> Bool? in
+            guard !state.ended else { return nil }
             state.registrations.append(registration)
             // Queued under the lock, so they come before the events of any later change.
             if state.started || state.valueShownFromWrites || !state.shownWindow.isEmpty {
@@ -132,7 +135,9 @@ final class QueryView: Sendable {
             }
             return state.registrations.count == 1 && state.subscription == nil && !state.started
         }
+        guard let first else { return false }
         if first { self.subscribe() }
+        return true
     }
 
     /// Removes an observer; true when it was the last one (the view is then ended).
