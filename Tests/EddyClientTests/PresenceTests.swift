@@ -178,9 +178,9 @@ import Testing
         let added = Recorder<String>()
         let changed = Recorder<String>()
         let first = Recorder<String>()
-        info.observe(.childAdded) { snapshot, previous in added.add("\(snapshot.key ?? "-")<\(previous ?? "nil")") }
-        info.observe(.childChanged) { snapshot, _ in changed.add("\(snapshot.key ?? "-")=\(snapshot.value as? Bool ?? false)") }
-        info.observeSingleEvent(of: .childAdded) { snapshot in first.add(snapshot.key ?? "-") }
+        info.observe(.childAdded) { snapshot, previous in added.add("\(snapshot.key)<\(previous ?? "nil")") }
+        info.observe(.childChanged) { snapshot, _ in changed.add("\(snapshot.key)=\(snapshot.value as? Bool ?? false)") }
+        info.observeSingleEvent(of: .childAdded) { snapshot in first.add(snapshot.key) }
         #expect(try await added.wait(for: 2) == ["connected<nil", "serverTimeOffset<connected"])
         #expect(try await first.wait(for: 1) == ["connected"])
         user.goOnline()
