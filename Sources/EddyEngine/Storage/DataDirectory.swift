@@ -56,6 +56,12 @@ public final class DataDirectory: Sendable {
             self.useClock += 1
             self.lastUsed[name] = self.useClock
         }
+
+        /// A use of `name` and, when `leased`, one more lease of it.
+        mutating func use(_ name: String, leased: Bool) {
+            self.markUsed(name)
+            if leased { self.leases[name, default: 0] += 1 }
+        }
     }
 
     /// Opens the directory and takes its lock. Throws `inUse` when another process holds it.
@@ -141,8 +147,7 @@ public final class DataDirectory: Sendable {
     public func leaseIfOpen(namespace name: String) -> EngineLease? {
         let engine = self.state.withLock { state -> Engine? in
             guard !state.closed, let engine = state.engines[name] else { return nil }
-            state.markUsed(name)
-            state.leases[name, default: 0] += 1
+            state.use(name, leased: true)
             return engine
         }
         return engine.map { EngineLease(namespace: name, engine: $0, directory: self) }
@@ -232,8 +237,7 @@ public final class DataDirectory: Sendable {
                 engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
                 state.engines[name] = engine
             }
-            state.markUsed(name)
-            if leased { state.leases[name, default: 0] += 1 }
+            state.use(name, leased: leased)
             return engine
         }
     }

@@ -251,7 +251,7 @@ public struct RESTResponder: HTTPResponder {
         }
         var held = response
         let body = response.body
-        held.body = ResponseBody(contentLength: body.contentLength) { writer in
+        held.body = ResponseBody { writer in
             defer { lease.release() }
             try await body.write(writer)
         }
