@@ -218,7 +218,7 @@ final class ImportSink {
                 path: options.data, options: EngineOptions(durability: .sync), logger: Logger(label: "eddy", factory: { _ in SwiftLogNoOpLogHandler() }))
             self.directory = directory
             self.engine = try directory.engine(namespace: options.ns)
-        } catch let error as EddyError {
+        } catch {
             FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
             throw ExitCode(1)
         }

@@ -16,7 +16,7 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let directory = try DataDirectory.listing(self.data)
+            let directory = DataDirectory.listing(self.data)
             guard !directory.isEmpty else { throw EddyError(.notFound, "no namespace in \(self.data)") }
             for name in directory {
                 guard case .object(var figures) = try ReadOnlyLog.stats(directory: self.data + "/" + name) else { continue }
