@@ -194,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "EddyClientTests",
             dependencies: [
-                "EddyClient", "EddyModel", "EddyTesting", "Firebase", "FirebaseCore", "FirebaseDatabase",
+                "EddyClient", "EddyModel", "EddyProtocol", "EddyTesting", "Firebase", "FirebaseCore", "FirebaseDatabase",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),

@@ -26,8 +26,16 @@
 // Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
 // them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
-// Thread-safety: all state sits behind one mutex; handlers are called on the channel's event
-// loop and must not block.
+// Frames are handled off the event loop, on the connection's own serial queue (`inbox`), in the
+// order read: parsing a large answer (a value of hundreds of MB) or raising its events never
+// stalls the other connections of the process, which share the event loops. Bounded: while
+// `inboxBytesMax` bytes of frames wait there, the channel reads no more (TCP then holds eddyd
+// back, which ends a subscriber that stays behind, as for any slow reader). The end of a channel
+// is handled on the same queue, after its frames; a frame of a channel that is no longer the
+// connection's (gone offline, replaced) is dropped there.
+//
+// Thread-safety: all state sits behind one mutex; NIO handlers run on the channel's event loop
+// and must not block.
 
 import Dispatch
 import EddyModel
@@ -104,9 +112,14 @@ final class ClientConnection: Transport {
         var leaving = false
     }
 
+    /// Bytes of frames read but not handled yet past which the channel stops reading.
+    static let inboxBytesMax = 16 << 20
+
     let endpoints: [Endpoint]
     let namespace: String?
     private let state = Mutex(State())
+    /// Where frames and the channel's end are handled, in order (see the top).
+    private let inbox = DispatchQueue(label: "eddy.client.connection")
 
     /// `namespace`: sent as `ns` with every request and subscription (nil: the server's
     /// default namespace), from a native URL's `?ns=NAME`.
@@ -123,7 +136,8 @@ final class ClientConnection: Transport {
     /// The endpoint connected (or connecting next).
     var endpoint: Endpoint { self.endpoints[self.state.withLock { $0.endpointIndex }] }
 
-    /// Called with true when the connection is made and false when it goes (on the event loop).
+    /// Called with true when the connection is made (on the event loop) and false when it goes
+    /// (where the loss is handled: the connection's queue, or `goOffline`'s caller).
     func onStateChange(_ handler: @escaping @Sendable (Bool) -> Void) {
         self.state.withLock { $0.onState = handler }
     }
@@ -436,8 +450,29 @@ final class ClientConnection: Transport {
         if connect { self.connect() }
     }
 
-    /// A frame from the server, on the event loop.
-    func received(_ frame: Frame) {
+    /// Frames read off `channel`, handled on `inbox` in order; then `done` (on `inbox`).
+    fileprivate func handOver(_ frames: [Frame], from channel: any Channel, done: @escaping @Sendable () -> Void) {
+        self.inbox.async {
+            for frame in frames { self.received(frame, from: channel) }
+            done()
+        }
+    }
+
+    /// `channel` ended: handled on `inbox`, after its frames.
+    fileprivate func ended(_ channel: any Channel) {
+        self.inbox.async {
+            self.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.endpoint) was lost"), from: channel)
+        }
+    }
+
+    /// A frame from the server, on `inbox`. One of a channel the connection has left (or
+    /// taken as lost) is dropped: its requests were failed or wait to be sent again.
+    private func received(_ frame: Frame, from channel: any Channel) {
+        let current = self.state.withLock { state -> Bool in
+            guard case .connected(let connected) = state.phase else { return false }
+            return connected === channel
+        }
+        guard current else { return }
         let payload: Value
         do {
             payload = frame.payload.isEmpty ? .null : try JSONParser.parse(frame.payload)
@@ -505,12 +540,18 @@ final class ClientConnection: Transport {
     }
 }
 
-/// Cuts the byte stream into frames for the connection.
-private final class ClientFrameHandler: ChannelInboundHandler {
+/// Cuts the byte stream into frames and hands them to the connection's queue; holds reads back
+/// while `ClientConnection.inboxBytesMax` bytes of them wait there. Confined to the event loop.
+private final class ClientFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
 
     private let connection: ClientConnection
     private var decoder = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
+    /// Bytes handed to the connection's queue and not handled yet.
+    private var waitingBytes = 0
+    /// A read the channel asked for while too much waited: made once enough is handled.
+    private var readHeldBack = false
 
     init(connection: ClientConnection) {
         self.connection = connection
@@ -519,15 +560,40 @@ private final class ClientFrameHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = self.unwrapInboundIn(data)
         self.decoder.append(buffer.readableBytesView)
+        var frames: [Frame] = []
         do {
-            while let frame = try self.decoder.next() { self.connection.received(frame) }
+            while let frame = try self.decoder.next() { frames.append(frame) }
         } catch {
             context.close(promise: nil)
         }
+        guard !frames.isEmpty else { return }
+        let bytes = frames.reduce(0) { $0 + Frame.headerBytes + $1.payload.count }
+        self.waitingBytes += bytes
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        self.connection.handOver(frames, from: context.channel) {
+            bound.eventLoop.execute { bound.value.handler.handled(bytes, context: bound.value.context) }
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        guard self.waitingBytes < ClientConnection.inboxBytesMax else {
+            self.readHeldBack = true
+            return
+        }
+        context.read()
+    }
+
+    /// `bytes` of frames were handled: a read held back is made once less than half the bound
+    /// waits.
+    private func handled(_ bytes: Int, context: ChannelHandlerContext) {
+        self.waitingBytes -= bytes
+        guard self.readHeldBack, self.waitingBytes < ClientConnection.inboxBytesMax / 2 else { return }
+        self.readHeldBack = false
+        if context.channel.isActive { context.read() }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        self.connection.lost(DatabaseError(.disconnected, "the connection to eddyd at \(self.connection.endpoint) was lost"), from: context.channel)
+        self.connection.ended(context.channel)
         context.fireChannelInactive()
     }
 }

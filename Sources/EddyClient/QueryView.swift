@@ -336,7 +336,8 @@ final class QueryView: Sendable {
 
     /// Before the first batch: lets the writes called before it arrived show their local
     /// events first (`Database.writesBeingMade`; converting a large value takes a while), for
-    /// at most 1 s. Never under the view's lock.
+    /// at most 1 s. Never under the view's lock. Runs on the connection's queue (never an event
+    /// loop): only this connection's later frames wait meanwhile.
     private func waitForWritesBeingMade() {
         let writes = self.database.writesInTheMaking
         guard !writes.isEmpty else { return }

@@ -1,0 +1,49 @@
+// A connection busy handling a frame holds no other connection back: frames are handled on each
+// connection's own queue, not on the event loops that every connection of the process shares.
+// (On a loop, a 16 MiB answer parsed by a debug build held every other connection of its loop
+// for over 10 s: a LiveResults test elsewhere in the suite then waited 13 s for its first value.)
+
+import Dispatch
+@testable import EddyClient
+import EddyModel
+import EddyProtocol
+import Foundation
+import Testing
+
+@Suite struct ConnectionInboxTests {
+    @Test func aConnectionBusyWithAFrameHoldsNoOtherConnectionBack() async throws {
+        let daemon = try DaemonProcess()
+        try await daemon.start()
+        let endpoint = ClientConnection.Endpoint.unix(path: daemon.dataDirectory + "/eddyd.sock")
+
+        // The busy one: its answer's handler blocks until released (as a long parse would).
+        let busy = ClientConnection(endpoint: endpoint)
+        let release = DispatchSemaphore(value: 0)
+        let entered = Recorder<Bool>()
+        busy.request(.get, .object(["path": .string("/")])) { result in
+            entered.add((try? result.get()) != nil)
+            release.wait()
+        }
+        defer { release.signal() }
+        #expect(try await entered.wait(for: 1) == [true])
+
+        // Eight more: the event loop group has one loop per core, so some share the busy
+        // one's loop. Each write must be answered while the busy handler still blocks.
+        let answered = Recorder<String>()
+        let others = (0..<8).map { _ in ClientConnection(endpoint: endpoint) }
+        for (i, other) in others.enumerated() {
+            other.request(.write, .object(["op": .string("set"), "path": .string("/others/\(i)"), "value": .number(Double(i))])) { result in
+                answered.add((try? result.get()) != nil ? "\(i)" : "\(i) failed")
+            }
+        }
+        let all = try await answered.wait(for: others.count, seconds: 30)
+        #expect(Set(all) == Set((0..<others.count).map { "\($0)" }))
+
+        // Released, the busy connection goes on.
+        release.signal()
+        let after = Recorder<Value>()
+        busy.request(.get, .object(["path": .string("/others/3")])) { result in after.add((try? result.get())?.payload ?? .null) }
+        let read = try await after.wait(for: 1)
+        #expect(read.first?["value"] == .number(3), "\(read)")
+    }
+}
