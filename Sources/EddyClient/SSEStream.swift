@@ -126,7 +126,8 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
             if case .string(let kind) = event["event"], kind == "cancel" {
                 if !changes.isEmpty { self.deliver(changes) }
                 changes = []
-                self.cancelled(event["comment"] ?? event["data"])
+                // eddyd's reason in a comment line, else the event's data (Firebase's).
+                self.cancelled(event["comment"].isNull ? event["data"] : event["comment"])
                 return
             }
             changes.append(event)
