@@ -26,13 +26,16 @@
 // Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
 // them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
-// Frames are handled off the event loop, on the connection's own serial queue (`inbox`), in the
-// order read: parsing a large answer (a value of hundreds of MB) or raising its events never
-// stalls the other connections of the process, which share the event loops. Bounded: while
-// `inboxBytesMax` bytes of frames wait there, the channel reads no more (TCP then holds eddyd
-// back, which ends a subscriber that stays behind, as for any slow reader). The end of a channel
-// is handled on the same queue, after its frames; a frame of a channel that is no longer the
-// connection's (gone offline, replaced) is dropped there.
+// Frames are handled in the order read. A large one (`inlineBytesMax` or more) is handled off
+// the event loop, on the connection's own serial queue (`inbox`), and so is every frame read
+// after it until the queue is drained: parsing a large answer (a debug build parses a 16 MiB
+// value in about 10 s) never stalls the other connections of the process, which share the event
+// loops. A small frame with nothing waiting before it is handled on the event loop at once (a
+// hop to the queue and back cost a round trip 18%). Bounded: while `inboxBytesMax` bytes of
+// frames wait on the queue, the channel reads no more (TCP then holds eddyd back, which ends a
+// subscriber that stays behind, as for any slow reader). The end of a channel is handled after
+// its frames; a frame of a channel that is no longer the connection's (gone offline, replaced)
+// is dropped.
 //
 // Thread-safety: all state sits behind one mutex; NIO handlers run on the channel's event loop
 // and must not block.
@@ -114,6 +117,8 @@ final class ClientConnection: Transport {
 
     /// Bytes of frames read but not handled yet past which the channel stops reading.
     static let inboxBytesMax = 16 << 20
+    /// Frames with a payload this large or larger are handled on `inbox`, off the event loop.
+    static let inlineBytesMax = 64 << 10
 
     let endpoints: [Endpoint]
     let namespace: String?
@@ -465,9 +470,10 @@ final class ClientConnection: Transport {
         }
     }
 
-    /// A frame from the server, on `inbox`. One of a channel the connection has left (or
-    /// taken as lost) is dropped: its requests were failed or wait to be sent again.
-    private func received(_ frame: Frame, from channel: any Channel) {
+    /// A frame from the server, on `inbox` or the event loop (see the top). One of a channel
+    /// the connection has left (or taken as lost) is dropped: its requests were failed or wait
+    /// to be sent again.
+    fileprivate func received(_ frame: Frame, from channel: any Channel) {
         let current = self.state.withLock { state -> Bool in
             guard case .connected(let connected) = state.phase else { return false }
             return connected === channel
@@ -540,8 +546,9 @@ final class ClientConnection: Transport {
     }
 }
 
-/// Cuts the byte stream into frames and hands them to the connection's queue; holds reads back
-/// while `ClientConnection.inboxBytesMax` bytes of them wait there. Confined to the event loop.
+/// Cuts the byte stream into frames for the connection: handled here while small and nothing
+/// waits before them, else on the connection's queue; holds reads back while
+/// `ClientConnection.inboxBytesMax` bytes of them wait there. Confined to the event loop.
 private final class ClientFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -562,7 +569,13 @@ private final class ClientFrameHandler: ChannelDuplexHandler {
         self.decoder.append(buffer.readableBytesView)
         var frames: [Frame] = []
         do {
-            while let frame = try self.decoder.next() { frames.append(frame) }
+            while let frame = try self.decoder.next() {
+                if frames.isEmpty, self.waitingBytes == 0, frame.payload.count < ClientConnection.inlineBytesMax {
+                    self.connection.received(frame, from: context.channel)
+                } else {
+                    frames.append(frame)
+                }
+            }
         } catch {
             context.close(promise: nil)
         }

@@ -336,8 +336,9 @@ final class QueryView: Sendable {
 
     /// Before the first batch: lets the writes called before it arrived show their local
     /// events first (`Database.writesBeingMade`; converting a large value takes a while), for
-    /// at most 1 s. Never under the view's lock. Runs on the connection's queue (never an event
-    /// loop): only this connection's later frames wait meanwhile.
+    /// at most 1 s. Never under the view's lock. Runs where the connection handles the frame:
+    /// for a small one, its event loop, whose other connections wait meanwhile (rare: only
+    /// while a write of this instance is still converting its value).
     private func waitForWritesBeingMade() {
         let writes = self.database.writesInTheMaking
         guard !writes.isEmpty else { return }

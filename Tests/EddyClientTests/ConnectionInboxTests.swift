@@ -1,7 +1,8 @@
-// A connection busy handling a frame holds no other connection back: frames are handled on each
-// connection's own queue, not on the event loops that every connection of the process shares.
-// (On a loop, a 16 MiB answer parsed by a debug build held every other connection of its loop
-// for over 10 s: a LiveResults test elsewhere in the suite then waited 13 s for its first value.)
+// A connection busy with a large answer holds no other connection back: a large frame is handled
+// on its connection's own queue, not on the event loops that every connection of the process
+// shares. (On a loop, a 16 MiB answer parsed by a debug build held every other connection of its
+// loop for over 10 s: a LiveResults test elsewhere in the suite then waited 13 s for its first
+// value.)
 
 import Dispatch
 @testable import EddyClient
@@ -16,11 +17,18 @@ import Testing
         try await daemon.start()
         let endpoint = ClientConnection.Endpoint.unix(path: daemon.dataDirectory + "/eddyd.sock")
 
-        // The busy one: its answer's handler blocks until released (as a long parse would).
+        // The busy one: the handler of its large answer blocks until released (as a long parse
+        // would).
         let busy = ClientConnection(endpoint: endpoint)
+        let large = String(repeating: "x", count: ClientConnection.inlineBytesMax)
+        let stored = Recorder<Bool>()
+        busy.request(.write, .object(["op": .string("set"), "path": .string("/large"), "value": .string(large)])) { result in
+            stored.add((try? result.get()) != nil)
+        }
+        #expect(try await stored.wait(for: 1) == [true])
         let release = DispatchSemaphore(value: 0)
         let entered = Recorder<Bool>()
-        busy.request(.get, .object(["path": .string("/")])) { result in
+        busy.request(.get, .object(["path": .string("/large")])) { result in
             entered.add((try? result.get()) != nil)
             release.wait()
         }
