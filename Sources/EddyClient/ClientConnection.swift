@@ -26,16 +26,18 @@
 // Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
 // them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
-// Frames are handled in the order read. A large one (`inlineBytesMax` or more) is handled off
-// the event loop, on the connection's own serial queue (`inbox`), and so is every frame read
-// after it until the queue is drained: parsing a large answer (a debug build parses a 16 MiB
-// value in about 10 s) never stalls the other connections of the process, which share the event
-// loops. A small frame with nothing waiting before it is handled on the event loop at once (a
-// hop to the queue and back cost a round trip 18%). Bounded: while `inboxBytesMax` bytes of
-// frames wait on the queue, the channel reads no more (TCP then holds eddyd back, which ends a
-// subscriber that stays behind, as for any slow reader). The end of a channel is handled after
-// its frames; a frame of a channel that is no longer the connection's (gone offline, replaced)
-// is dropped.
+// Frames are handled in the order read, on the event loop while that is quick, else on the
+// connection's own serial queue (`inbox`), so that a connection with a lot to do never stalls
+// the other connections of the process, which share the event loops: a large frame
+// (`inlineBytesMax` or more: a debug build parses a 16 MiB value in about 10 s) goes to the
+// queue, and so does every frame of a connection for `queuedSeconds` after one took longer
+// than `inlineMillisecondsMax` to handle (a burst of writes under an observer makes each of its
+// answers and events walk the writes still waiting), and every frame read while earlier ones
+// wait there. Otherwise a frame is handled on the loop at once (a hop to the queue and back
+// for every frame cost a round trip 18%). Bounded: while `inboxBytesMax` bytes of frames wait
+// on the queue, the channel reads no more (TCP then holds eddyd back, which ends a subscriber
+// that stays behind, as for any slow reader). The end of a channel is handled after its frames;
+// a frame of a channel that is no longer the connection's (gone offline, replaced) is dropped.
 //
 // Thread-safety: all state sits behind one mutex; NIO handlers run on the channel's event loop
 // and must not block.
@@ -119,6 +121,10 @@ final class ClientConnection: Transport {
     static let inboxBytesMax = 16 << 20
     /// Frames with a payload this large or larger are handled on `inbox`, off the event loop.
     static let inlineBytesMax = 64 << 10
+    /// A frame that took longer than this to handle sends the connection's frames to `inbox`
+    /// for `queuedSeconds`.
+    static let inlineMillisecondsMax: Int64 = 1
+    static let queuedSeconds: Int64 = 1
 
     let endpoints: [Endpoint]
     let namespace: String?
@@ -455,11 +461,17 @@ final class ClientConnection: Transport {
         if connect { self.connect() }
     }
 
-    /// Frames read off `channel`, handled on `inbox` in order; then `done` (on `inbox`).
-    fileprivate func handOver(_ frames: [Frame], from channel: any Channel, done: @escaping @Sendable () -> Void) {
+    /// Frames read off `channel`, handled on `inbox` in order; then `done` (on `inbox`), told
+    /// whether one took longer than `inlineMillisecondsMax`.
+    fileprivate func handOver(_ frames: [Frame], from channel: any Channel, done: @escaping @Sendable (_ slow: Bool) -> Void) {
         self.inbox.async {
-            for frame in frames { self.received(frame, from: channel) }
-            done()
+            var slow = false
+            for frame in frames {
+                let start = NIODeadline.now()
+                self.received(frame, from: channel)
+                if NIODeadline.now() - start > .milliseconds(Self.inlineMillisecondsMax) { slow = true }
+            }
+            done(slow)
         }
     }
 
@@ -546,8 +558,8 @@ final class ClientConnection: Transport {
     }
 }
 
-/// Cuts the byte stream into frames for the connection: handled here while small and nothing
-/// waits before them, else on the connection's queue; holds reads back while
+/// Cuts the byte stream into frames for the connection: handled here while that is quick,
+/// else on the connection's queue (see `ClientConnection`); holds reads back while
 /// `ClientConnection.inboxBytesMax` bytes of them wait there. Confined to the event loop.
 private final class ClientFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
@@ -559,6 +571,8 @@ private final class ClientFrameHandler: ChannelDuplexHandler {
     private var waitingBytes = 0
     /// A read the channel asked for while too much waited: made once enough is handled.
     private var readHeldBack = false
+    /// Until when frames go to the connection's queue (a frame was slow to handle).
+    private var queuedUntil = NIODeadline.distantPast
 
     init(connection: ClientConnection) {
         self.connection = connection
@@ -570,8 +584,12 @@ private final class ClientFrameHandler: ChannelDuplexHandler {
         var frames: [Frame] = []
         do {
             while let frame = try self.decoder.next() {
-                if frames.isEmpty, self.waitingBytes == 0, frame.payload.count < ClientConnection.inlineBytesMax {
+                if frames.isEmpty, self.waitingBytes == 0, frame.payload.count < ClientConnection.inlineBytesMax,
+                    NIODeadline.now() >= self.queuedUntil
+                {
+                    let start = NIODeadline.now()
                     self.connection.received(frame, from: context.channel)
+                    self.noteHandling(took: NIODeadline.now() - start)
                 } else {
                     frames.append(frame)
                 }
@@ -583,9 +601,19 @@ private final class ClientFrameHandler: ChannelDuplexHandler {
         let bytes = frames.reduce(0) { $0 + Frame.headerBytes + $1.payload.count }
         self.waitingBytes += bytes
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        self.connection.handOver(frames, from: context.channel) {
-            bound.eventLoop.execute { bound.value.handler.handled(bytes, context: bound.value.context) }
+        self.connection.handOver(frames, from: context.channel) { slow in
+            bound.eventLoop.execute {
+                if slow { bound.value.handler.noteHandling(took: .milliseconds(ClientConnection.inlineMillisecondsMax + 1)) }
+                bound.value.handler.handled(bytes, context: bound.value.context)
+            }
         }
+    }
+
+    /// A frame took `duration` to handle: past `inlineMillisecondsMax`, the next
+    /// `queuedSeconds` of frames go to the connection's queue.
+    private func noteHandling(took duration: TimeAmount) {
+        guard duration > .milliseconds(ClientConnection.inlineMillisecondsMax) else { return }
+        self.queuedUntil = NIODeadline.now() + .seconds(ClientConnection.queuedSeconds)
     }
 
     func read(context: ChannelHandlerContext) {

@@ -54,4 +54,38 @@ import Testing
         let read = try await after.wait(for: 1)
         #expect(read.first?["value"] == .number(3), "\(read)")
     }
+
+    // A small frame is handled on the loop, but one that took long sends the connection's next
+    // frames to its queue (as a burst of writes under an observer makes each answer walk the
+    // writes still waiting).
+    @Test func aConnectionSlowWithSmallFramesHoldsNoOtherConnectionBack() async throws {
+        let daemon = try DaemonProcess()
+        try await daemon.start()
+        let endpoint = ClientConnection.Endpoint.unix(path: daemon.dataDirectory + "/eddyd.sock")
+        let busy = ClientConnection(endpoint: endpoint)
+        let release = DispatchSemaphore(value: 0)
+        let entered = Recorder<String>()
+        // Sent together: the first answer's handler is slow (on the loop), the second's blocks
+        // until released, on the queue.
+        busy.request(.get, .object(["path": .string("/")])) { _ in
+            usleep(UInt32(ClientConnection.inlineMillisecondsMax + 20) * 1000)
+            entered.add("slow")
+        }
+        busy.request(.get, .object(["path": .string("/")])) { _ in
+            entered.add("blocked")
+            release.wait()
+        }
+        defer { release.signal() }
+        #expect(try await entered.wait(for: 2) == ["slow", "blocked"])
+
+        let answered = Recorder<String>()
+        let others = (0..<8).map { _ in ClientConnection(endpoint: endpoint) }
+        for (i, other) in others.enumerated() {
+            other.request(.write, .object(["op": .string("set"), "path": .string("/others/\(i)"), "value": .number(Double(i))])) { result in
+                answered.add((try? result.get()) != nil ? "\(i)" : "\(i) failed")
+            }
+        }
+        let all = try await answered.wait(for: others.count, seconds: 30)
+        #expect(Set(all) == Set((0..<others.count).map { "\($0)" }))
+    }
 }
