@@ -183,6 +183,15 @@ final class Recorder<T: Sendable>: Sendable {
     }
 }
 
+extension Recorder where T == Bool {
+    /// The first values of a `.info/connected` observer: false then true, or true alone when the
+    /// instance's first use (`reference`) connected before the observer was added.
+    func connectedStart() async throws -> [Bool] {
+        if try await self.wait(for: 1) == [false] { return try await self.wait(for: 2) }
+        return self.all
+    }
+}
+
 extension Database {
     /// The instance at `url`, calling back on `queue` (each suite's own, so a suite's blocks
     /// never wait for the main queue).

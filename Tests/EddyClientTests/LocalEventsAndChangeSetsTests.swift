@@ -599,8 +599,7 @@ import Testing
         // Its first use (`reference`) connects, so the observer hears false then true, or true
         // alone when the connection was up before it was added (seen once in 25 suite runs).
         database.reference(withPath: ".info/connected").observe(.value) { states.add($0.value as? Bool ?? false) }
-        if try await states.wait(for: 1) == [false] { _ = try await states.wait(for: 2) }
-        let start = states.all
+        let start = try await states.connectedStart()
         #expect(start == [false, true] || start == [true], "\(start)")
         database.goOffline()
         _ = try await states.wait(for: start.count + 1)
