@@ -603,16 +603,19 @@ private final class ClientFrameHandler: ChannelDuplexHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         self.connection.handOver(frames, from: context.channel) { slow in
             bound.eventLoop.execute {
-                if slow { bound.value.handler.noteHandling(took: .milliseconds(ClientConnection.inlineMillisecondsMax + 1)) }
+                if slow { bound.value.handler.queueForAWhile() }
                 bound.value.handler.handled(bytes, context: bound.value.context)
             }
         }
     }
 
-    /// A frame took `duration` to handle: past `inlineMillisecondsMax`, the next
-    /// `queuedSeconds` of frames go to the connection's queue.
+    /// A frame took `duration` to handle here: past `inlineMillisecondsMax`, `queueForAWhile`.
     private func noteHandling(took duration: TimeAmount) {
-        guard duration > .milliseconds(ClientConnection.inlineMillisecondsMax) else { return }
+        if duration > .milliseconds(ClientConnection.inlineMillisecondsMax) { self.queueForAWhile() }
+    }
+
+    /// A frame was slow to handle: the next `queuedSeconds` of frames go to the connection's queue.
+    private func queueForAWhile() {
         self.queuedUntil = NIODeadline.now() + .seconds(ClientConnection.queuedSeconds)
     }
 
