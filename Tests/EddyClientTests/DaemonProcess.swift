@@ -6,6 +6,7 @@ import EddyClient
 import EddyTesting
 import Foundation
 import Synchronization
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -184,11 +185,13 @@ final class Recorder<T: Sendable>: Sendable {
 }
 
 extension Recorder where T == Bool {
-    /// The first values of a `.info/connected` observer: false then true, or true alone when the
-    /// instance's first use (`reference`) connected before the observer was added.
-    func connectedStart() async throws -> [Bool] {
-        if try await self.wait(for: 1) == [false] { return try await self.wait(for: 2) }
-        return self.all
+    /// The first values of a `.info/connected` observer, expected to be false then true, or true
+    /// alone when the instance's first use (`reference`) connected before the observer was added.
+    func connectedStart(sourceLocation: SourceLocation = #_sourceLocation) async throws -> [Bool] {
+        if try await self.wait(for: 1) == [false] { _ = try await self.wait(for: 2) }
+        let start = self.all
+        #expect(start == [false, true] || start == [true], "\(start)", sourceLocation: sourceLocation)
+        return start
     }
 }
 
