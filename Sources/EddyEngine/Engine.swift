@@ -115,7 +115,8 @@ public final class Engine: Sendable {
         let (definitions, nextIndexID) = try IndexCatalog.load(database)
         self.indexCatalog = IndexCatalog(definitions)
         self.securityRulesHolder = SecurityRulesHolder(SecurityRulesHolder.compile(try Self.storedRules(database) ?? options.defaultRules))
-        self.queue = CommitQueue(capacity: options.commitQueueCountMax)
+        let metrics = self.metrics
+        self.queue = CommitQueue(capacity: options.commitQueueCountMax) { count in metrics.recordListenOrdersExpired(count) }
         let observers = self.commitObservers
         self.committer = Committer(
             database: database, lastLogID: lastLogID, lastTerm: lastTerm, clock: clock, queue: self.queue, options: options,

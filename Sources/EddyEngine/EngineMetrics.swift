@@ -14,6 +14,10 @@
 //   limit-only queries; Firebase refuses other orders without an index).
 // - `eddy_listeners{namespace}`: engine listeners attached now (event streams, native
 //   subscriptions); one that outlives its client shows here.
+// - `eddy_listen_order_expired_total{namespace}`: listens whose reserved place in the order of
+//   writes (`ListenOrder`) expired before the listen was made: the writes after it waited the
+//   whole `CommitQueue.reservationHoldMax` (50 ms). Should stay 0; it rises when subscribe
+//   requests wait long in their connection's queue.
 
 import CoreMetrics
 import EddyModel
@@ -37,6 +41,8 @@ final class EngineMetrics: Sendable {
     /// subscriptions and the server's own, such as a follower's subscribers'), so one that
     /// outlives its client shows.
     let listeners: Gauge
+    /// `eddy_listen_order_expired_total{namespace}` (see the top).
+    let listenOrdersExpired: Counter
 
     init(namespace: String) {
         self.namespace = namespace
@@ -51,6 +57,7 @@ final class EngineMetrics: Sendable {
         self.unindexedQuery = Metrics.Timer(
             label: "eddy_query_seconds", dimensions: labels + [("kind", "unindexed")], preferredDisplayUnit: .seconds)
         self.listeners = Gauge(label: "eddy_listeners", dimensions: labels)
+        self.listenOrdersExpired = Counter(label: "eddy_listen_order_expired_total", dimensions: labels)
     }
 
     private static func counters(_ namespace: String, outcome: String) -> OutcomeCounters {
@@ -75,6 +82,11 @@ final class EngineMetrics: Sendable {
     /// Records one commit group's size.
     func recordGroup(writes: Int) {
         self.commitGroupWrites.record(writes)
+    }
+
+    /// Counts listen places (`ListenOrder`) that expired before their listen was made.
+    func recordListenOrdersExpired(_ count: Int) {
+        self.listenOrdersExpired.increment(by: count)
     }
 
     /// Counts a write refused before it was queued (invalid input).

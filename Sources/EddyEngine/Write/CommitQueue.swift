@@ -83,9 +83,13 @@ final class CommitQueue: @unchecked Sendable {
     private let controlsCapacity = 4096
     private var stopping = false
     private let capacity: Int
+    /// Told how many reservations just expired (each held the writes after it the whole
+    /// `reservationHoldMax`): `eddy_listen_order_expired_total`.
+    private let reservationsExpired: @Sendable (Int) -> Void
 
-    init(capacity: Int) {
+    init(capacity: Int, reservationsExpired: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.capacity = capacity
+        self.reservationsExpired = reservationsExpired
     }
 
     /// True when `capacity` writes are queued: a writer that can wait should (a hint).
@@ -181,7 +185,9 @@ final class CommitQueue: @unchecked Sendable {
             if self.stopping {
                 self.reservations.removeAll()
             } else {
+                let before = self.reservations.count
                 self.reservations = self.reservations.filter { $0.value > now }
+                if self.reservations.count < before { self.reservationsExpired(before - self.reservations.count) }
                 if let (ticket, expiry) = self.reservations.min(by: { $0.key < $1.key }), barrier.map({ ticket < $0 }) ?? true {
                     barrier = ticket
                     holdUntil = expiry
