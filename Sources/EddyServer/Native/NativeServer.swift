@@ -136,6 +136,8 @@ final class NativeFrameHandler: ChannelDuplexHandler {
     private let stream: AsyncStream<Frame>
     private var queuedRequests = 0
     private var queuedBytes = 0
+    /// Of `queuedRequests`, the writes (each submitted to the engine when the task handles it).
+    private var queuedWrites = 0
     /// A read was asked for while over a bound; it is passed on once the task catches up.
     private var readHeldBack = false
     private var context: ChannelHandlerContext?
@@ -158,7 +160,8 @@ final class NativeFrameHandler: ChannelDuplexHandler {
             for await frame in stream {
                 await connection.handle(frame)
                 let bytes = frame.payload.count
-                handler.eventLoop.execute { handler.value.requestDone(bytes: bytes) }
+                let write = frame.kind == .write
+                handler.eventLoop.execute { handler.value.requestDone(bytes: bytes, write: write) }
             }
         }
     }
@@ -167,9 +170,10 @@ final class NativeFrameHandler: ChannelDuplexHandler {
         self.context = nil
     }
 
-    private func requestDone(bytes: Int) {
+    private func requestDone(bytes: Int, write: Bool) {
         self.queuedRequests -= 1
         self.queuedBytes -= bytes
+        if write { self.queuedWrites -= 1 }
         if self.readHeldBack, !self.isOverBounds, let context = self.context {
             self.readHeldBack = false
             context.read()
@@ -192,7 +196,13 @@ final class NativeFrameHandler: ChannelDuplexHandler {
                 // With no earlier request still queued or being handled, a write that need not
                 // wait is handled here: the order of requests is kept all the same.
                 if self.queuedRequests == 0, self.connection.handleWriteAtOnce(frame) { continue }
-                if frame.kind == .subscribe { self.connection.reserveListenOrder(for: frame) }
+                // A subscribe takes its place in the order of writes here, unless a write of
+                // this connection waits before it: that write reaches the engine after the
+                // place was taken, so it would wait for the listen, which waits for the write's
+                // answer (until the place expires, 50 ms). The listen then takes its place when
+                // its turn comes, after those writes.
+                if frame.kind == .subscribe, self.queuedWrites == 0 { self.connection.reserveListenOrder(for: frame) }
+                if frame.kind == .write { self.queuedWrites += 1 }
                 self.queuedRequests += 1
                 self.queuedBytes += frame.payload.count
                 self.requests.yield(frame)
