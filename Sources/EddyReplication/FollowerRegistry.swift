@@ -84,6 +84,21 @@ public final class FollowerRegistry: Sendable {
         return accepted
     }
 
+    /// The newest entry of each namespace that connected followers replicate, from `newest`
+    /// (nil: the namespace has no entry, or it is not open): how many connected followers have
+    /// not applied it yet. `newest` is asked once per namespace.
+    public func followersBehind(_ newest: (String) -> LogID?) -> Int {
+        let positions = self.appliedPositions()
+        var last: [String: LogID?] = [:]
+        var behind = 0
+        for (namespace, applied) in positions {
+            if last[namespace] == nil { last[namespace] = .some(newest(namespace)) }
+            guard let id = last[namespace]! else { continue }
+            if applied.map({ $0 < id }) ?? true { behind += 1 }
+        }
+        return behind
+    }
+
     /// How many connected followers of `namespace` applied `id` (or later).
     func countApplied(_ id: LogID, namespace: String) -> Int {
         Self.count(self.appliedPositions(), applied: id, namespace: namespace)

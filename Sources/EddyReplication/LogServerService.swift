@@ -1,10 +1,15 @@
 // The leader's log server: a Unix socket (default `<data>/replication.sock`, mode 0660) where
 // followers connect (`LogServerConnection`), and a TCP address too when configured
 // (`--replication-listen HOST:PORT`, for followers on other machines; no TLS yet, so bind it
-// to a private network). At graceful shutdown the listener and every
-// follower connection close; followers reconnect to the next leader process.
+// to a private network). At graceful shutdown the listener closes, the connected followers
+// get up to `catchUpWaitMax` to apply the newest entry of their namespace, and then every
+// follower connection closes; followers reconnect to the next leader process. The HTTP and
+// native servers stop before this service, so no write is acknowledged meanwhile: a graceful
+// stop (SIGTERM, a cluster leader's handover) loses no acknowledged write that a connected
+// follower could still take, even without `--sync-followers`.
 
 import EddyEngine
+import EddyModel
 import EddyProtocol
 import Foundation
 import Logging
@@ -35,6 +40,8 @@ public struct LogServerService: Service {
     let snapshotBootstrapEntries: Int
     /// Its default (`--snapshot-bootstrap-entries`).
     public static let snapshotBootstrapEntriesDefault = 50_000
+    /// At graceful shutdown, how long connected followers get to apply the newest entries.
+    static let catchUpWaitMax: Duration = .seconds(5)
 
     public init(
         address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
@@ -90,9 +97,34 @@ public struct LogServerService: Service {
             try? await server.closeFuture.get()
         } onGracefulShutdown: {
             server.close(promise: nil)
-            for channel in channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
         }
         if case .unix(let path) = self.address { unlink(path) }
+        await self.waitForFollowersToCatchUp()
+        for channel in channels.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+    }
+
+    /// Until every connected follower applied the newest entry of its namespace, at most
+    /// `catchUpWaitMax` (the followers' connections stay open meanwhile and keep streaming).
+    private func waitForFollowersToCatchUp() async {
+        let data = self.data
+        func newest(_ namespace: String) -> LogID? {
+            guard let lease = data.leaseIfOpen(namespace: namespace) else { return nil }
+            defer { lease.release() }
+            return try? lease.engine.lastLogID()
+        }
+        let started = ContinuousClock.now
+        var behind = self.registry.followersBehind(newest)
+        guard behind > 0 else { return }
+        self.logger.info("waiting for followers to apply the newest entries before stopping", metadata: ["eddy.followers_behind": "\(behind)"])
+        while behind > 0, ContinuousClock.now - started < Self.catchUpWaitMax {
+            try? await Task.sleep(for: .milliseconds(5))
+            behind = self.registry.followersBehind(newest)
+        }
+        if behind > 0 {
+            self.logger.warning(
+                "stopping before every follower applied the newest entries",
+                metadata: ["eddy.followers_behind": "\(behind)", "eddy.waited": "\(Self.catchUpWaitMax)"])
+        }
     }
 }
 

@@ -252,16 +252,16 @@ public enum EddyServer {
             logger: logger
         )
         // Graceful shutdown stops them last to first: HTTP, the metrics listener, retention,
-        // replication, the native socket, and only then the databases.
-        var services: [any Service] = [
-            DataDirectoryService(data: data),
+        // the native sockets (their onDisconnect writes run), replication (a leader's log server
+        // lets its followers apply every write first), and only then the databases.
+        var services: [any Service] = [DataDirectoryService(data: data)]
+        for service in replicationServices { services.append(service) }
+        services.append(
             NativeServerService(
                 address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
                 outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
-                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound),
-        ]
+                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound))
         for service in nativeTCP { services.append(service) }
-        for service in replicationServices { services.append(service) }
         services.append(retention)
         services.append(
             ReloadService(started: configuration, control: logLevel, certificate: certificate, authenticator: authenticator, data: data, logger: logger))

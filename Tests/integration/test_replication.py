@@ -110,6 +110,32 @@ def test_followers_replicate_writes_rules_and_indexes_exactly(daemon_factory):
     assert digests[1] == digests[0] and digests[2] == digests[0], digests
 
 
+def test_a_leader_stopped_gracefully_lets_its_followers_apply_every_acknowledged_write(daemon_factory):
+    """SIGTERM on a leader (also a cluster leader's handover) closes its followers' connections
+    only once they applied its newest entry (at most 5 s): a write acknowledged without
+    --sync-followers is not lost to the next leader because the stop outran the log stream.
+    The follower is paused while 4 MB of writes fill its socket, so the entries cannot all be
+    on their way when the leader stops; it resumes a second into the stop."""
+    leader = daemon_factory()
+    follower = follower_of(daemon_factory, leader)
+    assert requests.put(leader.url("/big/start"), json=1).status_code == 200
+    wait_caught_up(leader, follower)
+    pause_process(follower.process.pid)
+    try:
+        session = requests.Session()
+        for i in range(40):
+            assert session.put(leader.url(f"/big/k{i}"), json="x" * 100_000).status_code == 200
+        leader.process.send_signal(signal.SIGTERM)
+        time.sleep(1)
+    finally:
+        os.kill(follower.process.pid, signal.SIGCONT)
+    assert leader.process.wait(timeout=30) == 0, leader.log_tail()
+    leader.process = None
+    keys = requests.get(follower.url("/big", shallow="true"), timeout=10).json()
+    assert sorted(keys) == sorted(["start"] + [f"k{i}" for i in range(40)]), f"the follower lacks {41 - len(keys)} writes"
+    assert "waiting for followers to apply the newest entries before stopping" in leader.log_tail(20000)
+
+
 def test_a_follower_is_read_only_and_names_its_leader(daemon_factory):
     leader = daemon_factory()
     follower = follower_of(daemon_factory, leader)
