@@ -26,9 +26,16 @@
 // Bounds: at most `writesWaitingMax` unanswered writes or `writesWaitingBytesMax` bytes of
 // them (one write is always admitted); a write past that fails with `writeCanceled`.
 //
+// Every connection of the process runs on one event loop (`eventLoop`), so requests go out in
+// the order they are made across connections, as Firebase's clients run the work of every
+// database instance on one queue: a listen made on one instance before a write on another is
+// written to its socket first (on two loops the write could go first whenever the listen's loop
+// was busy, and eddyd then applied it before the listen: the listen's first value held it
+// instead of an event).
+//
 // Frames are handled in the order read, on the event loop while that is quick, else on the
 // connection's own serial queue (`inbox`), so that a connection with a lot to do never stalls
-// the other connections of the process, which share the event loops: a large frame
+// the other connections of the process, which share the event loop: a large frame
 // (`inlineBytesMax` or more: a debug build parses a 16 MiB value in about 10 s) goes to the
 // queue, and so does every frame of a connection for `queuedSeconds` after one took longer
 // than `inlineMillisecondsMax` to handle (a burst of writes under an observer makes each of its
@@ -125,6 +132,8 @@ final class ClientConnection: Transport {
     /// for `queuedSeconds`.
     static let inlineMillisecondsMax: Int64 = 1
     static let queuedSeconds: Int64 = 1
+    /// The event loop of every connection of the process (see the top).
+    static let eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
 
     let endpoints: [Endpoint]
     let namespace: String?
@@ -330,7 +339,7 @@ final class ClientConnection: Transport {
     }
 
     private func connect() {
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ClientBootstrap(group: Self.eventLoop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -1,5 +1,5 @@
 // A connection busy with a large answer holds no other connection back: a large frame is handled
-// on its connection's own queue, not on the event loops that every connection of the process
+// on its connection's own queue, not on the event loop that every connection of the process
 // shares. (On a loop, a 16 MiB answer parsed by a debug build held every other connection of its
 // loop for over 10 s: a LiveResults test elsewhere in the suite then waited 13 s for its first
 // value.)
@@ -72,7 +72,7 @@ import Testing
     }
 
     /// Eight more connections write, and each write must be answered while the busy handler
-    /// still blocks: the event loop group has one loop per core, so some share the busy one's.
+    /// still blocks: every connection of the process shares the busy one's event loop.
     static func expectOtherConnectionsAnswered(_ endpoint: ClientConnection.Endpoint) async throws {
         let answered = Recorder<String>()
         let others = (0..<8).map { _ in ClientConnection(endpoint: endpoint) }
