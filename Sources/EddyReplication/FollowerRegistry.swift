@@ -84,9 +84,9 @@ public final class FollowerRegistry: Sendable {
         return accepted
     }
 
-    /// The newest entry of each namespace that connected followers replicate, from `newest`
-    /// (nil: the namespace has no entry, or it is not open): how many connected followers have
-    /// not applied it yet. `newest` is asked once per namespace.
+    /// How many connected followers have not applied the newest entry of their namespace, which
+    /// `newest` names (asked once per namespace; nil when there is nothing to wait for: the
+    /// namespace has no entry, or it is not open).
     public func followersBehind(_ newest: (String) -> LogID?) -> Int {
         let positions = self.appliedPositions()
         var last: [String: LogID?] = [:]
