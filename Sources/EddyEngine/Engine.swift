@@ -162,7 +162,14 @@ public final class Engine: Sendable {
         defer { self.closeDone.signal() }
         self.queue.stop()
         self.committerDone.wait()
-        try? self.readers.syncShutdownGracefully()  // only fails when already shut down
+        // Not `syncShutdownGracefully`: its completion runs on Dispatch's global queue, whose
+        // few threads (as many as cores; Swift's tasks run there too) may all be blocked on
+        // the lock a caller holds while closing (the data directory's, closing a namespace
+        // for room), which stalled a close for seconds until Dispatch added a thread. The
+        // completion runs on a queue of its own instead.
+        let readersStopped = DispatchSemaphore(value: 0)
+        self.readers.shutdownGracefully(queue: DispatchQueue(label: "eddy.engine.close")) { _ in readersStopped.signal() }
+        readersStopped.wait()
         self.streams.closeAll()
         if self.options.durability == .none, self.committer.failed == nil {
             do {
