@@ -37,8 +37,7 @@ public struct LogRetentionService: Service {
     private func prunePeriodically() async throws {
         while !Task.isCancelled {
             try await Task.sleep(for: self.interval)
-            for lease in self.data.leaseOpenEngines() {
-                defer { lease.release() }
+            self.data.forEachOpenEngine { lease in
                 let (namespace, engine) = (lease.namespace, lease.engine)
                 let keep: LogID?
                 switch self.registry?.oldestApplied(namespace: namespace) {

@@ -97,4 +97,27 @@ import Testing
         extra.release()
         for lease in held { lease.release() }
     }
+
+    @Test func aPassOverEveryOpenNamespaceHoldsOneAtATime() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+        defer { data.close() }
+        for lease in try Self.holdEveryOpenNamespace(data) { lease.release() }
+        #expect(data.openNamespaces.count == Limits.namespacesOpenMax)
+        var visited: [String] = []
+        var openedMeanwhile = false
+        data.forEachOpenEngine { lease in
+            visited.append(lease.namespace)
+            guard !openedMeanwhile else { return }
+            // Every place is taken, but only this namespace is held: another opens.
+            if let other = try? data.lease(namespace: "opened-during-the-pass") {
+                openedMeanwhile = true
+                other.release()
+            }
+        }
+        #expect(openedMeanwhile, "a namespace opened while the pass held one")
+        #expect(visited.count >= Limits.namespacesOpenMax - 1)
+        #expect(visited == visited.sorted())
+    }
 }

@@ -107,17 +107,22 @@ public final class DataDirectory: Sendable {
         }
     }
 
-    /// The namespaces open now, each with a lease (not counted as a use): release each when
-    /// done with it.
-    public func leaseOpenEngines() -> [EngineLease] {
-        let open = self.state.withLock { state -> [(String, Engine)] in
-            guard !state.closed else { return [] }
-            return state.engines.keys.sorted().map { name in
+    /// Calls `body` with each namespace open now, in name order, holding a lease of that one
+    /// only while `body` runs (not counted as a use). One at a time: a pass over every open
+    /// namespace (log retention, metrics) never holds them all at once, which refused any
+    /// namespace not open meanwhile with `busy` (every open one held).
+    public func forEachOpenEngine(_ body: (EngineLease) -> Void) {
+        for name in self.openNamespaces {
+            let engine = self.state.withLock { state -> Engine? in
+                guard !state.closed, let engine = state.engines[name] else { return nil }
                 state.leases[name, default: 0] += 1
-                return (name, state.engines[name]!)
+                return engine
             }
+            guard let engine else { continue }
+            let lease = EngineLease(namespace: name, engine: engine, directory: self)
+            defer { lease.release() }
+            body(lease)
         }
-        return open.map { EngineLease(namespace: $0.0, engine: $0.1, directory: self) }
     }
 
     /// The names of the namespaces open now.

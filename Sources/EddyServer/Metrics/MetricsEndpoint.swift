@@ -57,8 +57,7 @@ public final class MetricsEndpoint: Sendable {
     }
 
     private func updateScrapeGauges() {
-        for lease in self.data.leaseOpenEngines() {
-            defer { lease.release() }
+        self.data.forEachOpenEngine { lease in
             let (namespace, engine) = (lease.namespace, lease.engine)
             let labels = [("namespace", namespace)]
             let building = engine.indexStatus().count { $0.state == .building }
