@@ -38,6 +38,9 @@ public final class DataDirectory: Sendable {
     private let lockDescriptor: Int32
     /// What is open and held; one lock so no engine opens after close.
     private let state = Mutex(OpenNamespaces())
+    /// `observeCommits` observers by token, and how many (the commit path's fast check).
+    private let commitObservers = Mutex<[UInt64: @Sendable (String, LogID) -> Void]>([:])
+    private let commitObserverCount = Atomic<Int>(0)
 
     /// The open namespaces, their leases and when each was last used.
     private struct OpenNamespaces {
@@ -50,6 +53,9 @@ public final class DataDirectory: Sendable {
         var useClock: UInt64 = 0
         /// Namespaces closed to make room since the directory opened.
         var closedForRoom = 0
+        /// The newest log entry of each namespace closed to make room and not opened since
+        /// (`newestLogIDIfKnown`; one entry per namespace on disk at most).
+        var newestAtClose: [String: LogID?] = [:]
         var closed = false
 
         mutating func markUsed(_ name: String) {
@@ -241,6 +247,11 @@ public final class DataDirectory: Sendable {
                 options.namespace = name
                 engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
                 state.engines[name] = engine
+                state.newestAtClose[name] = nil
+                engine.observeCommits { [weak self] entries in
+                    guard let self, self.commitObserverCount.load(ordering: .sequentiallyConsistent) > 0, let newest = entries.last?.id else { return }
+                    for observer in self.commitObservers.withLock({ Array($0.values) }) { observer(name, newest) }
+                }
             }
             state.use(name, leased: leased)
             return engine
@@ -264,9 +275,42 @@ public final class DataDirectory: Sendable {
         state.lastUsed[victim] = nil
         state.closedForRoom += 1
         engine.close()
+        state.newestAtClose[victim] = .some(try? engine.lastLogID())
         self.logger.info(
             "closed an idle namespace to open another (namespacesOpenMax)",
             metadata: ["eddy.ns": "\(victim)", "eddy.opening": "\(name)", "eddy.namespaces_open_max": "\(Limits.namespacesOpenMax)"])
+    }
+
+    /// The newest durable log entry of namespace `name` when known without opening it: it is
+    /// open, or it was closed to make room since this directory opened (and nothing writes a
+    /// closed namespace). `.some(nil)`: known to have none; nil: not known (not opened since
+    /// the directory opened; open it to read it).
+    public func newestLogIDIfKnown(namespace name: String) -> LogID?? {
+        self.state.withLock { state -> LogID?? in
+            if let engine = state.engines[name] { return .some(try? engine.lastLogID()) }
+            return state.newestAtClose[name]
+        }
+    }
+
+    /// Calls `observer` with a namespace and its newest entry after each durable commit group of
+    /// any namespace, open now or opened later (on that engine's committer or syncer thread; it
+    /// must not block), until `stopObservingCommits` with the token returned. For the leader's
+    /// log server: a follower that parked an idle namespace (closed its connection to it) is
+    /// told when the namespace is written again.
+    public func observeCommits(_ observer: @escaping @Sendable (_ namespace: String, _ newest: LogID) -> Void) -> UInt64 {
+        self.commitObservers.withLock { observers in
+            let token = (observers.keys.max() ?? 0) + 1
+            observers[token] = observer
+            self.commitObserverCount.store(observers.count, ordering: .sequentiallyConsistent)
+            return token
+        }
+    }
+
+    public func stopObservingCommits(_ token: UInt64) {
+        self.commitObservers.withLock { observers in
+            observers[token] = nil
+            self.commitObserverCount.store(observers.count, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// Namespaces present on disk.
