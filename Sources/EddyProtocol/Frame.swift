@@ -23,12 +23,13 @@
 // of its own (`replicationProtocolVersion`): 2 since log entries carry the leadership term
 // (entry format 2), which a protocol 1 follower could not decode; 3 since values keep 64-bit
 // integers exact (storage format 5), which a protocol 2 follower would round, diverging from
-// its leader. Either side refuses the other.
+// its leader; 4 since a follower parks idle namespaces (`watch`, and `written` in heartbeats),
+// which a protocol 3 leader would not wake. Either side refuses the other.
 
 public struct Frame: Sendable, Equatable {
     public static let version: UInt8 = 2
     /// The `protocol` of a replication hello this build speaks (see the file comment).
-    public static let replicationProtocolVersion = 3
+    public static let replicationProtocolVersion = 4
     /// Largest frame a server reads (after the length prefix), 16 MiB: bounds every buffer of
     /// a connection to it. A client's request must fit.
     public static let bytesMax = 16 * 1024 * 1024
@@ -133,6 +134,11 @@ public struct Frame: Sendable, Equatable {
         case hello = 40
         /// `{"applied": "<log id>"}`: everything up to it is durable on the follower.
         case applied = 45
+        /// Protocol 4, on the default namespace's connection only: `{"namespaces": {"<ns>": "<log
+        /// id>"|null, ...}}`, namespaces the follower parked (closed their connections while
+        /// idle) and the newest entry it applied in each. The leader names each in a heartbeat's
+        /// `written` once it has a newer entry, once per watch.
+        case watch = 50
         // replication, leader -> follower
         /// `{"databaseID": "...", "leaderLast": "<log id>"|null, "term": n, "rules": {...}}`: entries
         /// follow. `term`: the leader's leadership term (0 outside a cluster).
@@ -142,7 +148,10 @@ public struct Frame: Sendable, Equatable {
         case refused = 42
         /// Binary, `ReplicatedEntries`: log entries in order, each with its checksum.
         case entries = 43
-        /// `{"leaderLast": "<log id>"|null}`, about once a second when idle.
+        /// `{"leaderLast": "<log id>"|null}`, about once a second when idle. On the default
+        /// namespace's connection also `"namespaces": [...]` (every namespace of the leader) when
+        /// that list changed, and `"written": [...]` (protocol 4): watched namespaces that have
+        /// newer entries (see `watch`).
         case heartbeat = 44
         /// The leader's rules document changed: `{...}` (the whole document).
         case rules = 46

@@ -62,6 +62,17 @@ public final class FollowerRegistry: Sendable {
         }
     }
 
+    /// Whether follower `name` has a connection to `namespace` now.
+    func isConnected(name: String, namespace: String) -> Bool {
+        self.followers.withLock { $0.values.contains { $0.name == name && $0.namespace == namespace } }
+    }
+
+    /// Holds what follower `name` applied of `namespace` (for log retention) for `duration` or
+    /// until it connects to that namespace again: a namespace it parked (see NamespaceWatches).
+    func hold(name: String, namespace: String, applied: LogID?, for duration: Duration) {
+        self.held.withLock { $0[Self.heldKey(name, namespace)] = (namespace, applied, ContinuousClock.now + duration) }
+    }
+
     private static func heldKey(_ name: String, _ namespace: String) -> String { namespace + "\u{0}" + name }
 
     func sent(_ id: UInt64, upTo last: LogID, count: Int) {

@@ -16,8 +16,18 @@
 // down) is discarded and bootstrapped again. The default namespace's connection hands the
 // leader's namespace list to `onNamespaces`.
 //
+// Parking: a service of a namespace other than the default one ends (its connection closed, its
+// thread gone, the namespace free to close on both sides) when `shouldPark` says other
+// namespaces wait for a session and this one is idle (a heartbeat came: the leader had nothing
+// to send for a second) or has had its connection for `parkAfter`. Its status then says
+// `parked` and `parkedAt` is the newest entry it applied; the supervisor watches the namespace
+// through the default namespace's connection (`sendWatch`) and starts a new service when the
+// leader says it was written.
+//
 // Runs on its own thread with a blocking socket; at most `entriesInFlightMax` entries are
-// being applied at once (`AppliedWindow`; the engine's commit queue bounds the rest).
+// being applied at once (`AppliedWindow`; the engine's commit queue bounds the rest). Frames
+// are sent under `sendLock` (acknowledgements from the engine's threads, watches from the
+// supervisor).
 
 import EddyEngine
 import EddyModel
@@ -38,7 +48,14 @@ public final class FollowerService: Service, Sendable {
         public var applied: LogID?
         public var lastError: String?
         public var stopped = false
+        /// Ended to let another namespace have a session (see the top); `parkedAt` is the newest
+        /// entry applied then.
+        public var parked = false
+        public var parkedAt: LogID?
     }
+
+    /// A busy namespace's session lasts at least this long before it parks for a waiting one.
+    static let parkAfter: Duration = .seconds(5)
 
     public let leader: String
     /// The namespace this service replicates.
@@ -47,6 +64,16 @@ public final class FollowerService: Service, Sendable {
     let data: DataDirectory
     /// Called with the leader's namespaces (default namespace's service only).
     let onNamespaces: @Sendable ([String]) -> Void
+    /// Called with the watched namespaces the leader says were written (default namespace's
+    /// service only).
+    let onWritten: @Sendable ([String]) -> Void
+    /// Called after each welcome, on the session's thread (default namespace's service only:
+    /// the supervisor watches the parked namespaces again on the new connection).
+    let onWelcome: @Sendable () -> Void
+    /// Whether another namespace waits for a session (see the top).
+    let shouldPark: @Sendable () -> Bool
+    /// Held while a frame is sent.
+    private let sendLock = Mutex(())
     /// Bootstrap the namespace before the first session (one that was not on disk at start).
     let bootstrapFirst: Bool
     let logger: Logger
@@ -68,8 +95,12 @@ public final class FollowerService: Service, Sendable {
     public init(
         leader: String, name: String, data: DataDirectory, namespace: String = DataDirectory.defaultNamespace, bootstrapFirst: Bool = false,
         secret: String? = nil, caFile: String? = nil, endsOnAnotherHistory: Bool = false, logger: Logger,
-        onNamespaces: @escaping @Sendable ([String]) -> Void = { _ in }
+        onNamespaces: @escaping @Sendable ([String]) -> Void = { _ in }, onWritten: @escaping @Sendable ([String]) -> Void = { _ in },
+        onWelcome: @escaping @Sendable () -> Void = {}, shouldPark: @escaping @Sendable () -> Bool = { false }
     ) {
+        self.onWritten = onWritten
+        self.onWelcome = onWelcome
+        self.shouldPark = shouldPark
         self.endsOnAnotherHistory = endsOnAnotherHistory
         self.namespace = namespace
         self.bootstrapFirst = bootstrapFirst
@@ -86,20 +117,23 @@ public final class FollowerService: Service, Sendable {
 
     public var status: Status { self.state.withLock { $0.status } }
 
+    /// Whether `run` was called (a service runs once; the supervisor makes a new one).
+    var hasRun: Bool { self.ran.load(ordering: .relaxed) }
+    private let ran = Atomic(false)
+
     public func run() async throws {
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            self.loop()
-            done.signal()
-        }
-        thread.name = "eddy-follower"
-        thread.start()
+        self.ran.store(true, ordering: .relaxed)
         await withGracefulShutdownHandler {
+            // The thread resumes the task as it ends (no thread blocked waiting for it: a
+            // Dispatch thread per service ran out with dozens of namespaces, and a parked
+            // service's end waited for one).
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async {
-                    done.wait()
+                let thread = Thread { [self] in
+                    self.loop()
                     continuation.resume()
                 }
+                thread.name = "eddy-follower"
+                thread.start()
             }
         } onGracefulShutdown: {
             self.stop()
@@ -123,6 +157,25 @@ public final class FollowerService: Service, Sendable {
 
     private var stopping: Bool { self.state.withLock { $0.stopping } }
 
+    private func send(_ client: any FrameChannel, _ frame: Frame) throws(ProtocolError) {
+        try self.sendLock.withLock { _ throws(ProtocolError) in try client.send(frame) }
+    }
+
+    /// Asks the leader (on this connection, the default namespace's) to say when each of
+    /// `namespaces` has an entry after the one given. False when not connected: the supervisor
+    /// sends its watches again after the next welcome.
+    func sendWatch(_ namespaces: [String: LogID?]) -> Bool {
+        guard let client = self.state.withLock({ $0.status.connected ? $0.client : nil }) else { return false }
+        var members: [String: Value] = [:]
+        for (namespace, after) in namespaces { members[namespace] = after.map { .string($0.rawValue) } ?? .null }
+        do {
+            try self.send(client, Frame(kind: .watch, requestID: 0, payload: JSONWriter.bytes(.object(["namespaces": .object(members)]))))
+            return true
+        } catch {
+            return false
+        }
+    }
+
     private func loop() {
         var backoff: Duration = .milliseconds(100)
         var bootstrapped = !self.bootstrapFirst
@@ -145,6 +198,7 @@ public final class FollowerService: Service, Sendable {
                 }
                 switch outcome {
                 case .stopped: return
+                case .parked: return
                 case .diverged: return
                 case .snapshotNeeded: return
                 case .emptyReplicaNeedsSnapshot:
@@ -168,7 +222,7 @@ public final class FollowerService: Service, Sendable {
         }
     }
 
-    private enum Outcome { case stopped, diverged, snapshotNeeded, emptyReplicaNeedsSnapshot, connectedThenLost, failed }
+    private enum Outcome { case stopped, parked, diverged, snapshotNeeded, emptyReplicaNeedsSnapshot, connectedThenLost, failed }
 
     private func fail(_ message: String) {
         self.logger.warning("replication: \(message)", metadata: ["eddy.leader": "\(self.leader)"])
@@ -207,7 +261,7 @@ public final class FollowerService: Service, Sendable {
                 "lastApplied": lastApplied.map { .string($0.rawValue) } ?? .null,
             ])
             if let secret = self.secret { hello.set(.string(secret), at: Path(validatedKeys: ["secret"])) }
-            try client.send(Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
+            try self.send(client, Frame(kind: .hello, requestID: 0, payload: JSONWriter.bytes(hello)))
             guard let first = try client.receive() else {
                 self.fail("the leader closed the connection before its welcome")
                 return .failed
@@ -247,7 +301,18 @@ public final class FollowerService: Service, Sendable {
                 if case .string(let text) = welcome["leaderLast"] { $0.status.leaderLast = LogID(text) }
             }
             self.logger.info("replicating", metadata: ["eddy.leader": "\(self.leader)", "eddy.last_applied": "\(lastApplied?.rawValue ?? "none")"])
-            return try self.receiveEntries(client, engine)
+            self.onWelcome()
+            let outcome = try self.receiveEntries(client, engine)
+            if outcome == .parked {
+                // Every entry received is applied (the window drained): the position to watch.
+                let at = try engine.lastLogID()
+                self.state.withLock {
+                    $0.status.parked = true
+                    $0.status.parkedAt = at
+                }
+                self.logger.info("parked an idle namespace for another to replicate", metadata: ["eddy.applied": "\(at?.rawValue ?? "none")"])
+            }
+            return outcome
         } catch let error as EddyError {
             self.fail(error.message)
             return .failed
@@ -278,6 +343,8 @@ public final class FollowerService: Service, Sendable {
     private func receiveEntries(_ client: any FrameChannel, _ engine: Engine) throws -> Outcome {
         let window = AppliedWindow(entriesMax: Self.entriesInFlightMax)
         let failure = Mutex<EddyError?>(nil)
+        let connectedAt = ContinuousClock.now
+        let parks = self.namespace != DataDirectory.defaultNamespace
         // Wait for the entries still being applied before the next session reads lastLogID.
         defer { window.drain() }
         while let frame = try client.receive() {
@@ -309,7 +376,7 @@ public final class FollowerService: Service, Sendable {
                     switch result {
                     case .success:
                         self.state.withLock { $0.status.applied = last }
-                        try? client.send(Frame(kind: .applied, requestID: 0, payload: JSONWriter.bytes(.object(["applied": .string(last.rawValue)]))))
+                        try? self.send(client, Frame(kind: .applied, requestID: 0, payload: JSONWriter.bytes(.object(["applied": .string(last.rawValue)]))))
                     case .failure(let error):
                         failure.withLock { if $0 == nil { $0 = error } }
                         client.shutdown()
@@ -322,6 +389,9 @@ public final class FollowerService: Service, Sendable {
                     self.state.withLock { $0.status.leaderLast = id }
                 }
                 self.announce(heartbeat["namespaces"])
+                if case .object(let written) = heartbeat["written"] {
+                    self.onWritten(written.values.compactMap { if case .string(let name) = $0 { name } else { nil } })
+                }
             case .rules:
                 try self.adoptRules(try JSONParser.parse(frame.payload), engine)
             case .refused:
@@ -329,6 +399,10 @@ public final class FollowerService: Service, Sendable {
                 return .connectedThenLost
             default:
                 throw ProtocolError("unexpected frame kind \(frame.kind) from the leader")
+            }
+            if parks, frame.kind == .heartbeat || ContinuousClock.now - connectedAt >= Self.parkAfter, self.shouldPark() {
+                client.shutdown()
+                return .parked
             }
         }
         if let error = failure.withLock({ $0 }) {

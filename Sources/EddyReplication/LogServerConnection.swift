@@ -22,10 +22,16 @@
 // hello without the replication secret when one is configured (nothing else is sent), and an
 // `applied` id beyond what was sent to this follower (a forged acknowledgement must never
 // release a `--sync-followers` write).
+//
+// Parked namespaces (protocol 4): on the default namespace's connection, a `watch` frame names
+// namespaces the follower parked and the newest entry it applied in each (`NamespaceWatches`).
+// Their positions are held for log retention while watched, and the heartbeat after a watch
+// fires names the namespace in `written`.
 
 import EddyEngine
 import EddyModel
 import EddyProtocol
+import Foundation
 import Logging
 import NIOCore
 import Synchronization
@@ -50,10 +56,13 @@ final class LogServerConnection: Sendable {
     let data: DataDirectory
     let registry: FollowerRegistry
     let doorbells: CommitDoorbells
+    let watches: NamespaceWatches
     let logger: Logger
     /// The replication secret a follower's hello must carry (nil: none required).
     let secret: String?
-    private let registration = Mutex<(follower: UInt64, bell: UInt64)?>(nil)
+    private let registration = Mutex<(follower: UInt64, bell: UInt64, name: String, namespace: String)?>(nil)
+    /// Where `watch` frames are handled, one at a time (see `received`).
+    static let watchQueue = DispatchQueue(label: "eddy.log-server.watch")
     /// A bootstrap check (its hello takes a snapshot): when it ends, the follower's position is
     /// held for `bootstrapHold`, until its replication session connects (see FollowerRegistry).
     private let holdsPositionAtEnd = Mutex(false)
@@ -71,9 +80,10 @@ final class LogServerConnection: Sendable {
     let snapshotBootstrapEntries: Int
 
     init(
-        channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
-        snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, logger: Logger
+        channel: any Channel, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, watches: NamespaceWatches,
+        secret: String? = nil, snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, logger: Logger
     ) {
+        self.watches = watches
         self.snapshotBootstrapEntries = snapshotBootstrapEntries
         self.secret = secret
         self.channel = channel
@@ -101,6 +111,27 @@ final class LogServerConnection: Sendable {
             guard self.registry.applied(id, applied) else {
                 return self.refuse("applied \(applied) is beyond the entries sent to this follower; it was disconnected")
             }
+        case .watch:
+            guard let registration = self.registration.withLock({ $0 }), registration.namespace == DataDirectory.defaultNamespace else {
+                return self.refuse("watch frame without a hello before it, or on a connection of a namespace other than the default one")
+            }
+            guard case .object(let members)? = try? JSONParser.parse(frame.payload)["namespaces"] else {
+                return self.refuse("watch frame without a \"namespaces\" object")
+            }
+            var watched: [(namespace: String, after: LogID?)] = []
+            for (namespace, position) in members.sorted(by: { $0.key < $1.key }) {
+                guard (try? DataDirectory.validateNamespace(namespace)) != nil, namespace != DataDirectory.defaultNamespace else {
+                    return self.refuse("watch frame names namespace \(namespace.debugDescription), which cannot be watched")
+                }
+                switch position {
+                case .null: watched.append((namespace, nil))
+                case .string(let text) where LogID(text) != nil: watched.append((namespace, LogID(text)))
+                default: return self.refuse("watch frame: namespace \(namespace)'s position must be a log id or null")
+                }
+            }
+            // Reading a namespace's newest entry may open it (blocking): off the event loop, on a
+            // queue of its own (not Dispatch's global threads, which Swift's tasks share).
+            Self.watchQueue.async { [watched] in self.watch(watched, registration.follower, name: registration.name) }
         default:
             self.refuse("frame kind \(frame.kind) is not part of the replication protocol from a follower")
         }
@@ -111,6 +142,38 @@ final class LogServerConnection: Sendable {
         if let registration = self.registration.withLock({ $0 }) {
             self.registry.remove(registration.follower, holdFor: self.holdsPositionAtEnd.withLock { $0 } ? Self.bootstrapHold : nil)
             self.doorbells.remove(registration.bell)
+            // Parked namespaces' positions stay held (refreshed while this connection lasted) for
+            // `bootstrapHold`, for the follower's next connection to watch them again.
+            _ = self.watches.remove(connection: registration.follower)
+        }
+    }
+
+    /// Registers the watches of a `watch` frame, then fires each whose namespace already has a
+    /// newer entry (see NamespaceWatches). Blocking: a namespace whose newest entry the data
+    /// directory does not know (not opened since this leader started) is opened to read it.
+    private func watch(_ watched: [(namespace: String, after: LogID?)], _ connection: UInt64, name: String) {
+        for (namespace, after) in watched {
+            // Kept for log retention from now on (refreshed by the connection's tail loop).
+            self.registry.hold(name: name, namespace: namespace, applied: after, for: Self.bootstrapHold)
+            self.watches.watch(connection: connection, namespace: namespace, after: after)
+            let newest: LogID?
+            do {
+                if let known = self.data.newestLogIDIfKnown(namespace: namespace) {
+                    newest = known
+                } else {
+                    // Not opened since this leader started: opened to read it.
+                    let lease = try self.data.lease(namespace: namespace, create: false)
+                    defer { lease.release() }
+                    newest = try lease.engine.lastLogID()
+                }
+            } catch {
+                // Cannot tell (busy, gone): the follower connects and finds out.
+                self.watches.fire(connection: connection, namespace: namespace)
+                continue
+            }
+            if let newest, after.map({ $0 < newest }) ?? true {
+                self.watches.fire(connection: connection, namespace: namespace)
+            }
         }
     }
 
@@ -247,7 +310,8 @@ final class LogServerConnection: Sendable {
         }
         let id = self.registry.add(name: name, namespace: namespace, applied: position)
         let bell = self.doorbells.add(engine: engine, bell: self.doorbell.continuation)
-        self.registration.withLock { $0 = (id, bell) }
+        if namespace == DataDirectory.defaultNamespace { self.watches.add(connection: id, bell: self.doorbell.continuation) }
+        self.registration.withLock { $0 = (id, bell, name, namespace) }
         self.logger.info(
             "follower connected", metadata: ["eddy.follower": "\(name)", "eddy.ns": "\(namespace)", "eddy.last_applied": "\(position?.rawValue ?? "none")"])
         let heartbeat = Task { [continuation = self.doorbell.continuation] in
@@ -323,8 +387,25 @@ final class LogServerConnection: Sendable {
                         if drained { break }
                     }
                     try await sendRulesIfChanged()
+                    let written = announcesNamespaces ? self.watches.takeFired(connection: id) : []
+                    if !written.isEmpty {
+                        try await self.send(
+                            .heartbeat,
+                            JSONWriter.bytes(
+                                .object([
+                                    "leaderLast": position.map { .string($0.rawValue) } ?? .null, "written": .object(Self.namespaceList(written)),
+                                ])))
+                        lastSentAt = .now
+                    }
                     if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
                         namespacesCheckedAt = .now
+                        // What the follower applied in the namespaces it parked stays in the log
+                        // (held for `bootstrapHold`, renewed here every heartbeat interval while
+                        // this connection lasts), until it connects to them again.
+                        let parked = self.watches.positions(connection: id) { self.registry.isConnected(name: name, namespace: $0) }
+                        for (parkedNamespace, after) in parked {
+                            self.registry.hold(name: name, namespace: parkedNamespace, applied: after, for: Self.bootstrapHold)
+                        }
                         let current = self.data.namespacesOnDisk()
                         if current != namespaces {
                             namespaces = current

@@ -68,11 +68,15 @@ public struct LogServerService: Service {
         let tls = self.tls
         let snapshotBootstrapEntries = self.snapshotBootstrapEntries
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+        // Followers' watches of the namespaces they parked, fired by any namespace's commits.
+        let watches = NamespaceWatches()
+        let observer = data.observeCommits { namespace, newest in watches.committed(namespace, newest: newest) }
+        defer { data.stopObservingCommits(observer) }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
                 let connection = LogServerConnection(
-                    channel: channel, data: data, registry: registry, doorbells: doorbells, secret: secret,
+                    channel: channel, data: data, registry: registry, doorbells: doorbells, watches: watches, secret: secret,
                     snapshotBootstrapEntries: snapshotBootstrapEntries, logger: logger)
                 channels.withLock { $0[ObjectIdentifier(channel)] = channel }
                 channel.closeFuture.whenComplete { _ in

@@ -4,7 +4,9 @@
 //   leader:   {"role": "leader", "last": <log id>, "followers": {<name>: {applied, lagMilliseconds, ...}}}
 //   follower: {"role": "follower", "leader": <socket>, "connected": bool, "applied": <log id>,
 //              "leaderLast": <log id>, "lagMilliseconds": n, "error": <text>|null, "stopped": bool,
-//              "namespaces": [<every namespace replicated>]}  (the figures are the namespace asked for)
+//              "parked": bool, "namespaces": [<every namespace replicated>]}  (the figures are the
+//              namespace asked for; `parked`: its session ended while idle to let another namespace
+//              replicate, and it resumes when the leader writes it; see FollowerSupervisor)
 
 import EddyEngine
 import EddyModel
@@ -72,6 +74,7 @@ public enum ReplicationRole: Sendable {
                 "lagMilliseconds": .number(lag),
                 "error": status.lastError.map { .string($0) } ?? .null,
                 "stopped": .bool(status.stopped),
+                "parked": .bool(status.parked),
                 "namespaces": .object(Dictionary(uniqueKeysWithValues: service.namespaces.enumerated().map { (String($0.offset), Value.string($0.element)) })),
             ])
         }

@@ -868,3 +868,80 @@ def test_entries_larger_than_a_request_frame_replicate_and_read_natively(daemon_
     assert json.loads(printed) == big
     digests = stopped_digests(leader, unix, tcp)
     assert digests[1] == digests[0] and digests[2] == digests[0]
+
+
+def test_more_namespaces_than_sessions_all_replicate_parked_ones_wake_when_written(daemon_factory):
+    """70 namespaces, more than a follower replicates at once (48 sessions) and more than a
+    daemon keeps open (64): every one reaches the follower; idle ones are parked (their
+    connections closed) and wake when the leader writes them again, also after the follower's
+    kill -9 and restart; sampled digests (parked ones among them) match. The leader prunes its
+    log every 100 ms down to the last second, yet keeps what parked namespaces applied: a parked
+    namespace resumes from the entry it applied (no snapshot, which a running follower cannot
+    take)."""
+    leader = daemon_factory("--log-retain-seconds", "1", "--log-retention-check-ms", "100")
+    follower = follower_of(daemon_factory, leader)
+    names = [f"many{i:02d}" for i in range(70)]
+    session = requests.Session()
+
+    def write_round(tag):
+        for ns in names:
+            r = session.put(leader.url("/r/v", ns=ns), data=json.dumps({"round": tag, "ns": ns}))
+            assert r.status_code == 200, (ns, r.status_code, r.text)
+
+    def all_caught_up():
+        for ns in names:
+            wait_caught_up(leader, follower, ns=ns, timeout=120)
+
+    write_round(1)
+    all_caught_up()
+    assert set(status(follower)["namespaces"]) >= set(names)
+    deadline = time.monotonic() + 30
+    while sum(1 for line in open(follower.log_path) if "parked an idle namespace" in line) == 0:
+        assert time.monotonic() < deadline, follower.log_tail(3000)
+        time.sleep(0.1)
+    parked = [ns for ns in names if status(follower, ns).get("parked")]
+    assert parked, "no namespace reports parked"
+    from test_metrics import scrape, value
+    samples = scrape(follower.base_url + "/metrics")
+    assert 1 <= value(samples, "eddy_follower_namespaces_replicating") <= 48
+    assert value(samples, "eddy_follower_namespaces_parked") >= 1
+    total = sum(value(samples, f"eddy_follower_namespaces_{k}") for k in ("replicating", "waiting", "parked"))
+    assert total == len(names) + 1, samples  # and the default namespace
+
+    # A parked namespace written twice, 1.5 s apart, while the follower is stopped: it cannot
+    # connect, and the leader prunes down to the last second meanwhile, yet keeps what the
+    # follower applied there (without that the follower would need a snapshot and exit).
+    pause_process(follower.process.pid)
+    try:
+        for i in range(2):
+            r = session.put(leader.url("/r/while-stopped", ns=parked[0]), data=json.dumps(i))
+            assert r.status_code == 200, r.text
+            time.sleep(1.5)
+    finally:
+        os.kill(follower.process.pid, signal.SIGCONT)
+    wait_caught_up(leader, follower, ns=parked[0])
+    assert requests.get(follower.url("/r/while-stopped", ns=parked[0])).json() == 1
+
+    # Older than the retention window on the leader, then written again: every parked namespace
+    # wakes and takes the write.
+    time.sleep(2.5)
+    write_round(2)
+    all_caught_up()
+    for ns in (parked[0], parked[-1], names[0], names[-1]):
+        assert requests.get(follower.url("/r/v", ns=ns)).json() == {"round": 2, "ns": ns}, ns
+
+    # kill -9 and restart: more namespaces on disk than sessions; a third round reaches all.
+    follower.kill()
+    write_round(3)
+    follower.start()
+    all_caught_up()
+    for ns in names:
+        assert requests.get(follower.url("/r/v", ns=ns)).json() == {"round": 3, "ns": ns}, ns
+    assert not any("snapshot" in line for line in open(follower.log_path)), follower.log_tail(3000)
+    sample = sorted({parked[0], parked[-1], names[0], names[35], names[-1]})
+    leader.stop()
+    follower.stop()
+    for ns in sample:
+        theirs, ours = digest_and_verify(leader, ns), digest_and_verify(follower, ns)
+        # Logs differ: the leader pruned its own down to the last second.
+        assert (ours["tree"], ours["index"]) == (theirs["tree"], theirs["index"]), ns

@@ -50,7 +50,7 @@ def raw_peer(leader, hello):
 
 
 def hello(**extra):
-    return {"protocol": 3, "ns": "default", "follower": "peer", "databaseID": None, "lastApplied": None, **extra}
+    return {"protocol": 4, "ns": "default", "follower": "peer", "databaseID": None, "lastApplied": None, **extra}
 
 
 def test_a_peer_without_the_secret_gets_nothing_but_a_refusal(daemon_factory, tmp_path):

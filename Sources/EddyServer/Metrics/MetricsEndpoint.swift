@@ -8,7 +8,8 @@
 //   `eddy_rocksdb_write_stopped`, `eddy_rocksdb_delayed_write_rate_bytes`, `eddy_log_bytes`,
 //   `eddy_log_last_entry_timestamp_seconds`, `eddy_log_retained_since_timestamp_seconds`;
 // - on a follower: `eddy_follower_connected` (to its leader), `eddy_replica_lag_seconds` (how far
-//   its replica is behind the leader's last entry); on a leader: `eddy_followers_connected` and
+//   its replica is behind the leader's last entry), `eddy_follower_namespaces_replicating`,
+//   `_waiting` and `_parked` (namespace sessions running, waiting for one, parked); on a leader: `eddy_followers_connected` and
 //   per follower `eddy_follower_lag_seconds{follower}` and `eddy_follower_lag_entries{follower}`
 //   (entries after the follower's last applied one, counted up to `lagEntriesCountMax`: the
 //   gauge saturates there, as a follower that far behind is simply far behind);
@@ -89,8 +90,12 @@ public final class MetricsEndpoint: Sendable {
             case .object(let status)? = try? self.replication.status(engine, namespace: DataDirectory.defaultNamespace)
         else { return }
         switch self.replication {
-        case .follower:
+        case .follower(let supervisor):
             self.gauge("eddy_follower_connected", [], status["connected"] == .bool(true) ? 1 : 0)
+            let figures = supervisor.namespaceFigures
+            self.gauge("eddy_follower_namespaces_replicating", [], Double(figures.running))
+            self.gauge("eddy_follower_namespaces_waiting", [], Double(figures.waiting))
+            self.gauge("eddy_follower_namespaces_parked", [], Double(figures.parked))
             if case .number(let lag)? = status["lagMilliseconds"] { self.gauge("eddy_replica_lag_seconds", [], lag / 1000) }
         case .leader:
             guard case .object(let followers)? = status["followers"] else { return }
