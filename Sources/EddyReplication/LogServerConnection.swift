@@ -389,12 +389,7 @@ final class LogServerConnection: Sendable {
                     try await sendRulesIfChanged()
                     let written = announcesNamespaces ? self.watches.takeFired(connection: id) : []
                     if !written.isEmpty {
-                        try await self.send(
-                            .heartbeat,
-                            JSONWriter.bytes(
-                                .object([
-                                    "leaderLast": position.map { .string($0.rawValue) } ?? .null, "written": .object(Self.namespaceList(written)),
-                                ])))
+                        try await self.sendHeartbeat(position, ["written": .object(Self.namespaceList(written))])
                         lastSentAt = .now
                     }
                     if announcesNamespaces, ContinuousClock.now - namespacesCheckedAt >= Self.heartbeatInterval {
@@ -409,17 +404,12 @@ final class LogServerConnection: Sendable {
                         let current = self.data.namespacesOnDisk()
                         if current != namespaces {
                             namespaces = current
-                            try await self.send(
-                                .heartbeat,
-                                JSONWriter.bytes(
-                                    .object([
-                                        "leaderLast": position.map { .string($0.rawValue) } ?? .null, "namespaces": .object(Self.namespaceList(current)),
-                                    ])))
+                            try await self.sendHeartbeat(position, ["namespaces": .object(Self.namespaceList(current))])
                             lastSentAt = .now
                         }
                     }
                     if ContinuousClock.now - lastSentAt >= Self.heartbeatInterval {
-                        try await self.send(.heartbeat, JSONWriter.bytes(.object(["leaderLast": position.map { .string($0.rawValue) } ?? .null])))
+                        try await self.sendHeartbeat(position)
                         lastSentAt = .now
                     }
                     guard await bell.next() != nil else { break }
@@ -429,6 +419,14 @@ final class LogServerConnection: Sendable {
             self.logger.info("follower connection ended", metadata: ["eddy.follower": "\(name)", "eddy.reason": "\(error)"])
             self.channel.close(promise: nil)
         }
+    }
+
+    /// A `heartbeat` naming `position` as the leader's last entry sent, with `extra` members
+    /// (the namespace list, watched namespaces written).
+    private func sendHeartbeat(_ position: LogID?, _ extra: [String: Value] = [:]) async throws {
+        var body = extra
+        body["leaderLast"] = position.map { .string($0.rawValue) } ?? .null
+        try await self.send(.heartbeat, JSONWriter.bytes(.object(body)))
     }
 
     /// A JSON list (an object keyed "0", "1", ... as `Value` holds arrays).
