@@ -19,9 +19,11 @@
 // namespace that is idle (or has had its turn, `FollowerService.parkAfter`) parks: it ends, and
 // the namespace is watched through the default namespace's connection (a `watch` frame with the
 // newest entry applied; see NamespaceWatches on the leader). When the leader says a parked
-// namespace was written, it waits for a session again. After each welcome of the default
-// namespace's connection every parked namespace is watched again (a new leader process knows no
-// watch). With at most `sessionsMax` namespaces nothing ever parks. The default namespace never
+// namespace was written, it waits for a session again. With more namespaces than sessions,
+// idle sessions also park while fewer than `spareSessions` are free, so a parked namespace
+// written again usually starts at once. After each welcome of the default namespace's
+// connection every parked namespace is watched again (a new leader process knows no watch).
+// With at most `sessionsMax` namespaces nothing ever parks. The default namespace never
 // parks and always has its session.
 //
 // Bounded: `sessionsMax` services run at once; the tables hold one entry per namespace of the
@@ -65,8 +67,9 @@ public final class FollowerSupervisor: Service, Sendable {
     }
 
     private let table = Mutex(Namespaces())
-    /// How many namespaces wait (read by every session at every frame).
-    private let waitingCount = Atomic<Int>(0)
+    /// Whether idle sessions should park (read by every session at every frame; see
+    /// `updateParking`).
+    private let parkingWanted = Atomic(false)
     private let added: AsyncStream<FollowerService>
     private let addedContinuation: AsyncStream<FollowerService>.Continuation
 
@@ -164,14 +167,28 @@ public final class FollowerSupervisor: Service, Sendable {
         guard state.waiting[namespace] == nil, !state.running.contains(namespace) else { return }
         state.pending.append(namespace)
         state.waiting[namespace] = bootstrapFirst
-        self.waitingCount.store(state.waiting.count, ordering: .relaxed)
+        self.updateParking(state)
+    }
+
+    /// Sessions kept free, once there are more namespaces than sessions, so that a parked
+    /// namespace written again starts at once rather than after an idle session's next
+    /// heartbeat (up to a second).
+    static let spareSessions = 4
+
+    /// Idle sessions park while a namespace waits, and, with more namespaces than sessions,
+    /// while fewer than `spareSessions` sessions are free.
+    private func updateParking(_ state: Namespaces) {
+        let spare = min(Self.spareSessions, self.sessionsLimit - 1)
+        let wanted =
+            !state.waiting.isEmpty || (state.services.count > self.sessionsLimit && state.running.count > self.sessionsLimit - spare)
+        self.parkingWanted.store(wanted, ordering: .relaxed)
     }
 
     private func makeService(_ namespace: String, bootstrapFirst: Bool) -> FollowerService {
         var onNamespaces: @Sendable ([String]) -> Void = { _ in }
         var onWritten: @Sendable ([String]) -> Void = { _ in }
         var onWelcome: @Sendable () -> Void = {}
-        var shouldPark: @Sendable () -> Bool = { [weak self] in (self?.waitingCount.load(ordering: .relaxed) ?? 0) > 0 }
+        var shouldPark: @Sendable () -> Bool = { [weak self] in self?.parkingWanted.load(ordering: .relaxed) ?? false }
         if namespace == DataDirectory.defaultNamespace {
             onNamespaces = { [weak self] names in self?.discovered(names) }
             onWritten = { [weak self] names in self?.written(names) }
@@ -201,7 +218,7 @@ public final class FollowerSupervisor: Service, Sendable {
                 state.running.insert(namespace)
                 starting.append(service)
             }
-            self.waitingCount.store(state.waiting.count, ordering: .relaxed)
+            self.updateParking(state)
             return starting
         }
         for service in starting { self.addedContinuation.yield(service) }
@@ -214,6 +231,7 @@ public final class FollowerSupervisor: Service, Sendable {
         let status = service.status
         let watch: [String: LogID?]? = self.table.withLock { state in
             state.running.remove(service.namespace)
+            self.updateParking(state)
             guard status.parked, state.accepting else { return nil }
             state.parked[service.namespace] = status.parkedAt
             return [service.namespace: status.parkedAt]

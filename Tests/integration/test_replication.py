@@ -907,6 +907,11 @@ def test_more_namespaces_than_sessions_all_replicate_parked_ones_wake_when_writt
     assert value(samples, "eddy_follower_namespaces_parked") >= 1
     total = sum(value(samples, f"eddy_follower_namespaces_{k}") for k in ("replicating", "waiting", "parked"))
     assert total == len(names) + 1, samples  # and the default namespace
+    # Idle, with more namespaces than sessions: 4 sessions are kept free for parked ones.
+    deadline = time.monotonic() + 30
+    while value(scrape(follower.base_url + "/metrics"), "eddy_follower_namespaces_replicating") > 44:
+        assert time.monotonic() < deadline, "sessions were not freed"
+        time.sleep(0.2)
 
     # A parked namespace written twice, 1.5 s apart, while the follower is stopped: it cannot
     # connect, and the leader prunes down to the last second meanwhile, yet keeps what the
