@@ -23,8 +23,8 @@
 // idle sessions also park while fewer than `spareSessions` are free, so a parked namespace
 // written again usually starts at once. After each welcome of the default namespace's
 // connection every parked namespace is watched again (a new leader process knows no watch).
-// With at most `sessionsMax` namespaces nothing ever parks. The default namespace never
-// parks and always has its session.
+// With at most `sessionsMax` namespaces (the default one included) nothing ever parks. The
+// default namespace never parks and always has its session.
 //
 // Bounded: `sessionsMax` services run at once; the tables hold one entry per namespace of the
 // leader, which its data directory bounds.
