@@ -38,8 +38,9 @@ public final class DataDirectory: Sendable {
     private let lockDescriptor: Int32
     /// What is open and held; one lock so no engine opens after close.
     private let state = Mutex(OpenNamespaces())
-    /// `observeCommits` observers by token, and how many (the commit path's fast check).
-    private let commitObservers = Mutex<[UInt64: @Sendable (String, LogID) -> Void]>([:])
+    /// `observeCommits` observers by token (tokens never reused), and how many (the commit
+    /// path's fast check).
+    private let commitObservers = Mutex<(observers: [UInt64: @Sendable (String, LogID) -> Void], nextToken: UInt64)>(([:], 1))
     private let commitObserverCount = Atomic<Int>(0)
 
     /// The open namespaces, their leases and when each was last used.
@@ -250,7 +251,7 @@ public final class DataDirectory: Sendable {
                 state.newestAtClose[name] = nil
                 engine.observeCommits { [weak self] entries in
                     guard let self, self.commitObserverCount.load(ordering: .sequentiallyConsistent) > 0, let newest = entries.last?.id else { return }
-                    for observer in self.commitObservers.withLock({ Array($0.values) }) { observer(name, newest) }
+                    for observer in self.commitObservers.withLock({ Array($0.observers.values) }) { observer(name, newest) }
                 }
             }
             state.use(name, leased: leased)
@@ -298,18 +299,20 @@ public final class DataDirectory: Sendable {
     /// log server: a follower that parked an idle namespace (closed its connection to it) is
     /// told when the namespace is written again.
     public func observeCommits(_ observer: @escaping @Sendable (_ namespace: String, _ newest: LogID) -> Void) -> UInt64 {
-        self.commitObservers.withLock { observers in
-            let token = (observers.keys.max() ?? 0) + 1
-            observers[token] = observer
-            self.commitObserverCount.store(observers.count, ordering: .sequentiallyConsistent)
+        self.commitObservers.withLock { table in
+            let token = table.nextToken
+            table.nextToken += 1
+            table.observers[token] = observer
+            self.commitObserverCount.store(table.observers.count, ordering: .sequentiallyConsistent)
             return token
         }
     }
 
+    /// Ends `observeCommits`'s calls for `token` (a token already ended: nothing).
     public func stopObservingCommits(_ token: UInt64) {
-        self.commitObservers.withLock { observers in
-            observers[token] = nil
-            self.commitObserverCount.store(observers.count, ordering: .sequentiallyConsistent)
+        self.commitObservers.withLock { table in
+            table.observers[token] = nil
+            self.commitObserverCount.store(table.observers.count, ordering: .sequentiallyConsistent)
         }
     }
 
