@@ -144,7 +144,7 @@ final class LogServerConnection: Sendable {
             self.doorbells.remove(registration.bell)
             // Parked namespaces' positions stay held (refreshed while this connection lasted) for
             // `bootstrapHold`, for the follower's next connection to watch them again.
-            _ = self.watches.remove(connection: registration.follower)
+            self.watches.remove(connection: registration.follower)
         }
     }
 

@@ -37,19 +37,17 @@ final class NamespaceWatches: Sendable {
         self.state.withLock { $0.connections[connection] = (bell, [], [:]) }
     }
 
-    /// The connection closed: its watches that did not fire, with the entry each named.
-    func remove(connection: UInt64) -> [String: LogID?] {
+    /// The connection closed: its watches end unfired (the log server holds their positions for
+    /// retention only while the connection lasts).
+    func remove(connection: UInt64) {
         self.state.withLock { state in
             state.connections[connection] = nil
-            var left: [String: LogID?] = [:]
             for (namespace, watchers) in state.watching {
-                guard let after = watchers[connection] else { continue }
-                left[namespace] = after
+                guard watchers[connection] != nil else { continue }
                 state.watching[namespace]![connection] = nil
                 if state.watching[namespace]!.isEmpty { state.watching[namespace] = nil }
                 self.watchCount.subtract(1, ordering: .relaxed)
             }
-            return left
         }
     }
 

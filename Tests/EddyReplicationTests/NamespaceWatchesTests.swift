@@ -51,7 +51,7 @@ import Testing
         #expect(watches.takeFired(connection: 8) == [], "a connection not added registers nothing")
     }
 
-    @Test func aClosedConnectionsWatchesComeBackAndOthersStay() {
+    @Test func aClosedConnectionsWatchesEndAndOthersStay() {
         let watches = NamespaceWatches()
         let log = self.ids(3)
         let (_, ringOne) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -61,10 +61,13 @@ import Testing
         watches.watch(connection: 1, namespace: "x", after: log[0])
         watches.watch(connection: 1, namespace: "y", after: nil)
         watches.watch(connection: 2, namespace: "x", after: log[1])
-        let left = watches.remove(connection: 1)
-        #expect(left.count == 2)
-        #expect(left["x"] == .some(log[0]))
-        #expect(left["y"] == .some(nil))
+        let held = watches.positions(connection: 1, reconnected: { _ in false })
+        #expect(held.count == 2)
+        #expect(held["x"] == .some(log[0]))
+        #expect(held["y"] == .some(nil))
+        watches.remove(connection: 1)
+        #expect(watches.positions(connection: 1, reconnected: { _ in false }).isEmpty, "a closed connection holds no position")
+        #expect(watches.positions(connection: 2, reconnected: { _ in false }) == ["x": .some(log[1])])
         watches.committed("x", newest: log[2])
         #expect(watches.takeFired(connection: 1) == [])
         #expect(watches.takeFired(connection: 2) == ["x"])
