@@ -13,8 +13,14 @@
 // held, opening another is refused with `busy` (retry once one is let go). A closed namespace
 // reopens on its next use (its data is on disk; what its memtables held is replayed from its
 // write-ahead log).
-// Thread-safety: the open map, leases and use order are guarded by one Mutex; engines open and
-// close under it, so no lease is ever handed out for a closing engine.
+// Thread-safety: the open map, leases and use order are guarded by one Mutex. Engines open and
+// close outside it (an open replays a write-ahead log, a close flushes memtables: seconds, which
+// held up every request of every namespace while the lock was held): a namespace being opened
+// or closed has a `NamespaceTransition` in the map, and a use of that namespace waits for it
+// while other namespaces go on. An engine is in the open map only once open and leaves it
+// before its close starts, so no lease is ever handed out for a closing engine. Open engines
+// plus namespaces being opened never exceed `namespacesOpenMax`; an opener closes the
+// namespace it evicts before it opens its own, so RocksDB never holds more open.
 
 import EddyModel
 import EddyStorage
@@ -46,6 +52,10 @@ public final class DataDirectory: Sendable {
     /// The open namespaces, their leases and when each was last used.
     private struct OpenNamespaces {
         var engines: [String: Engine] = [:]
+        /// Namespaces being opened or closed outside the lock (never also in `engines`).
+        var transitions: [String: NamespaceTransition] = [:]
+        /// How many of `transitions` are openings (each counts towards `namespacesOpenMax`).
+        var openingCount = 0
         /// Leases held per namespace (absent: none).
         var leases: [String: Int] = [:]
         /// A use counter's value at each namespace's latest lease or lookup (least recently
@@ -224,44 +234,97 @@ public final class DataDirectory: Sendable {
     }
 
     private func isOpenOrOnDisk(_ name: String) -> Bool {
-        self.state.withLock { $0.engines[name] != nil } || FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
+        self.state.withLock { $0.engines[name] != nil || $0.transitions[name]?.kind == .opening } || FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT")
+    }
+
+    /// What `openEngine` found under the lock.
+    private enum OpenStep {
+        case open(Engine)
+        /// Opening or closing elsewhere: wait for it, then look again.
+        case wait(NamespaceTransition)
+        /// This caller opens it, after closing `evicted` (when room was needed).
+        case openHere(NamespaceTransition, evicted: (name: String, engine: Engine, transition: NamespaceTransition)?)
     }
 
     private func openEngine(_ name: String, create: Bool, leased: Bool) throws(EddyError) -> Engine {
-        try self.state.withLock { (state: inout OpenNamespaces) throws(EddyError) -> Engine in
-            if state.closed {
-                throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
-            }
-            let engine: Engine
-            if let open = state.engines[name] {
-                engine = open
-            } else {
+        while true {
+            let step = try self.state.withLock { (state: inout OpenNamespaces) throws(EddyError) -> OpenStep in
+                if state.closed {
+                    throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
+                }
+                if let open = state.engines[name] {
+                    state.use(name, leased: leased)
+                    return .open(open)
+                }
+                if let transition = state.transitions[name] { return .wait(transition) }
                 if !create, name != Self.defaultNamespace, !FileManager.default.fileExists(atPath: self.path + "/" + name + "/CURRENT") {
                     throw EddyError(.notFound, "namespace \(name) does not exist; only the admin creates namespaces")
                 }
-                if state.engines.count >= Limits.namespacesOpenMax {
-                    try self.closeLeastRecentlyUsed(&state, toOpen: name)
+                var evicted: (name: String, engine: Engine, transition: NamespaceTransition)?
+                if state.engines.count + state.openingCount >= Limits.namespacesOpenMax {
+                    evicted = try self.evictLeastRecentlyUsed(&state, toOpen: name)
                 }
-                var logger = self.logger
-                logger[metadataKey: "eddy.ns"] = "\(name)"
-                var options = self.options
-                options.namespace = name
-                engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
-                state.engines[name] = engine
-                state.newestAtClose[name] = nil
-                engine.observeCommits { [weak self] entries in
-                    guard let self, self.commitObserverCount.load(ordering: .sequentiallyConsistent) > 0, let newest = entries.last?.id else { return }
-                    for observer in self.commitObservers.withLock({ Array($0.observers.values) }) { observer(name, newest) }
-                }
+                let opening = NamespaceTransition(.opening)
+                state.transitions[name] = opening
+                state.openingCount += 1
+                return .openHere(opening, evicted: evicted)
             }
-            state.use(name, leased: leased)
-            return engine
+            switch step {
+            case .open(let engine):
+                return engine
+            case .wait(let transition):
+                transition.wait()
+            case .openHere(let opening, let evicted):
+                if let evicted { self.finishClosing(evicted.name, evicted.engine, evicted.transition, toOpen: name) }
+                return try self.finishOpening(name, opening, leased: leased)
+            }
         }
     }
 
-    /// Closes the least recently used namespace nobody holds, to make room for `name`; throws
-    /// `busy` when every open namespace is held.
-    private func closeLeastRecentlyUsed(_ state: inout OpenNamespaces, toOpen name: String) throws(EddyError) {
+    /// Opens namespace `name`'s engine outside the lock and puts it in the open map (or, when the
+    /// directory closed meanwhile, closes it again and throws `shuttingDown`).
+    private func finishOpening(_ name: String, _ opening: NamespaceTransition, leased: Bool) throws(EddyError) -> Engine {
+        defer { opening.finish() }
+        var logger = self.logger
+        logger[metadataKey: "eddy.ns"] = "\(name)"
+        var options = self.options
+        options.namespace = name
+        let engine: Engine
+        do {
+            engine = try Engine.open(directory: self.path + "/" + name, options: options, logger: logger)
+        } catch {
+            self.state.withLock { state in
+                state.transitions[name] = nil
+                state.openingCount -= 1
+            }
+            throw error
+        }
+        engine.observeCommits { [weak self] entries in
+            guard let self, self.commitObserverCount.load(ordering: .sequentiallyConsistent) > 0, let newest = entries.last?.id else { return }
+            for observer in self.commitObservers.withLock({ Array($0.observers.values) }) { observer(name, newest) }
+        }
+        let published = self.state.withLock { state -> Bool in
+            state.transitions[name] = nil
+            state.openingCount -= 1
+            guard !state.closed else { return false }
+            state.engines[name] = engine
+            state.newestAtClose[name] = nil
+            state.use(name, leased: leased)
+            return true
+        }
+        guard published else {
+            engine.close()
+            throw EddyError(.shuttingDown, "the data directory \(self.path) is closed; the server is shutting down")
+        }
+        return engine
+    }
+
+    /// Takes the least recently used namespace nobody holds out of the open map, to make room
+    /// for `name` (the caller closes it, outside the lock); throws `busy` when every open
+    /// namespace is held.
+    private func evictLeastRecentlyUsed(
+        _ state: inout OpenNamespaces, toOpen name: String
+    ) throws(EddyError) -> (name: String, engine: Engine, transition: NamespaceTransition) {
         let idle = state.engines.filter { candidate, engine in
             candidate != Self.defaultNamespace && state.leases[candidate] == nil
                 && !engine.indexStatus().contains { $0.state == .building }
@@ -269,17 +332,29 @@ public final class DataDirectory: Sendable {
         guard let victim = idle.keys.min(by: { state.lastUsed[$0, default: 0] < state.lastUsed[$1, default: 0] }) else {
             throw EddyError(
                 .busy,
-                "cannot open namespace \(name): \(state.engines.count) namespaces are open and each is in use (by a connection, an event stream, a follower or an index build); namespacesOpenMax is \(Limits.namespacesOpenMax). Retry once one is no longer used"
+                "cannot open namespace \(name): \(state.engines.count + state.openingCount) namespaces are open and each is in use (by a connection, an event stream, a follower or an index build); namespacesOpenMax is \(Limits.namespacesOpenMax). Retry once one is no longer used"
             )
         }
         let engine = state.engines.removeValue(forKey: victim)!
+        let closing = NamespaceTransition(.closing)
+        state.transitions[victim] = closing
         state.lastUsed[victim] = nil
         state.closedForRoom += 1
+        return (victim, engine, closing)
+    }
+
+    /// Closes an evicted namespace's engine outside the lock and records its newest entry.
+    private func finishClosing(_ name: String, _ engine: Engine, _ closing: NamespaceTransition, toOpen opening: String) {
         engine.close()
-        state.newestAtClose[victim] = .some(try? engine.lastLogID())
         self.logger.info(
             "closed an idle namespace to open another (namespacesOpenMax)",
-            metadata: ["eddy.ns": "\(victim)", "eddy.opening": "\(name)", "eddy.namespaces_open_max": "\(Limits.namespacesOpenMax)"])
+            metadata: ["eddy.ns": "\(name)", "eddy.opening": "\(opening)", "eddy.namespaces_open_max": "\(Limits.namespacesOpenMax)"])
+        let newest = try? engine.lastLogID()
+        self.state.withLock { state in
+            state.transitions[name] = nil
+            state.newestAtClose[name] = .some(newest)
+        }
+        closing.finish()
     }
 
     /// The newest durable log entry of namespace `name` when known without opening it: it is
@@ -328,16 +403,18 @@ public final class DataDirectory: Sendable {
         }.sorted()
     }
 
-    /// Drains and closes every engine, then releases the lock. Idempotent.
+    /// Drains and closes every engine, waits for namespaces being opened or closed (an opening
+    /// one closes again), then releases the lock. Idempotent.
     public func close() {
-        let (open, wasClosed) = self.state.withLock { state in
+        let (open, transitions, wasClosed) = self.state.withLock { state in
             defer {
                 state.engines = [:]
                 state.closed = true
             }
-            return (Array(state.engines.values), state.closed)
+            return (Array(state.engines.values), Array(state.transitions.values), state.closed)
         }
         for engine in open { engine.close() }
+        for transition in transitions { transition.wait() }
         if !wasClosed {
             flock(self.lockDescriptor, LOCK_UN)
             Glibc.close(self.lockDescriptor)

@@ -1,0 +1,104 @@
+// A namespace being opened (a write-ahead-log replay, seconds after a crash) holds up only the
+// uses of that namespace: another namespace is leased meanwhile, and a second use of the one
+// opening waits for it and gets the same engine (never a second open of one database).
+//
+// The open is held still by making the namespace's CURRENT file a FIFO: RocksDB's open reads
+// it and blocks until the test writes the real contents. The test knows the open is under way
+// when its own open of the FIFO for writing succeeds (a FIFO opens for writing only once a
+// reader has it open).
+
+import EddyEngine
+import EddyModel
+import EddyTesting
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs `body` on a thread of its own (it blocks; Swift's pool must not wait on it).
+private final class Background<Result: Sendable>: Sendable {
+    private let result = Mutex<Result?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () -> Result) {
+        let thread = Thread { [self] in
+            let value = body()
+            self.result.withLock { $0 = value }
+            self.done.signal()
+        }
+        thread.start()
+    }
+
+    /// The result once `body` returned within `seconds`, nil otherwise.
+    func wait(seconds: Double) -> Result? {
+        guard self.done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return self.result.withLock { $0 }
+    }
+
+    var isFinished: Bool { self.result.withLock { $0 != nil } }
+}
+
+@Suite struct NamespaceOpenOutsideLockTests {
+    typealias Outcome = Swift.Result<EngineLease, EddyError>
+
+    fileprivate static func lease(_ data: DataDirectory, _ name: String) -> Background<Outcome> {
+        Background { () -> Outcome in
+            Outcome { () throws(EddyError) -> EngineLease in try data.lease(namespace: name) }
+        }
+    }
+
+    @Test func aNamespaceOpeningHoldsUpOnlyItsOwnUses() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
+            for name in ["slow", "other"] {
+                let lease = try data.lease(namespace: name)
+                _ = try await lease.engine.set(p("/name"), .string(name))
+                lease.release()
+            }
+            data.close()
+        }
+        let current = directory.path + "/slow/CURRENT"
+        let contents = try String(contentsOfFile: current, encoding: .utf8)
+        #expect(unlink(current) == 0)
+        #expect(mkfifo(current, 0o600) == 0)
+
+        let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .sync), logger: quietLogger)
+        defer { data.close() }
+        let slow = Self.lease(data, "slow")
+        // Wait (at most 20 s) until RocksDB has the FIFO open for reading, i.e. the open is under way.
+        var writer: Int32 = -1
+        for _ in 0..<20_000 where writer < 0 && !slow.isFinished {
+            writer = open(current, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if writer < 0 { usleep(1_000) }
+        }
+        try #require(writer >= 0, "the open of namespace slow never read its CURRENT file (finished: \(slow.isFinished))")
+
+        // Meanwhile another namespace is leased; a second use of namespace slow waits.
+        let other = Self.lease(data, "other")
+        let otherOutcome = other.wait(seconds: 20)
+        let secondSlow = Self.lease(data, "slow")
+        #expect(otherOutcome != nil, "a lease of another namespace waited for namespace slow's open")
+        #expect(!slow.isFinished && !secondSlow.isFinished, "namespace slow was leased before its open finished")
+
+        // Let the open finish: both uses of namespace slow get the one engine.
+        let bytes = Array(contents.utf8)
+        #expect(write(writer, bytes, bytes.count) == bytes.count)
+        close(writer)
+        let first = try #require(slow.wait(seconds: 60)).get()
+        let second = try #require(secondSlow.wait(seconds: 60)).get()
+        #expect(first.engine === second.engine, "namespace slow was opened twice")
+        #expect(try await first.engine.get(p("/name")) == .string("slow"))
+        first.release()
+        second.release()
+        if let otherLease = try otherOutcome?.get() {
+            #expect(try await otherLease.engine.get(p("/name")) == .string("other"))
+            otherLease.release()
+        }
+        #expect(data.openNamespaces == ["other", "slow"])
+    }
+}
