@@ -7,6 +7,7 @@
 // `Query.keyQueryForNullPriorities`); once one child has a priority, the query reads the whole
 // location and orders it in memory (`QueryWindow`): priorities have no index.
 
+import EddyIndexes
 import EddyModel
 import EddyStorage
 import EddyTree
@@ -33,23 +34,34 @@ extension Engine {
     /// The children `query` selects at `path`, in export form, for `access`: selected as any
     /// query is (an index, key order, or the stored priorities), then each selected child read
     /// with the priorities under it (a read of the location's size only where a priority-ordered
-    /// query needs it).
+    /// query needs it). The selection and the priorities are read on one snapshot, so a write
+    /// in between never shows a child's new priority with its old value.
     public func queryExport(_ path: Path, _ query: Query, access: Access) async throws(EddyError) -> Value {
         let definition = try await self.index(path, query, access: access)
         return try await self.onReader { () throws(EddyError) in
             try self.checkRead(path, query: query, access)
-            let selected = try self.readQuery(path, query, definition: definition)
-            guard case .object(var children) = selected, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else {
-                return selected
-            }
-            let iterator = self.database.makeIterator(family)
-            for (key, child) in children {
-                let prefix = PathKeyEncoding.encode(path.appending(key))
-                let records = try PriorityRecords.records(iterator, under: prefix)
-                if !records.isEmpty { children[key] = try PriorityRecords.merging(records, into: child, prefix: prefix) }
-            }
-            return .object(children)
+            return try self.readQueryExport(path, query, definition: definition)
         }
+    }
+
+    /// Blocking read of `queryExport`'s answer. `afterSelection` runs between the selection and
+    /// the priorities' read (tests write there).
+    func readQueryExport(
+        _ path: Path, _ query: Query, definition: IndexDefinition?, afterSelection: (() -> Void)? = nil
+    ) throws(EddyError) -> Value {
+        let snapshot = self.database.makeSnapshot()
+        let selected = try self.readQuery(path, query, definition: definition, on: snapshot)
+        afterSelection?()
+        guard case .object(var children) = selected, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else {
+            return selected
+        }
+        let iterator = self.database.makeIterator(family, snapshot: snapshot)
+        for (key, child) in children {
+            let prefix = PathKeyEncoding.encode(path.appending(key))
+            let records = try PriorityRecords.records(iterator, under: prefix)
+            if !records.isEmpty { children[key] = try PriorityRecords.merging(records, into: child, prefix: prefix) }
+        }
+        return .object(children)
     }
 
     /// Whether a node at or below `path` has a priority (when not, the export form at `path`
@@ -77,10 +89,11 @@ extension Engine {
 
     /// The answer of a priority-ordered query at `path` when a child there has a priority
     /// (without priorities, as every query answers); nil when none has, so key order serves.
-    func readPriorityQuery(_ path: Path, _ query: Query) throws(EddyError) -> Value? {
+    /// `on`: the snapshot to read (nil: a new one).
+    func readPriorityQuery(_ path: Path, _ query: Query, on given: Snapshot? = nil) throws(EddyError) -> Value? {
         guard query.order == .priority, let family = self.database.columnFamilyIfPresent(ColumnFamilies.priority) else { return nil }
         let location = PathKeyEncoding.encode(path)
-        let snapshot = self.database.makeSnapshot()
+        let snapshot = given ?? self.database.makeSnapshot()
         let priorities = self.database.makeIterator(family, snapshot: snapshot)
         priorities.seek(location, within: location)
         if priorities.isValid, priorities.key == location { priorities.next() }  // the location's own

@@ -41,13 +41,15 @@ extension Engine {
         try self.readQueryJSON(path, query, definition: try self.index(for: path, query))
     }
 
-    func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?) throws(EddyError) -> Value {
+    /// `on`: read that snapshot (nil: the newest state).
+    func readQuery(_ path: Path, _ query: Query, definition: IndexDefinition?, on snapshot: Snapshot? = nil) throws(EddyError) -> Value {
         let start = ContinuousClock.now
         defer { self.metrics.queryTimer(indexed: definition != nil).recordSince(start) }
         guard let definition else {
-            if let answer = try self.readPriorityQuery(path, query) { return answer }
-            return try self.keyQueryReader(path, query)?.read() ?? .null
+            if let answer = try self.readPriorityQuery(path, query, on: snapshot) { return answer }
+            return try self.keyQueryReader(path, query, on: snapshot)?.read() ?? .null
         }
+        if let snapshot { return try self.indexQueryReader(definition, path, query, on: snapshot).read() }
         let reader = self.indexQueryReader(definition, path, query)
         do {
             return try reader.read()
@@ -76,22 +78,25 @@ extension Engine {
 
     /// Key order, or priority order where no child has a priority
     /// (`Query.keyQueryForNullPriorities`: nil when it selects nothing).
-    private func keyQueryReader(_ path: Path, _ query: Query) -> KeyQueryReader? {
+    private func keyQueryReader(_ path: Path, _ query: Query, on snapshot: Snapshot? = nil) -> KeyQueryReader? {
         guard let keyQuery = query.order == .priority ? query.keyQueryForNullPriorities : query else { return nil }
-        let iterator = self.database.makeCurrentIterator(self.database.columnFamily(ColumnFamilies.tree))
+        let tree = self.database.columnFamily(ColumnFamilies.tree)
+        let iterator = snapshot.map { self.database.makeIterator(tree, snapshot: $0) } ?? self.database.makeCurrentIterator(tree)
         return KeyQueryReader(iterator: iterator, location: PathKeyEncoding.encode(path), query: keyQuery)
     }
 
     /// A reader over the newest state: the index iterator (pooled) and, when an entry is not
     /// covered, a tree iterator of the same state. When the database changed before the tree
     /// iterator was needed, the reader stops with `stateMoved`, and the read is done again
-    /// `onSnapshot` (both iterators on one new snapshot, the tree's made lazily).
+    /// `onSnapshot` (both iterators on one new snapshot, the tree's made lazily). `on`: read
+    /// that snapshot instead.
     private func indexQueryReader(
-        _ definition: IndexDefinition, _ path: Path, _ query: Query, onSnapshot: Bool = false, beforeTree: (() -> Void)? = nil
+        _ definition: IndexDefinition, _ path: Path, _ query: Query, onSnapshot: Bool = false, on given: Snapshot? = nil,
+        beforeTree: (() -> Void)? = nil
     ) -> IndexQueryReader {
         let indexFamily = self.database.columnFamily(ColumnFamilies.index)
         let treeFamily = self.database.columnFamily(ColumnFamilies.tree)
-        if !onSnapshot {
+        if !onSnapshot, given == nil {
             let index = self.database.makeCurrentIterator(indexFamily)
             if let view = index.view {
                 return IndexQueryReader(
@@ -103,7 +108,7 @@ extension Engine {
                     location: PathKeyEncoding.encode(path), query: query)
             }
         }
-        let snapshot = self.database.makeSnapshot()
+        let snapshot = given ?? self.database.makeSnapshot()
         return IndexQueryReader(
             definition: definition,
             index: self.database.makeIterator(indexFamily, snapshot: snapshot),
