@@ -30,8 +30,12 @@ struct Options {
     var http = ""
     var count = 0
 
+    static let usage =
+        "usage: ClientProfile rtt|push|event|memory|observed unix|tcp|rest|http --socket PATH --tcp HOST:PORT --http http://HOST:PORT [--count N]"
+
     init() {
         var args = Array(CommandLine.arguments.dropFirst())
+        guard args.count >= 2, args.count % 2 == 0 else { Self.fail("a figure, a transport and option values are needed") }
         self.figure = args.removeFirst()
         self.transport = args.removeFirst()
         while !args.isEmpty {
@@ -41,10 +45,17 @@ struct Options {
             case "--socket": self.socket = value
             case "--tcp": self.tcp = value
             case "--http": self.http = value
-            case "--count": self.count = Int(value)!
-            default: fatalError("unknown option \(name)")
+            case "--count":
+                guard let count = Int(value), count > 0 else { Self.fail("--count \(value) is not a positive integer") }
+                self.count = count
+            default: Self.fail("unknown option \(name)")
             }
         }
+    }
+
+    static func fail(_ reason: String) -> Never {
+        FileHandle.standardError.write(Data("ClientProfile: \(reason)\n\(Self.usage)\n".utf8))
+        exit(2)
     }
 
     func url(_ transport: String, alternate: Bool = false) -> String {
@@ -299,6 +310,6 @@ case "push": try await pushes()
 case "event": try await eventLatency()
 case "memory": try await memory()
 case "observed": try await observedPushes()
-default: fatalError("unknown figure \(options.figure)")
+default: Options.fail("unknown figure \(options.figure)")
 }
 exit(0)
