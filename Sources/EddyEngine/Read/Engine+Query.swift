@@ -54,7 +54,7 @@ extension Engine {
         do {
             return try reader.read()
         } catch where reader.stateMoved {
-            return try self.indexQueryReader(definition, path, query, onSnapshot: true).read()
+            return try self.indexQueryReader(definition, path, query, on: self.database.makeSnapshot()).read()
         }
     }
 
@@ -72,7 +72,7 @@ extension Engine {
         do {
             return try reader.readJSON()
         } catch where reader.stateMoved {
-            return try self.indexQueryReader(definition, path, query, onSnapshot: true).readJSON()
+            return try self.indexQueryReader(definition, path, query, on: self.database.makeSnapshot()).readJSON()
         }
     }
 
@@ -88,15 +88,13 @@ extension Engine {
     /// A reader over the newest state: the index iterator (pooled) and, when an entry is not
     /// covered, a tree iterator of the same state. When the database changed before the tree
     /// iterator was needed, the reader stops with `stateMoved`, and the read is done again
-    /// `onSnapshot` (both iterators on one new snapshot, the tree's made lazily). `on`: read
-    /// that snapshot instead.
+    /// on a new snapshot (`on`: both iterators on that snapshot, the tree's made lazily).
     private func indexQueryReader(
-        _ definition: IndexDefinition, _ path: Path, _ query: Query, onSnapshot: Bool = false, on given: Snapshot? = nil,
-        beforeTree: (() -> Void)? = nil
+        _ definition: IndexDefinition, _ path: Path, _ query: Query, on given: Snapshot? = nil, beforeTree: (() -> Void)? = nil
     ) -> IndexQueryReader {
         let indexFamily = self.database.columnFamily(ColumnFamilies.index)
         let treeFamily = self.database.columnFamily(ColumnFamilies.tree)
-        if !onSnapshot, given == nil {
+        if given == nil {
             let index = self.database.makeCurrentIterator(indexFamily)
             if let view = index.view {
                 return IndexQueryReader(
