@@ -1,6 +1,8 @@
 // A namespace being opened (a write-ahead-log replay, seconds after a crash) holds up only the
 // uses of that namespace: another namespace is leased meanwhile, and a second use of the one
-// opening waits for it and gets the same engine (never a second open of one database).
+// opening waits for it and gets the same engine (never a second open of one database). Many
+// tasks leasing more namespaces than stay open, opening and evicting them at once, each read
+// back what they wrote, and never more than `namespacesOpenMax` are open.
 //
 // The open is held still by making the namespace's CURRENT file a FIFO: RocksDB's open reads
 // it and blocks until the test writes the real contents. The test knows the open is under way
@@ -100,5 +102,50 @@ private final class Background<Result: Sendable>: Sendable {
             otherLease.release()
         }
         #expect(data.openNamespaces == ["other", "slow"])
+    }
+
+    @Test func concurrentLeasesOfMoreNamespacesThanStayOpenKeepEveryWrite() async throws {
+        let seed = SeededGenerator.seedFromEnvironment()
+        print("NamespaceOpenOutsideLockTests: EDDY_SEED=\(seed)")
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let data = try DataDirectory(path: directory.path, options: EngineOptions(durability: .none), logger: quietLogger)
+        defer { data.close() }
+        let namespaces = Limits.namespacesOpenMax + 16
+        let tasks = 8
+        let rounds = 40
+        // What each task wrote last in each namespace (its own key there).
+        let written = try await withThrowingTaskGroup(of: (task: Int, last: [Int: Int]).self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var random = SeededGenerator(seed: seed &+ UInt64(task))
+                    var last: [Int: Int] = [:]
+                    for round in 0..<rounds {
+                        let n = random.int(in: 0..<namespaces)
+                        let lease = try data.lease(namespace: "ns-\(n)")
+                        defer { lease.release() }
+                        let path = p("/task\(task)")
+                        if let previous = last[n] {
+                            #expect(try await lease.engine.get(path) == .number(Double(previous)), "ns-\(n) lost task \(task)'s write")
+                        }
+                        _ = try await lease.engine.set(path, .number(Double(round)))
+                        last[n] = round
+                        #expect(data.openNamespaces.count <= Limits.namespacesOpenMax)
+                    }
+                    return (task, last)
+                }
+            }
+            var all: [Int: [Int: Int]] = [:]
+            for try await (task, last) in group { all[task] = last }
+            return all
+        }
+        #expect(data.namespaceFigures.closedForRoom > 0, "the test opened more namespaces than stay open")
+        for (task, last) in written {
+            for (n, round) in last {
+                let lease = try data.lease(namespace: "ns-\(n)")
+                defer { lease.release() }
+                #expect(try await lease.engine.get(p("/task\(task)")) == .number(Double(round)))
+            }
+        }
     }
 }
