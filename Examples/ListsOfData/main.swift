@@ -39,7 +39,11 @@ let token = mostViewed.observe { change in
     }
 }
 
-do {
+// In an async function: in top-level code (this file's own statements) Swift resolves
+// `try await ref.setValue(...)` to the synchronous `setValue`, which does not wait for the
+// server (the compiler warns "no 'async' operations occur within 'await'"), with Firebase's SDK
+// as with Eddy's.
+func writePostsAndComments() async throws {
     // Posts, each under a push id made on the client (they sort in the order they were made).
     try await post.setValue(["title": "Hello, Eddy", "author": "ada", "metrics": ["views": 10]])
     for (title, views) in [("Lists of data", 42), ("Queries", 7), ("Transactions", 99)] {
@@ -66,6 +70,10 @@ do {
     token.invalidate()
     try await ref.removeValue()
     print("done")
+}
+
+do {
+    try await writePostsAndComments()
 } catch {
     print("error: \(error)")
     exit(1)
