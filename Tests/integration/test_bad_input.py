@@ -459,6 +459,12 @@ def test_unknown_method_override(h, override):
     h.refuse("POST", "/guard", '{"k": "new"}', 405, headers={"X-HTTP-Method-Override": override})
 
 
+@pytest.mark.parametrize("setting", ["defaultWriteSizeLimit", "strictTriggerValidation", "nope", "rules/extra"])
+def test_settings_eddyd_does_not_have_are_refused_by_name(h, setting):
+    for method, body in (("GET", None), ("PUT", '"large"')):
+        h.refuse(method, f"/.settings/{setting}", body, 400, f"/.settings/{setting} is not a setting", "/.settings/rules.json")
+
+
 def test_path_without_json_suffix(h):
     for method in ("PUT", "POST", "PATCH", "DELETE"):
         h.refuse(method, h.d.base_url + "/guard", '{"k": "new"}', 404, ".json")

@@ -108,6 +108,16 @@ struct RESTRequest {
         } else if decoded == [".settings", "followers"] {
             self.isFollowers = true
             decoded = []
+        } else if decoded.first == ".settings" {
+            // Firebase's other database settings (defaultWriteSizeLimit, strictTriggerValidation,
+            // which firebase-tools' database:settings sets) are not kept here: refused by name,
+            // not as a key with a "." in it.
+            let name = decoded.dropFirst().joined(separator: "/")
+            throw RESTError(
+                status: 400,
+                message:
+                    "/.settings/\(name) is not a setting eddyd has; it has /.settings/rules.json (the rules document), /.settings/indexes.json (index status) and /.settings/followers.json (replication status)"
+            )
         } else if decoded.first == ".ondisconnect", decoded.count <= 2 {
             self.isOnDisconnect = true
             self.onDisconnectSession = decoded.count == 2 ? decoded[1] : nil
