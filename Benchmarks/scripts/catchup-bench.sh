@@ -30,16 +30,8 @@ source Benchmarks/scripts/lib/binaries.sh
 eddyd=$eddy_bin/eddyd
 eddy=$eddy_bin/eddy
 driver=$eddy_bin/ReplicationProfile
-work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-catchup-bench.XXXXXX")
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    wait 2> /dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 source Benchmarks/scripts/lib/daemons.sh
+bench_work_dir catchup-bench
 build_replication_tools
 
 mode=${CATCHUP_MODE:-snapshot}

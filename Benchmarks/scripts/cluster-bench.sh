@@ -18,16 +18,8 @@ cd "$root"
 source Benchmarks/scripts/lib/binaries.sh
 eddyd=$eddy_bin/eddyd
 driver=$eddy_bin/ReplicationProfile
-work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-cluster-bench.XXXXXX")
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    wait 2> /dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 source Benchmarks/scripts/lib/daemons.sh
+bench_work_dir cluster-bench
 require_tool etcd etcd-server
 echo "== build ($bench_config)"
 build_eddy eddyd ReplicationProfile

@@ -22,15 +22,8 @@ writes=${3:-8}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 source Benchmarks/scripts/lib/binaries.sh
-work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-parked-wake-bench.XXXXXX")
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    wait 2> /dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
 source Benchmarks/scripts/lib/daemons.sh
+bench_work_dir parked-wake-bench
 
 echo "== build ($bench_config)"
 build_eddy eddyd

@@ -31,18 +31,11 @@ cd "$root"
 source Benchmarks/scripts/lib/binaries.sh
 eddyd=$eddy_bin/eddyd
 driver=$eddy_bin/ReplicationProfile
-work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-replication-bench.XXXXXX")
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-    wait 2> /dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+source Benchmarks/scripts/lib/daemons.sh
+bench_work_dir replication-bench
 
 phases=${PHASES:-throughput catchup fanout}
 has_phase() { [[ " $phases " == *" $1 "* ]]; }
-source Benchmarks/scripts/lib/daemons.sh
 build_replication_tools
 
 # start NAME ARGS...: `eddyd ARGS` through start_command.

@@ -1,7 +1,17 @@
 # Shared by the scripts that start eddyd (replication-bench.sh, catchup-bench.sh,
 # peer-bench.sh, http-ab-bench.sh): sourced, not run.
-# The caller sources lib/binaries.sh and sets `work` (a temporary directory) and `pids=()` before
-# sourcing this; every process started here is added to `pids`, which the caller's cleanup kills.
+# The caller sources lib/binaries.sh and either sets `work` (a temporary directory) and `pids=()`
+# before sourcing this, or calls `bench_work_dir` right after; every process started here is
+# added to `pids`, which the cleanup kills.
+
+# bench_work_dir NAME: a temporary directory as `work`, an empty `pids`, and an EXIT trap that
+# kills every process in `pids`, waits for them and removes `work` (for a script with no other
+# cleanup of its own).
+bench_work_dir() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/eddy-$1.XXXXXX")
+    pids=()
+    trap 'for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done; wait 2> /dev/null || true; rm -rf "$work"' EXIT
+}
 
 # build_replication_tools: eddyd, eddy and ReplicationProfile (lib/binaries.sh, which the caller
 # sources first, says which configuration and when nothing is built).
