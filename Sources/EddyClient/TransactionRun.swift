@@ -148,7 +148,7 @@ final class TransactionRun: Sendable {
             if runFirstHere { self.runFirst() } else { self.ref.database.deliver { self.runFirst() } }
             return
         }
-        // In export form: the block sees the priorities, and writes them back (the ETag is of the data).
+        // In export form: the block sees the priorities, and writes them back (the ETag covers them).
         let request: Value = .object(["path": .string(self.ref.path.description), "etag": .bool(true), "priorities": .bool(true)])
         self.ref.database.connection.request(.get, request) { result in
             switch result {
@@ -177,12 +177,12 @@ final class TransactionRun: Sendable {
             return provisional
         }
         if let provisional {
-            self.write(provisional.output, over: provisional.input, etag: ETag.of(provisional.input.withoutPriorities), replacing: provisional.write)
+            self.write(provisional.output, over: provisional.input, etag: ETag.of(provisional.input), replacing: provisional.write)
             return
         }
         let held = (self.ref.database.cachedValue(of: self.ref) ?? .null).normalized()
         guard let output = self.runBlock(on: held) else { return }
-        self.write(output, over: held, etag: ETag.of(held.withoutPriorities), replacing: nil)
+        self.write(output, over: held, etag: ETag.of(held), replacing: nil)
     }
 
     /// No connection: starts again once there is one (this attempt does not count).

@@ -1,5 +1,6 @@
 // ETags for conditional REST requests: FNV-1a (128-bit) over the canonical JSON of the value
-// (`JSONWriter`, keys in Firebase order), as 32 hex digits. Absent data has the ETag
+// in export form (`JSONWriter`, keys in Firebase order, `.priority` members included, so a
+// change of priority alone changes the ETag, as Firebase's hash does), as 32 hex digits. Absent data has the ETag
 // `null_etag`, as Firebase's REST API answers. Stable across restarts and replicas because the
 // canonical JSON is.
 

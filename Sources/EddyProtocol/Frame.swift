@@ -50,7 +50,8 @@ public struct Frame: Sendable, Equatable {
         /// `{"op": "set"|"update"|"push"|"remove", "path": "/a", "value": ..., "silence": [subscription ids],
         /// "ifMatch": "<etag>"?}` (answer: `written`). With `ifMatch` the write applies only while
         /// the location's ETag is that one; otherwise `error` with code `preconditionFailed`,
-        /// `"current"` (the value now) and `"etag"` (its ETag): a compare-and-set for transactions.
+        /// `"current"` (the value now, in export form: `.priority` members) and `"etag"` (its
+        /// ETag, which covers the priorities): a compare-and-set for transactions.
         case write = 3
         /// `{"path": "/a", "query": {...}, "since": "<log id>"?, "events": "all"|"value", "coalesce": bool?}`
         /// (answer: `subscribed`, then `events` frames with this id). `events`: `"all"` (the

@@ -176,4 +176,45 @@ import Testing
         #expect(try await outcome.wait(for: 1) == ["nil true true"])
         #expect(seen.all == [#"{"a":1,"b":2}"#], "one run, on the child's data: \(seen.all)")
     }
+
+    /// The ETag the first run's write carries covers the priorities the client holds (the
+    /// server's does, as Firebase's hash does): on a location held with a priority the block
+    /// runs once, and a priority another client changed meanwhile sends it round again.
+    @Test(arguments: ["socket", "http"]) func aFirstRunOnDataWithAPriorityCarriesItsETag(transport: String) async throws {
+        let namespace = "tx-priority-\(transport)"
+        let ref = self.database(transport, namespace).reference().child("ranked")
+        try await ref.setValue(["n": 1], andPriority: 5)
+        let values = Recorder<String>()
+        ref.observe(.value) { values.add("\($0.value ?? "nil") \($0.priority ?? "nil")") }
+        _ = try await values.wait(for: 1)
+        let runs = Recorder<String>()
+        let (committed, _) = try await ref.runTransactionBlock { data in
+            runs.add("\(data.value ?? "nil") \(data.priority ?? "nil")")
+            data.value = ["n": 2]
+            return TransactionResult.success(withValue: data)
+        }
+        #expect(committed)
+        #expect(runs.all.count == 1, "one run, its ETag current: \(runs.all)")
+
+        let other = self.otherClient(transport, namespace).reference().child("ranked")
+        let changedAtFirstRun = Recorder<String>()
+        let secondRuns = Recorder<String>()
+        let (again, snapshot) = try await ref.runTransactionBlock { data in
+            secondRuns.add("\(data.priority ?? "nil")")
+            if changedAtFirstRun.all.isEmpty {
+                changedAtFirstRun.add("changed")
+                // Another client changes only the priority before this run's write is sent.
+                let done = DispatchSemaphore(value: 0)
+                other.setPriority(9) { _, _ in done.signal() }
+                done.wait()
+            }
+            data.value = ["n": 3]
+            return TransactionResult.success(withValue: data)
+        }
+        #expect(again && snapshot.value as? [String: Int] == ["n": 3])
+        // The first transaction wrote a value without a priority (which clears it, as
+        // Firebase's MutableData does); the second runs on none, then again on the new one.
+        #expect(secondRuns.all == ["<null>", "9"], "run again on the new priority: \(secondRuns.all)")
+        #expect(try await other.getData().value as? [String: Int] == ["n": 3])
+    }
 }

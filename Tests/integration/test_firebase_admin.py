@@ -173,6 +173,41 @@ def test_set_if_unchanged_failure(ref):
     assert ok is True and ref.get() == {"v": 3}
 
 
+def test_a_change_of_priority_alone_makes_an_etag_stale(ref):
+    """Firebase's hash of a location covers its priorities: set_if_unchanged after another
+    client changed only a priority is refused, with the data as a plain GET reads it."""
+    ref.set({"v": 1, ".priority": 5})
+    data, etag = ref.get(etag=True)
+    assert data == {"v": 1}
+    ref.update({".priority": 7})
+    assert ref.get() == {"v": 1}, "the data reads the same"
+    _, now = ref.get(etag=True)
+    assert now != etag
+    ok, value, etag_412 = ref.set_if_unchanged(etag, {"v": 2})
+    assert (ok, value, etag_412) == (False, {"v": 1}, now)
+    assert ref.get() == {"v": 1}
+    ok, value, _ = ref.set_if_unchanged(etag_412, {"v": 2})
+    assert ok is True and ref.get() == {"v": 2}
+
+
+def test_a_transaction_reruns_after_a_change_of_priority(ref, module_daemon):
+    """The transaction's conditional write covers the priority too: a priority changed between
+    its read and its write sends the block round again (on the same data)."""
+    ref.set({"n": 1, ".priority": 1})
+    seen = []
+
+    def bump(current):
+        seen.append(current)
+        if len(seen) == 1:
+            r = requests.patch(module_daemon.url(ref.path, ns=NS), json={".priority": 2})
+            assert r.status_code == 200, r.text
+        return {"n": current["n"] + 1}
+
+    assert ref.transaction(bump) == {"n": 2}
+    assert seen == [{"n": 1}, {"n": 1}], seen
+    assert ref.get() == {"n": 2}
+
+
 def test_set_if_unchanged_on_missing_location(ref):
     data, etag = ref.child("new").get(etag=True)
     assert data is None

@@ -534,6 +534,30 @@ def test_conditional_writes_compare_and_set(native, daemon):
     assert requests.get(daemon.url("/cas")).json() == 3
 
 
+def test_conditional_writes_compare_the_priorities_too(native, daemon):
+    """The ETag covers priorities (Firebase's hash does): `get` with `etag` answers the plain
+    value and the ETag REST answers; after a change of priority alone the ETag is stale, and
+    the refusal carries the current value in export form."""
+    native.send(WRITE, 1, {"op": "set", "path": "/casp", "value": {"v": 1, ".priority": 1}})
+    assert native.recv()[0] == WRITTEN
+    for rid, flags in ((2, {}), (3, {"priorities": True})):
+        native.send(GET, rid, {"path": "/casp", "etag": True, **flags})
+        kind, _, answer = native.recv()
+        expected = {"v": 1, ".priority": 1} if flags else {"v": 1}
+        assert kind == VALUE and answer["value"] == expected, answer
+        assert answer["etag"] == requests.get(daemon.url("/casp"), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    native.send(WRITE, 4, {"op": "set", "path": "/casp/.priority", "value": 2})
+    assert native.recv()[0] == WRITTEN
+    native.send(WRITE, 5, {"op": "set", "path": "/casp", "value": {"v": 2}, "ifMatch": answer["etag"]})
+    kind, rid, refused = native.recv()
+    assert (kind, rid) == (ERROR, 5) and refused["code"] == "preconditionFailed", refused
+    assert refused["current"] == {"v": 1, ".priority": 2}, refused
+    assert refused["etag"] == requests.get(daemon.url("/casp"), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    native.send(WRITE, 6, {"op": "set", "path": "/casp", "value": {"v": 2}, "ifMatch": refused["etag"]})
+    assert native.recv()[0] == WRITTEN
+    assert requests.get(daemon.url("/casp", format="export")).json() == {"v": 2}
+
+
 def test_the_native_protocol_over_tcp(daemon_factory):
     """`--native-listen HOST:PORT` serves the same protocol over TCP; eddyd prints the address."""
     daemon = daemon_factory("--native-listen", "127.0.0.1:0")

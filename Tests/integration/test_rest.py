@@ -672,6 +672,47 @@ def test_etag_of_a_conditional_write_is_the_etag_of_what_was_stored(http, d, bas
     assert r.status_code == 200
 
 
+def test_etags_cover_priorities(http, d, base):
+    """An ETag is of the location's export form, as Firebase's hash covers priorities: a PUT's
+    ETag is the one a GET then answers, for priorities at any depth; a change of priority
+    alone changes it; a 412 answers the current value in the form the request reads."""
+    shapes = [
+        {"x": 1, ".priority": 5},
+        {".value": "leaf", ".priority": "p"},
+        {"a": {".value": 1, ".priority": 2.5}, "b": {"c": True, ".priority": "z"}},
+        {"l": ["x", {".value": "y", ".priority": 1}]},
+        {"t": 1, ".priority": {".sv": "timestamp"}},
+        {"plain": {"no": "priority"}},
+    ]
+    for shape in shapes:
+        r = http.put(d.url(base), data=json.dumps(shape), headers={"X-Firebase-ETag": "true"})
+        assert r.status_code == 200, r.text
+        got = http.get(d.url(base), headers={"X-Firebase-ETag": "true"})
+        assert r.headers["ETag"] == got.headers["ETag"], (shape, got.text)
+        exported = http.get(d.url(base, format="export"), headers={"X-Firebase-ETag": "true"})
+        assert exported.headers["ETag"] == got.headers["ETag"], shape
+    put(http, d, base, {"x": 1, ".priority": 5})
+    etag = http.get(d.url(base), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    assert http.get(d.url(base), headers={"if-none-match": etag}).status_code == 304
+    r = http.put(d.url(base + "/.priority"), data="7")
+    assert r.status_code == 200, r.text
+    r = http.get(d.url(base), headers={"if-none-match": etag})
+    assert r.status_code == 200 and r.json() == {"x": 1} and r.headers["ETag"] != etag
+    now = r.headers["ETag"]
+    r = http.put(d.url(base), data='{"x": 2}', headers={"if-match": etag})
+    assert r.status_code == 412 and r.json() == {"x": 1} and r.headers["ETag"] == now, r.text
+    r = http.put(d.url(base, format="export"), data='{"x": 2}', headers={"if-match": etag})
+    assert r.status_code == 412 and r.json() == {"x": 1, ".priority": 7}, r.text
+    assert http.get(d.url(base, format="export")).json() == {"x": 1, ".priority": 7}, "nothing applied"
+    # a priority below the location counts as well
+    put(http, d, base, {"a": {"b": 1}})
+    etag = http.get(d.url(base), headers={"X-Firebase-ETag": "true"}).headers["ETag"]
+    assert http.put(d.url(base + "/a/.priority"), data='"p"').status_code == 200
+    r = http.delete(d.url(base), headers={"if-match": etag})
+    assert r.status_code == 412 and r.json() == {"a": {"b": 1}}, r.text
+    assert get(http, d, base) == {"a": {"b": 1}}
+
+
 def test_if_match_null_etag(http, d, base):
     r = http.put(d.url(base + "/new"), data='"x"', headers={"if-match": "null_etag"})
     assert r.status_code == 200 and r.json() == "x"

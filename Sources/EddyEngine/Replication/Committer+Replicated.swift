@@ -58,6 +58,6 @@ extension Committer {
         if listening { self.events.endWrite(logID: entry.id, silenced: [], canRead: self.canReadInGroup) }
         self.lastAssignedLogID = entry.id
         self.newestTerm.store(entry.term, ordering: .relaxed)
-        return (.committed(CommittedWrite(logID: entry.id, pushedKey: nil, value: .null)), entry)
+        return (.committed(CommittedWrite(logID: entry.id, pushedKey: nil, value: .null, exportValue: .null)), entry)
     }
 }

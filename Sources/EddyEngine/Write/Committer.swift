@@ -401,7 +401,9 @@ final class Committer: @unchecked Sendable {
             try self.authorize(operation, write.access, nowMilliseconds: now, pushedKey: id.rawValue)
         }
         if let ifMatch = write.ifMatch {
-            let current = try writer.currentValue(at: operation.location)
+            // The ETag covers the priorities, as Firebase's hash does: a change of priority
+            // alone makes a conditional write stale.
+            let current = try writer.currentExportValue(at: operation.location)
             let etag = ETag.of(current)
             if etag != ifMatch {
                 // The 412 answers the value and its ETag: only for a caller who may read them
@@ -476,7 +478,7 @@ final class Committer: @unchecked Sendable {
         self.batch.put(self.log, Array(id.rawValue.utf8), encoded)
         if listening { self.events.endWrite(logID: id, silenced: write.silenced, canRead: self.canReadInGroup) }
         self.lastAssignedLogID = id
-        return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written.withoutPriorities)), entry)
+        return (.committed(CommittedWrite(logID: id, pushedKey: pushedKey, value: written.withoutPriorities, exportValue: written)), entry)
     }
 }
 

@@ -113,6 +113,14 @@ final class TreeWriter: EventGroupReads {
         try TreeReader.readSubtree(self.groupIterator, prefix: PathKeyEncoding.encode(path)).value
     }
 
+    /// The current value at `path` in export form (`.priority` members) as the batch would
+    /// leave it: what a conditional write's ETag is of.
+    func currentExportValue(at path: Path) throws(EddyError) -> Value {
+        let prefix = PathKeyEncoding.encode(path)
+        guard self.mayHoldPriorities else { return try TreeReader.readSubtree(self.groupIterator, prefix: prefix).value }
+        return try PriorityRecords.exportValue(tree: self.groupIterator, priorities: self.groupPriorityIterator, prefix: prefix)
+    }
+
     var groupPriorityIteratorIfAny: Iterator? { self.mayHoldPriorities ? self.groupPriorityIterator : nil }
 
     /// The priority of the node at `path` as the batch would leave it (`.null`: none).

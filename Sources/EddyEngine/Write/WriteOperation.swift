@@ -62,11 +62,15 @@ public struct CommittedWrite: Sendable, Equatable {
     /// What was written: the resolved value for set/push, the resolved changes as an object
     /// keyed by relative path for update, `.null` for remove.
     public var value: Value
+    /// `value` in export form: with the `.priority` members the write set. For a set or push
+    /// it is the location's new state, so its ETag is the location's (`ETag`).
+    public var exportValue: Value
 }
 
 public enum WriteOutcome: Sendable, Equatable {
     case committed(CommittedWrite)
-    /// `ifMatch` did not match: nothing was written or logged.
+    /// `ifMatch` did not match: nothing was written or logged. `current` is in export form
+    /// (`.priority` members), as its ETag covers the priorities.
     case preconditionFailed(current: Value, etag: String)
 
     /// The committed write; a precondition failure is a programmer error where no `ifMatch`

@@ -323,16 +323,17 @@ final class NativeConnection: Sendable {
                     self.answer(.value, frame.requestID, .object(["value": try await engine.priority(node, access: access)]))
                     return
                 }
-                // `"priorities": true`: the value in export form (`.priority` members); its ETag
-                // is the data's, as a conditional write compares it. Without a priority at or
-                // below the path it is the plain value, read with the bound below.
+                // `"priorities": true`: the value in export form (`.priority` members). An ETag
+                // is of the export form either way (it covers the priorities, as a conditional
+                // write compares it). Without a priority at or below the path the export form is
+                // the plain value, read with the bound below.
                 if try Self.flag(body, "priorities"), try await engine.holdsPriorities(at: try Self.path(body)) {
                     let value = try await engine.getExport(try Self.path(body), access: access)
                     guard body["etag"] == .bool(true) else {
                         try self.answerExport(frame.requestID, value)
                         return
                     }
-                    self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value.withoutPriorities))]))
+                    self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value))]))
                     return
                 }
                 guard body["etag"] == .bool(true) else {
@@ -346,8 +347,8 @@ final class NativeConnection: Sendable {
                     self.answerValue(frame.requestID, json: json)
                     return
                 }
-                let value = try await engine.get(try Self.path(body), access: access)
-                self.answer(.value, frame.requestID, .object(["value": value, "etag": .string(ETag.of(value))]))
+                let export = try await engine.getExport(try Self.path(body), access: access)
+                self.answer(.value, frame.requestID, .object(["value": export.withoutPriorities, "etag": .string(ETag.of(export))]))
             case .query:
                 let query = try Self.query(body) ?? Query(order: .key)
                 if try Self.flag(body, "priorities"), try await engine.holdsPriorities(at: try Self.path(body)) {

@@ -438,28 +438,28 @@ public struct RESTResponder: HTTPResponder {
         if rest.query == nil, !rest.shallow, !wantsETag, headers[.ifNoneMatch] == nil, rest.print != .silent, !rest.export {
             return try await self.streamedGet(rest, engine: engine, access: access, started: started)
         }
-        let value: Value
+        // An ETag covers the priorities (as Firebase's hash does), so it is of the export form.
+        let ifNoneMatch = headers[.ifNoneMatch]
+        let export = rest.export || wantsETag || ifNoneMatch != nil
+        var value: Value
         do {
             if let query = rest.query {
-                value = rest.export ? try await engine.queryExport(rest.path, query, access: access) : try await engine.query(rest.path, query, access: access)
+                value = export ? try await engine.queryExport(rest.path, query, access: access) : try await engine.query(rest.path, query, access: access)
             } else if rest.shallow {
                 value = try await engine.getShallow(rest.path, access: access)
             } else {
-                value = rest.export ? try await engine.getExport(rest.path, access: access) : try await engine.get(rest.path, access: access)
+                value = export ? try await engine.getExport(rest.path, access: access) : try await engine.get(rest.path, access: access)
             }
         } catch {
             throw RESTError(error)
         }
         try Self.checkTimeout(rest, since: started)
-        if let ifNoneMatch = headers[.ifNoneMatch] {
-            let etag = ETag.of(value.withoutPriorities)
-            if ifNoneMatch == etag {
-                return Response(status: .notModified, headers: [.eTag: etag])
-            }
-            return Self.json(value, rest, etag: etag)
+        let etag = wantsETag || ifNoneMatch != nil ? ETag.of(value) : nil
+        if !rest.export { value = value.withoutPriorities }
+        if let ifNoneMatch, ifNoneMatch == etag {
+            return Response(status: .notModified, headers: [.eTag: ifNoneMatch])
         }
-        // The ETag is of the data (an export's priorities aside), as a later if-match compares.
-        return Self.json(value, rest, etag: wantsETag ? ETag.of(value.withoutPriorities) : nil)
+        return Self.json(value, rest, etag: etag)
     }
 
     /// A whole-value GET: written straight from the tree, never built as a `Value`. An answer
@@ -554,14 +554,18 @@ public struct RESTResponder: HTTPResponder {
         }
         switch outcome {
         case .preconditionFailed(let current, let etag):
-            return Self.json(current, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
+            // The current value as a GET of this request's form would answer it.
+            let body = rest.export ? current : current.withoutPriorities
+            return Self.json(body, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
         case .committed(let committed):
             do {
                 try await self.replication.confirm(committed.logID, namespace: rest.namespace)
             } catch {
                 throw RESTError(error)
             }
-            var newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.value)
+            // Of the location's new state, priorities included (a set or push leaves exactly
+            // what it wrote there).
+            var newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.exportValue)
             var written = committed.value
             // An increment resolves against the stored number: the result (and its ETag) is
             // answered only to a caller who may read the location; a write-only caller gets the
