@@ -53,6 +53,28 @@ def test_bad_rules_are_refused_and_nothing_changes(daemon, document, fragment):
     assert requests.get(rules_url(daemon)).json() == before
 
 
+def test_rules_nested_too_deep_are_refused_and_the_daemon_stays_up(daemon):
+    """An expression nested deeper than 128 levels is refused by name (it used to exhaust the
+    stack and end the daemon); thousands of || alternatives are fine."""
+    before = requests.get(rules_url(daemon)).json()
+    deep = [
+        "(" * 800 + "true" + ")" * 800,
+        "!" * 2000 + "true",
+        " + ".join(["1"] * 3000) + " > 0",
+        "data" + ".parent()" * 1000 + ".exists()",
+    ]
+    for expression in deep:
+        r = requests.put(rules_url(daemon), data=json.dumps({"rules": {"a": {".read": expression}}}))
+        assert r.status_code == 400, r.text
+        assert "nests deeper than 128 levels" in r.json()["error"] and "rules at /a" in r.json()["error"], r.text[:300]
+        assert requests.get(rules_url(daemon)).json() == before
+    many = " || ".join(f"auth.uid === 'u{i}'" for i in range(3000))
+    r = requests.put(rules_url(daemon, ns="deep-ok"), data=json.dumps({"rules": {".read": many, ".write": True}}))
+    assert r.status_code == 200, r.text[:300]
+    assert requests.put(daemon.url("/x", ns="deep-ok"), data="1").status_code == 200
+    assert requests.get(daemon.url("/x", ns="deep-ok")).status_code == 401, "no credential: denied"
+
+
 # Firebase's rules documents carry comments (the documentation's examples, the CLI's
 # database.rules.json); they are blanked in place, so errors keep their line and column.
 COMMENTED = """{

@@ -15,7 +15,9 @@
 //
 // Names are the rule variables (`auth`, `now`, `root`, `data`, `newData`, `query`, `$wildcard`);
 // any other name is refused when parsed, as Firebase refuses unknown variables. Errors carry the
-// column (1-based) in the expression.
+// column (1-based) in the expression. A tree deeper than `depthMax` (or parentheses nested
+// deeper) is refused while it is parsed, so no rule can exhaust a stack; `||` and `&&` chains
+// are built balanced (both are associative), so long lists of alternatives stay shallow.
 
 public indirect enum RuleExpression: Sendable, Equatable {
     case literal(RuleValue)
@@ -28,6 +30,12 @@ public indirect enum RuleExpression: Sendable, Equatable {
     case conditional(RuleExpression, RuleExpression, RuleExpression)
     case regex(pattern: String, flags: String)
     case array([RuleExpression])
+
+    /// The deepest expression tree a rule may hold (and the deepest nesting of parentheses,
+    /// brackets, arguments, branches and prefix operators): bounds the recursion of parsing,
+    /// type checking and evaluation, so no rule can exhaust a thread's stack. `||` and `&&`
+    /// chains are built balanced, so they count log2 of their terms.
+    public static let depthMax = 128
 
     /// The variables an expression may name besides `$wildcards`.
     public static let variables: Set<String> = ["auth", "now", "root", "data", "newData", "query"]
@@ -60,6 +68,8 @@ struct RuleParser {
     private let chars: [Character]
     private let wildcards: Set<String>
     private var position = 0
+    /// How deep the parser's recursion is (`nested`).
+    private var nesting = 0
     private var token: Token = .end
     private var tokenStart = 0
     /// After a value a `/` divides; elsewhere it starts a regex literal.
@@ -76,44 +86,95 @@ struct RuleParser {
         try self.advance()
         let expression = try self.conditional()
         guard self.token == .end else { throw self.error("unexpected \(self.describe(self.token))") }
-        return expression
+        return expression.expression
     }
 
     // MARK: Grammar
 
-    private mutating func conditional() throws(RuleSyntaxError) -> RuleExpression {
-        let condition = try self.binary(level: 0)
-        guard self.token == .symbol("?") else { return condition }
-        try self.advance()
-        let yes = try self.conditional()
-        try self.expect(":")
-        let no = try self.conditional()
-        return .conditional(condition, yes, no)
+    /// An expression and the depth of its tree (a leaf is 1).
+    typealias Parsed = (expression: RuleExpression, depth: Int)
+
+    /// `expression` with `depth`, refused when deeper than `RuleExpression.depthMax`, so
+    /// nothing ever builds, walks or evaluates a deeper tree.
+    private func node(_ expression: RuleExpression, depth: Int) throws(RuleSyntaxError) -> Parsed {
+        guard depth <= RuleExpression.depthMax else { throw self.tooDeep() }
+        return (expression, depth)
+    }
+
+    private func tooDeep() -> RuleSyntaxError {
+        self.error(
+            "the expression nests deeper than \(RuleExpression.depthMax) levels (operators, calls, parentheses); split it into simpler rules")
+    }
+
+    /// Entered for every parenthesis, bracket, argument, branch and prefix operator, so the
+    /// parser's own recursion stays within `depthMax` whatever the tree it builds.
+    private mutating func nested<T>(_ body: (inout RuleParser) throws(RuleSyntaxError) -> T) throws(RuleSyntaxError) -> T {
+        self.nesting += 1
+        defer { self.nesting -= 1 }
+        guard self.nesting <= RuleExpression.depthMax else { throw self.tooDeep() }
+        return try body(&self)
+    }
+
+    private mutating func conditional() throws(RuleSyntaxError) -> Parsed {
+        try self.nested { parser throws(RuleSyntaxError) in
+            let condition = try parser.binary(level: 0)
+            guard parser.token == .symbol("?") else { return condition }
+            try parser.advance()
+            let yes = try parser.conditional()
+            try parser.expect(":")
+            let no = try parser.conditional()
+            return try parser.node(
+                .conditional(condition.expression, yes.expression, no.expression), depth: 1 + max(condition.depth, yes.depth, no.depth))
+        }
     }
 
     private static let levels: [[String]] = [["||"], ["&&"], ["==", "===", "!=", "!=="], ["<", "<=", ">", ">="], ["+", "-"], ["*", "/", "%"]]
 
-    private mutating func binary(level: Int) throws(RuleSyntaxError) -> RuleExpression {
+    private mutating func binary(level: Int) throws(RuleSyntaxError) -> Parsed {
         guard level < Self.levels.count else { return try self.unary() }
         var left = try self.binary(level: level + 1)
+        if level <= 1 {
+            // `||` and `&&` are associative (boolean operands, evaluated left to right until
+            // one decides), so a chain is built balanced: a long list of alternatives
+            // (`auth.uid == 'a' || auth.uid == 'b' || ...`) nests only log2(terms) deep.
+            var operands = [left]
+            while case .symbol(let op) = self.token, Self.levels[level].contains(op) {
+                try self.advance()
+                operands.append(try self.binary(level: level + 1))
+            }
+            return try self.balanced(operands[...], Self.levels[level][0])
+        }
         while case .symbol(let op) = self.token, Self.levels[level].contains(op) {
             try self.advance()
             let right = try self.binary(level: level + 1)
-            left = .binary(op, left, right)
+            left = try self.node(.binary(op, left.expression, right.expression), depth: 1 + max(left.depth, right.depth))
         }
         return left
     }
 
-    private mutating func unary() throws(RuleSyntaxError) -> RuleExpression {
+    /// `operands` joined by `op`, the left half one more than the right when odd (so three
+    /// terms read `(a op b) op c`, as a left-to-right chain does).
+    private func balanced(_ operands: ArraySlice<Parsed>, _ op: String) throws(RuleSyntaxError) -> Parsed {
+        if operands.count == 1 { return operands[operands.startIndex] }
+        let middle = operands.startIndex + (operands.count + 1) / 2
+        let left = try self.balanced(operands[..<middle], op)
+        let right = try self.balanced(operands[middle...], op)
+        return try self.node(.binary(op, left.expression, right.expression), depth: 1 + max(left.depth, right.depth))
+    }
+
+    private mutating func unary() throws(RuleSyntaxError) -> Parsed {
         if case .symbol(let op) = self.token, op == "!" || op == "-" {
-            try self.advance()
-            return .unary(op, try self.unary())
+            return try self.nested { parser throws(RuleSyntaxError) in
+                try parser.advance()
+                let operand = try parser.unary()
+                return try parser.node(.unary(op, operand.expression), depth: 1 + operand.depth)
+            }
         }
         return try self.postfix()
     }
 
-    private mutating func postfix() throws(RuleSyntaxError) -> RuleExpression {
-        var expression = try self.primary()
+    private mutating func postfix() throws(RuleSyntaxError) -> Parsed {
+        var parsed = try self.primary()
         while true {
             switch self.token {
             case .symbol("."):
@@ -121,9 +182,12 @@ struct RuleParser {
                 guard case .name(let name) = self.token else { throw self.error("expected a name after \".\"") }
                 try self.advance()
                 if self.token == .symbol("(") {
-                    expression = .call(expression, name, try self.arguments())
+                    let arguments = try self.arguments()
+                    parsed = try self.node(
+                        .call(parsed.expression, name, arguments.map(\.expression)),
+                        depth: 1 + max(parsed.depth, arguments.map(\.depth).max() ?? 0))
                 } else {
-                    expression = .member(expression, name)
+                    parsed = try self.node(.member(parsed.expression, name), depth: 1 + parsed.depth)
                 }
             case .symbol("["):
                 try self.advance()
@@ -132,28 +196,31 @@ struct RuleParser {
                 if self.token == .symbol("(") {
                     // `root["exists"]()`: a method named by a string literal, as JavaScript
                     // allows and Firebase accepts; a computed name is refused, as there.
-                    guard case .literal(.string(let name)) = index else {
+                    guard case .literal(.string(let name)) = index.expression else {
                         throw self.error("a method is named by a string literal, as in [\"exists\"](), not computed")
                     }
-                    expression = .call(expression, name, try self.arguments())
+                    let arguments = try self.arguments()
+                    parsed = try self.node(
+                        .call(parsed.expression, name, arguments.map(\.expression)),
+                        depth: 1 + max(parsed.depth, arguments.map(\.depth).max() ?? 0))
                 } else {
-                    expression = .index(expression, index)
+                    parsed = try self.node(.index(parsed.expression, index.expression), depth: 1 + max(parsed.depth, index.depth))
                 }
             default:
-                return expression
+                return parsed
             }
         }
     }
 
     /// `(` args `)`, at the `(`.
-    private mutating func arguments() throws(RuleSyntaxError) -> [RuleExpression] {
+    private mutating func arguments() throws(RuleSyntaxError) -> [Parsed] {
         try self.list(closedBy: ")")
     }
 
     /// Comma-separated expressions up to `close`, at the opening bracket.
-    private mutating func list(closedBy close: String) throws(RuleSyntaxError) -> [RuleExpression] {
+    private mutating func list(closedBy close: String) throws(RuleSyntaxError) -> [Parsed] {
         try self.advance()
-        var elements: [RuleExpression] = []
+        var elements: [Parsed] = []
         if self.token != .symbol(close) {
             elements.append(try self.conditional())
             while self.token == .symbol(",") {
@@ -165,29 +232,29 @@ struct RuleParser {
         return elements
     }
 
-    private mutating func primary() throws(RuleSyntaxError) -> RuleExpression {
+    private mutating func primary() throws(RuleSyntaxError) -> Parsed {
         let token = self.token
         switch token {
         case .number(let n):
             try self.advance()
-            return .literal(.number(n))
+            return (.literal(.number(n)), 1)
         case .string(let s):
             try self.advance()
-            return .literal(.string(s))
+            return (.literal(.string(s)), 1)
         case .regex(let pattern, let flags):
             guard (try? Regex(pattern)) != nil else { throw self.error("invalid regular expression /\(pattern)/") }
             guard flags.allSatisfy({ $0 == "i" }) else { throw self.error("unsupported regular expression flags \(flags) (only i)") }
             try self.advance()
-            return .regex(pattern: pattern, flags: flags)
+            return (.regex(pattern: pattern, flags: flags), 1)
         case .name("true"):
             try self.advance()
-            return .literal(.bool(true))
+            return (.literal(.bool(true)), 1)
         case .name("false"):
             try self.advance()
-            return .literal(.bool(false))
+            return (.literal(.bool(false)), 1)
         case .name("null"):
             try self.advance()
-            return .literal(.null)
+            return (.literal(.null), 1)
         case .name(let name):
             if name.hasPrefix("$") {
                 guard self.wildcards.contains(name) else { throw self.error("unknown variable \(name): no such wildcard above this rule") }
@@ -195,14 +262,15 @@ struct RuleParser {
                 throw self.error("unknown variable \(name)")
             }
             try self.advance()
-            return .variable(name)
+            return (.variable(name), 1)
         case .symbol("("):
             try self.advance()
             let inner = try self.conditional()
             try self.expect(")")
             return inner
         case .symbol("["):
-            return .array(try self.list(closedBy: "]"))
+            let elements = try self.list(closedBy: "]")
+            return try self.node(.array(elements.map(\.expression)), depth: 1 + (elements.map(\.depth).max() ?? 0))
         default:
             throw self.error("expected a value, found \(self.describe(token))")
         }
