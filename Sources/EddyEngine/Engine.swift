@@ -114,7 +114,7 @@ public final class Engine: Sendable {
         let lastTerm = Self.lastLogTerm(database, lastLogID)
         let (definitions, nextIndexID) = try IndexCatalog.load(database)
         self.indexCatalog = IndexCatalog(definitions)
-        self.securityRulesHolder = SecurityRulesHolder(SecurityRulesHolder.compile(try Self.storedRules(database) ?? options.defaultRules))
+        self.securityRulesHolder = SecurityRulesHolder(SecurityRulesHolder.compile(try Self.storedRules(database) ?? options.defaultRules, logger: logger))
         let metrics = self.metrics
         self.queue = CommitQueue(capacity: options.commitQueueCountMax) { count in metrics.recordListenOrdersExpired(count) }
         let observers = self.commitObservers

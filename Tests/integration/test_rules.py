@@ -75,6 +75,25 @@ def test_rules_nested_too_deep_are_refused_and_the_daemon_stays_up(daemon):
     assert requests.get(daemon.url("/x", ns="deep-ok")).status_code == 401, "no credential: denied"
 
 
+def test_matches_answers_in_linear_time_and_refuses_backtracking_features(daemon):
+    """`matches()` runs without backtracking: /^(a+)+$/ against a long run of a's and a b (which
+    held the namespace's committer for minutes) is answered at once, and writes to the rest of
+    the namespace go on; lookaround and backreferences are refused when the rules are set."""
+    doc = {"rules": {".read": True, "r": {".write": "!data.exists() && newData.val().matches(/^(a+)+$/)"},
+                     "other": {".write": True}}}
+    assert requests.put(rules_url(daemon, ns="regex"), data=json.dumps(doc)).status_code == 200
+    r = requests.put(daemon.url("/r", ns="regex"), data=json.dumps("a" * 5000 + "b"), timeout=60)
+    assert r.status_code == 401, r.text
+    r = requests.put(daemon.url("/r", ns="regex"), data=json.dumps("a" * 5000), timeout=60)
+    assert r.status_code == 200, r.text
+    assert requests.put(daemon.url("/other", ns="regex"), data="1", timeout=60).status_code == 200
+    for pattern, reason in (("^(?=a)", "lookaround"), ("(a)\\1", "backreferences"), ("a**", "nothing to repeat")):
+        bad = {"rules": {"r": {".validate": "newData.val().matches(/" + pattern + "/)"}}}
+        r = requests.put(rules_url(daemon, ns="regex"), data=json.dumps(bad))
+        assert r.status_code == 400 and reason in r.json()["error"] and "invalid regular expression" in r.json()["error"], r.text
+    assert requests.get(rules_url(daemon, ns="regex")).json() == doc
+
+
 # Firebase's rules documents carry comments (the documentation's examples, the CLI's
 # database.rules.json); they are blanked in place, so errors keep their line and column.
 COMMENTED = """{

@@ -73,7 +73,7 @@ extension Committer {
         }
         next.sort { $0.id < $1.id }
         self.install(next)
-        self.security = SecurityRulesHolder.compile(rules)
+        self.security = SecurityRulesHolder.compile(rules, logger: self.logger)
         self.securityVersion = self.securityHolder.publish(self.security)
         self.nextIndexID = nextID
         for definition in added { self.logger.info("index building", metadata: ["eddy.index": "\(definition.description)"]) }

@@ -7,6 +7,7 @@
 // copy, so a write is checked against exactly the rules in force at its place in the log.
 
 import EddyModel
+import Logging
 import Synchronization
 
 /// The compiled rules currently in force (read by readers and listeners; set by the committer),
@@ -31,11 +32,17 @@ final class SecurityRulesHolder: Sendable {
     }
 
     /// The compiled form of a rules document. A document that no longer compiles (stored by an
-    /// older version, or replicated from one) locks the database rather than opening it.
-    static func compile(_ rules: Rules) -> SecurityRules {
-        guard case .object(let top) = rules.json, let body = top["rules"], let compiled = try? SecurityRules.compile(body) else {
+    /// older version, or replicated from one) locks the database rather than opening it, and
+    /// says so in the log.
+    static func compile(_ rules: Rules, logger: Logger) -> SecurityRules {
+        guard case .object(let top) = rules.json, let body = top["rules"] else { return .locked }
+        do {
+            return try SecurityRules.compile(body)
+        } catch {
+            logger.error(
+                "the stored rules no longer compile; every request to this database is denied until rules are set again",
+                metadata: ["eddy.error": "\(error)"])
             return .locked
         }
-        return compiled
     }
 }

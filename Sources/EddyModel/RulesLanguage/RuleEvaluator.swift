@@ -277,10 +277,13 @@ public enum RuleEvaluator {
                 try count(1)
                 guard case .map(let regex) = values[0], case .string(let pattern)? = regex["pattern"], case .string(let flags)? = regex["flags"]
                 else { throw RuleEvaluationError(message: "matches() takes a regular expression literal, /.../") }
-                guard let compiled = RuleRegexCache.regex(pattern, flags: flags) else {
-                    throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/")
+                let compiled: RuleRegex
+                do {
+                    compiled = try RuleRegexCache.regex(pattern, flags: flags)
+                } catch {
+                    throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/: \(error.message)")
                 }
-                return .bool(s.contains(compiled.regex))
+                return .bool(compiled.matches(s))
             default:
                 throw RuleEvaluationError(message: "a string has no method \(name)()")
             }

@@ -242,8 +242,12 @@ struct RuleParser {
             try self.advance()
             return (.literal(.string(s)), 1)
         case .regex(let pattern, let flags):
-            guard (try? Regex(pattern)) != nil else { throw self.error("invalid regular expression /\(pattern)/") }
             guard flags.allSatisfy({ $0 == "i" }) else { throw self.error("unsupported regular expression flags \(flags) (only i)") }
+            do {
+                _ = try RuleRegexCache.regex(pattern, flags: flags)
+            } catch {
+                throw self.error("invalid regular expression /\(pattern)/: \(error.message)")
+            }
             try self.advance()
             return (.regex(pattern: pattern, flags: flags), 1)
         case .name("true"):
