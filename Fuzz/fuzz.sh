@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(json path query rules frame entries logentry); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(json path query rules regex frame entries logentry); fi
 # Sources a target compiles in beside the libraries (files of modules that link RocksDB or zstd,
 # which the fuzz build leaves out).
 extra_sources() {
