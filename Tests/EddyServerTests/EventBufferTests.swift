@@ -49,14 +49,26 @@ import Testing
             return
         }
         for n in 2...10 { buffer.push(self.batch(n)) }  // more than 4 waiting
-        guard case .overflow(let last)? = await buffer.next() else {
+        guard case .overflow(let last, let bound)? = await buffer.next() else {
             Issue.record("no overflow")
             return
         }
         #expect(last == self.batch(1)[0].logID, "resume after the last batch handed out")
+        #expect(bound == .batches, "the bound it passed, for the client's message")
         #expect(await buffer.next() == nil)
         buffer.push(self.batch(11))
         #expect(await buffer.next() == nil, "nothing after the cut")
+    }
+
+    @Test func aConsumerWithTooManyBytesWaitingIsCutOffNamingTheBytes() async {
+        let buffer = EventBuffer(batchesMax: 1000, bytesMax: 10_000)
+        let big = [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: 4_000)), logID: nil)]
+        for _ in 0..<4 { buffer.push(big) }  // 3 fit in 10,000 bytes, the 4th does not
+        guard case .overflow(_, let bound)? = await buffer.next() else {
+            Issue.record("no overflow")
+            return
+        }
+        #expect(bound == .bytes)
     }
 
     @Test func framesOfABatch() throws {
@@ -84,7 +96,7 @@ extension EventBuffer.Item: Equatable {
         switch (a, b) {
         case (.keepAlive, .keepAlive): return true
         case (.events(let x), .events(let y)): return x == y
-        case (.overflow(let x), .overflow(let y)): return x == y
+        case (.overflow(let x, let xBound), .overflow(let y, let yBound)): return x == y && xBound == yBound
         default: return false
         }
     }

@@ -37,10 +37,11 @@ import Testing
         one.push(self.batch(1, bytes: 3_000))  // alone: always taken
         one.push(self.batch(2, bytes: 3_000))  // 12,000 > 10,000: cut off
         #expect(budget.usedBytes > 6_000 && budget.usedBytes < 7_000, "only the other stream's batch is held")
-        guard case .overflow(let last)? = await one.next() else {
+        guard case .overflow(let last, let bound)? = await one.next() else {
             Issue.record("not cut off")
             return
         }
+        #expect(bound == .shared, "cut off by the budget all streams share")
         #expect(last == nil, "nothing was handed out: resume where it started")
         guard case .events? = await other.next() else {
             Issue.record("the other stream lost its batch")

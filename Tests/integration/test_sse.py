@@ -324,6 +324,7 @@ def test_a_slow_consumer_is_cut_off_with_its_resume_id_and_resumes_without_a_gap
     assert event == "cancel", (event, data)
     assert data is None, "Firebase's docs: a cancel's data is null"
     assert "reconnect with Last-Event-ID" in raw
+    assert "fell more than 16 entries behind (--stream-buffer-batches)" in raw, "names the bound it passed"
     resume_id = raw.split("Last-Event-ID: ")[1].split(" ")[0]
     assert frames and frames[-1][0] == resume_id, "the id to resume after is the last one delivered"
     delivered = [d["data"]["i"] for _, d in frames]

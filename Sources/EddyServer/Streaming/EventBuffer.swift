@@ -15,8 +15,18 @@ final class EventBuffer: Sendable {
     enum Item: Sendable {
         case events([ChildEvent])
         case keepAlive
-        /// The consumer fell too far behind; resume after `lastDelivered`.
-        case overflow(lastDelivered: LogID?)
+        /// The consumer fell too far behind (past `bound`); resume after `lastDelivered`.
+        case overflow(lastDelivered: LogID?, bound: Bound)
+    }
+
+    /// The bound a consumer that was cut off passed.
+    enum Bound: Sendable, Equatable {
+        /// `batchesMax` batches waiting.
+        case batches
+        /// `bytesMax` bytes waiting.
+        case bytes
+        /// The bytes all streams together may have waiting (`MemoryBudget`).
+        case shared
     }
 
     private struct State {
@@ -25,6 +35,7 @@ final class EventBuffer: Sendable {
         var keepAlive = false
         var finished = false
         var overflowed = false
+        var overflowBound = Bound.batches
         var lastDelivered: LogID?
         var waiter: CheckedContinuation<Item?, Never>?
     }
@@ -55,12 +66,19 @@ final class EventBuffer: Sendable {
             }
             // One batch is always taken when nothing waits (a location's first value may be
             // larger than any bound); past that, every bound holds.
-            let admitted =
-                state.pending.isEmpty
-                ? self.budget.reserve(bytes, evenPast: true)
-                : state.pending.count < self.batchesMax && state.bytes + bytes <= self.bytesMax && self.budget.reserve(bytes)
-            if !admitted {
+            var passed: Bound? = nil
+            if state.pending.isEmpty {
+                if !self.budget.reserve(bytes, evenPast: true) { passed = .shared }
+            } else if state.pending.count >= self.batchesMax {
+                passed = .batches
+            } else if state.bytes + bytes > self.bytesMax {
+                passed = .bytes
+            } else if !self.budget.reserve(bytes) {
+                passed = .shared
+            }
+            if let passed {
                 state.overflowed = true
+                state.overflowBound = passed
                 state.pending.removeAll()
                 self.budget.release(state.bytes)
                 state.bytes = 0
@@ -109,7 +127,7 @@ final class EventBuffer: Sendable {
                     // Said once; the stream is over after it.
                     state.overflowed = false
                     state.finished = true
-                    return .some(.overflow(lastDelivered: state.lastDelivered))
+                    return .some(.overflow(lastDelivered: state.lastDelivered, bound: state.overflowBound))
                 }
                 if !state.pending.isEmpty {
                     let events = state.pending.removeFirst()

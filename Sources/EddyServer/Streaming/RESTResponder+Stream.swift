@@ -140,10 +140,16 @@ extension RESTResponder {
                                     break loop
                                 }
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.keepAlive))
-                            case .overflow(let last):
+                            case .overflow(let last, let bound):
                                 ServerMetrics.disconnectedForLag(.sse)
+                                let behind: String
+                                switch bound {
+                                case .batches: behind = "fell more than \(buffer.batchesMax) entries behind (--stream-buffer-batches)"
+                                case .bytes: behind = "had more than \(buffer.bytesMax) bytes of events waiting for the client (--stream-buffer-bytes)"
+                                case .shared: behind = "needed more memory than all streams together may hold (--stream-buffers-bytes-total)"
+                                }
                                 let reason =
-                                    "the stream fell more than \(buffer.batchesMax) entries behind; reconnect with Last-Event-ID: \(last?.rawValue ?? attachment.liveAfter?.rawValue ?? "") to resume"
+                                    "the stream \(behind); reconnect with Last-Event-ID: \(last?.rawValue ?? attachment.liveAfter?.rawValue ?? "") to resume"
                                 try await writer.write(ByteBuffer(bytes: SSEFrames.cancel(reason)))
                                 break loop
                             }
