@@ -150,3 +150,68 @@ def test_sighup_renews_the_tls_certificate_and_the_admin_secret(daemon_factory, 
     sighup(daemon, "TLS files not applied")
     assert presented_name(port, tmp_path / "ca.pem") == "second"
     assert daemon.running
+
+
+def test_sighup_revokes_open_streams_whose_credential_no_longer_verifies(daemon_factory, tmp_path):
+    """Firebase sends `auth_revoked` "when the supplied auth parameter is no longer valid": a
+    rotated admin secret or token secret (SIGHUP) revokes the event streams and native
+    connections opened with the old one, within a keep-alive period; streams whose credential
+    still verifies, and unauthenticated ones, go on."""
+    import jwt
+
+    from test_native import Native, SUBSCRIBE, SUBSCRIBED, EVENTS, GET, ERROR
+
+    admin, hs = tmp_path / "admin", tmp_path / "hs"
+    admin.write_text("first-admin-secret-0123456789")
+    hs.write_text("first-hs256-secret-0123456789abcdef")
+    daemon = daemon_factory("--admin-token-file", str(admin), "--jwt-secret-file", str(hs), "--project-id", "proj",
+                            "--sse-keep-alive-seconds", "1")
+    rules = {"rules": {".read": True, ".write": "auth != null"}}
+    assert requests.put(rules_url(daemon), data=json.dumps(rules),
+                        headers={"Authorization": "Bearer first-admin-secret-0123456789"}).status_code == 200
+    now = int(time.time())
+    claims = {"sub": "alice", "aud": "proj", "iss": "https://securetoken.google.com/proj", "iat": now, "exp": now + 3600}
+    alice = jwt.encode(claims, "first-hs256-secret-0123456789abcdef", algorithm="HS256", headers={"kid": "eddy-hs256"})
+
+    as_admin = SSEClient(daemon, "/live", headers={"Authorization": "Bearer first-admin-secret-0123456789"})
+    as_alice = SSEClient(daemon, "/live", query="auth=" + alice)
+    anonymous = SSEClient(daemon, "/live")
+    native = Native(daemon)
+    native.send(8, 1, {"token": alice})  # auth
+    assert native.recv()[1] == 1
+    native.send(SUBSCRIBE, 2, {"path": "/live"})
+    assert native.recv()[0] == SUBSCRIBED
+    for stream in (as_admin, as_alice, anonymous):
+        assert stream.next_data()[0] == "put"
+    try:
+        # Only the admin secret changes: the token stream and the native connection go on.
+        admin.write_text("second-admin-secret-0123456789")
+        sighup(daemon, "reread the credential files")
+        event, _, data, _ = as_admin.next_data(timeout=15)
+        assert event == "auth_revoked" and data == "credential is no longer valid", (event, data)
+        assert as_admin.next(timeout=15)[0] == "closed"
+        assert requests.put(daemon.url("/live/a"), data="1", headers={"Authorization": "Bearer second-admin-secret-0123456789"}).status_code == 200
+        for stream in (as_alice, anonymous):
+            assert stream.next_data()[:3:2] == ("put", {"path": "/a", "data": 1})
+        kind, rid, _ = native.recv()
+        assert (kind, rid) == (EVENTS, 2), "the native subscription still delivers"
+        # The token secret changes: alice's stream and native connection are revoked.
+        hs.write_text("second-hs256-secret-0123456789abcdef")
+        sighup(daemon, "reread the credential files")
+        event, _, data, _ = as_alice.next_data(timeout=15)
+        assert event == "auth_revoked", (event, data)
+        kind, rid, payload = native.recv()
+        while kind == EVENTS:  # the events of /live/a may come in more than one frame
+            kind, rid, payload = native.recv()
+        assert (kind, rid, payload.get("code")) == (ERROR, 2, "authRevoked"), (kind, payload)
+        assert "no longer valid" in payload["message"]
+        native.send(GET, 3, {"path": "/live"})
+        kind, rid, payload = native.recv()
+        assert (kind, rid, payload["code"]) == (ERROR, 3, "unauthenticated"), payload
+        # The unauthenticated stream is untouched.
+        assert requests.put(daemon.url("/live/b"), data="2", headers={"Authorization": "Bearer second-admin-secret-0123456789"}).status_code == 200
+        assert anonymous.next_data()[:3:2] == ("put", {"path": "/b", "data": 2})
+    finally:
+        for stream in (as_admin, as_alice, anonymous):
+            stream.close()
+        native.close()

@@ -62,6 +62,9 @@ public final class Authenticator: Sendable {
 
     private let loaded: Mutex<Loaded>
     private let cache = Mutex<[String: Identity]>([:])
+    /// Called after every reload: open streams and native connections check that the
+    /// credential they were opened with still verifies (`onReload`).
+    private let reloadObservers = Mutex<(next: UInt64, observers: [UInt64: @Sendable () -> Void])>((0, [:]))
     static let cacheCountMax = 10_000
 
     var configuration: Configuration { self.loaded.withLock { $0.configuration } }
@@ -84,9 +87,11 @@ public final class Authenticator: Sendable {
     }
 
     /// Replaces the secrets and keys (a rotation: a new admin secret, Firebase's next public
-    /// keys), dropping every cached verification. Connections already authenticated keep their
-    /// identity until their token expires. Refused, changing nothing, when it would change
-    /// whether credentials are configured (that changes the default rules: a restart).
+    /// keys), dropping every cached verification. Then every observer (`onReload`) checks its
+    /// credential again: an event stream or native connection whose credential no longer
+    /// verifies is revoked (`auth_revoked`), as Firebase revokes a stream whose auth "is no
+    /// longer valid". Refused, changing nothing, when it would change whether credentials are
+    /// configured (that changes the default rules: a restart).
     public func reload(_ configuration: Configuration) async throws(EddyError) {
         guard configuration.isConfigured == self.isConfigured else {
             throw EddyError(
@@ -96,6 +101,26 @@ public final class Authenticator: Sendable {
         let keys = try await Self.keys(configuration)
         self.loaded.withLock { $0 = Loaded(configuration: configuration, keys: keys) }
         self.cache.withLock { $0.removeAll() }
+        for observer in self.reloadObservers.withLock({ Array($0.observers.values) }) { observer() }
+    }
+
+    /// Calls `observer` after each reload until `removeReloadObserver` with the id returned.
+    public func onReload(_ observer: @escaping @Sendable () -> Void) -> UInt64 {
+        self.reloadObservers.withLock { state in
+            state.next += 1
+            state.observers[state.next] = observer
+            return state.next
+        }
+    }
+
+    public func removeReloadObserver(_ id: UInt64) {
+        _ = self.reloadObservers.withLock { $0.observers.removeValue(forKey: id) }
+    }
+
+    /// Whether `credential` (with `override`) still identifies someone under the keys now in
+    /// force: false when it no longer verifies (a rotated secret, a removed key, expiry).
+    public func stillValid(credential: String?, override: String?) async -> Bool {
+        (try? await self.identify(credential: credential, override: override)) != nil
     }
 
     private static func keys(_ configuration: Configuration) async throws(EddyError) -> JWTKeyCollection {

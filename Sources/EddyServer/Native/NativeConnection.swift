@@ -65,6 +65,11 @@ final class NativeConnection: Sendable {
         var identity = Authenticator.Identity(access: .unauthenticated, expires: nil)
         /// Bumped by every `auth` request: a token's expiry timer only revokes its own identity.
         var identityGeneration: UInt64 = 0
+        /// Set when a reload of the keys and secrets left the identity's credential invalid:
+        /// requests fail until the next `auth` request.
+        var identityRevoked = false
+        /// The `Authenticator.onReload` observer of the identity's credential.
+        var reloadObserver: UInt64?
         /// Writes made when the connection ends (`onDisconnect`), in the order registered.
         var onDisconnect = OnDisconnectList()
         /// The namespaces this connection used, held open for as long as it lives: released
@@ -409,12 +414,37 @@ final class NativeConnection: Sendable {
             credential: credential, override: override.isNull && !Self.has(body, "authVariableOverride") ? nil : JSONWriter.string(override))
         // Subscriptions belong to the identity that made them: a new identity revokes them (the
         // client subscribes again as who it is now), as does the token's expiry.
-        let generation = self.state.withLock { state -> UInt64 in
+        let overrideText = override.isNull && !Self.has(body, "authVariableOverride") ? nil : JSONWriter.string(override)
+        let (generation, previousObserver) = self.state.withLock { state -> (UInt64, UInt64?) in
             state.identity = identity
+            state.identityRevoked = false
             state.identityGeneration += 1
-            return state.identityGeneration
+            defer { state.reloadObserver = nil }
+            return (state.identityGeneration, state.reloadObserver)
         }
+        if let previousObserver { self.authenticator.removeReloadObserver(previousObserver) }
         self.revokeSubscriptions("the connection authenticated again; subscribe again")
+        if credential != nil || overrideText != nil {
+            // A reload (SIGHUP) that leaves this credential invalid revokes the identity.
+            let authenticator = self.authenticator
+            let observer = authenticator.onReload { [weak self] in
+                Task { [weak self] in
+                    guard await !authenticator.stillValid(credential: credential, override: overrideText), let self else { return }
+                    let current = self.state.withLock { state -> Bool in
+                        guard state.identityGeneration == generation, !state.closed else { return false }
+                        state.identityRevoked = true
+                        return true
+                    }
+                    guard current else { return }
+                    self.revokeSubscriptions("the credential is no longer valid (the server's keys or secrets changed); authenticate again and subscribe again")
+                }
+            }
+            let closed = self.state.withLock { state -> Bool in
+                if !state.closed, state.identityGeneration == generation { state.reloadObserver = observer }
+                return state.closed || state.identityGeneration != generation
+            }
+            if closed { authenticator.removeReloadObserver(observer) }
+        }
         if let expires = identity.expires {
             Task { [weak self] in
                 try? await Task.sleep(for: .seconds(max(0, expires.timeIntervalSinceNow)))
@@ -451,7 +481,11 @@ final class NativeConnection: Sendable {
 
     /// The connection's access now; an expired token fails (re-authenticate with a fresh one).
     func access() throws(EddyError) -> Access {
-        let identity = self.state.withLock { $0.identity }
+        let (identity, revoked) = self.state.withLock { ($0.identity, $0.identityRevoked) }
+        if revoked {
+            throw EddyError(
+                .unauthenticated, "the credential is no longer valid (the server's keys or secrets changed); send an auth request with a valid one")
+        }
         if let expires = identity.expires, expires.timeIntervalSinceNow <= 0 {
             throw EddyError(.unauthenticated, "Auth token is expired; send an auth request with a fresh token")
         }
@@ -820,6 +854,12 @@ final class NativeConnection: Sendable {
 
     /// The connection closed (or was cut off): its listeners go.
     func closed() {
+        let reloadObserver = self.state.withLock { state -> UInt64? in
+            state.closed = true  // an auth request finishing now then removes its own observer
+            defer { state.reloadObserver = nil }
+            return state.reloadObserver
+        }
+        if let reloadObserver { self.authenticator.removeReloadObserver(reloadObserver) }
         let (subscriptions, tails, onDisconnect) = self.state.withLock {
             state -> ([(engine: Engine, id: ListenerID)], [(token: UInt64, bell: AsyncStream<Void>.Continuation)], [OnDisconnectWrite]) in
             state.closed = true

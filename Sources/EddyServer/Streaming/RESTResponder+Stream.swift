@@ -24,7 +24,9 @@
 // `UnauthenticatedError`; an EventSource reports an error); a stream whose read the rules stop
 // allowing (a rules change) gets `cancel` (data `null`, as Firebase's docs say, the reason
 // "Permission denied" in a comment line); a stream opened with an ID token gets `auth_revoked` when the token
-// expires (reconnect with a fresh one), as Firebase's REST streaming does.
+// expires (reconnect with a fresh one), as Firebase's REST streaming does, and a stream opened
+// with any credential gets it when a reload (SIGHUP) of the keys and secrets leaves that
+// credential invalid.
 
 import Foundation
 import EddyEngine
@@ -72,16 +74,31 @@ extension RESTResponder {
             throw RESTError(error)
         }
         let replayFrom = replayAfter
+        let keepAlive = self.keepAliveSeconds
+        let expires = identity.expires
+        let revoked = RevocationFlag()
+        // A stream opened with a credential is revoked when a reload of the keys and secrets
+        // (SIGHUP) leaves that credential invalid.
+        let credential = Self.credential(headers) ?? rest.credential
+        let authenticator = self.authenticator
+        let reloadObserver: UInt64? =
+            credential == nil && rest.authOverride == nil
+            ? nil
+            : authenticator.onReload { [override = rest.authOverride] in
+                Task {
+                    guard await !authenticator.stillValid(credential: credential, override: override) else { return }
+                    revoked.set()
+                    buffer.pushKeepAlive()
+                }
+            }
         // The client going ends the stream, and its listener goes even if the body never runs
         // (Hummingbird does not run it when writing the head fails on a closed connection).
         let clientEnded = await ConnectionEndWatcher.ended(of: channel)
         clientEnded.whenComplete { _ in
             buffer.finish()
+            if let reloadObserver { authenticator.removeReloadObserver(reloadObserver) }
             Task { await engine.removeListener(attachment.id) }
         }
-        let keepAlive = self.keepAliveSeconds
-        let expires = identity.expires
-        let revoked = RevocationFlag()
         let headers: HTTPFields = [.contentType: "text/event-stream; charset=utf-8", .cacheControl: "no-cache"]
         return Response(
             status: .ok, headers: headers,
@@ -104,6 +121,7 @@ extension RESTResponder {
                 }
                 ServerMetrics.subscribed(.sse)
                 defer {
+                    if let reloadObserver { authenticator.removeReloadObserver(reloadObserver) }
                     timer.cancel()
                     buffer.finish()
                     ServerMetrics.unsubscribed(.sse)
