@@ -53,7 +53,7 @@ public struct ServeConfiguration: Sendable, Equatable {
     public var indexBuildChunk = 4096
     /// Milliseconds between index build steps, to throttle builds on a busy server. Default 0.
     public var indexBuildPauseMilliseconds = 0
-    /// Seconds between keep-alive events on an idle event stream (SSE). Default 10:
+    /// Seconds between keep-alive events on an event stream (SSE), whether or not events flowed. Default 10:
     /// firebase-admin's `ListenerRegistration.close()` returns only at the stream's next byte, so
     /// an idle stream's close takes up to this long (30 s before); a lost client of an
     /// onDisconnect connection is also found by the keep-alive write that fails.

@@ -68,7 +68,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("index-build-pause-ms"), help: "Milliseconds between index build steps, to throttle builds (0 to 60000). Default: 0")
     var indexBuildPauseMilliseconds: Int?
 
-    @Option(name: .customLong("sse-keep-alive-seconds"), help: "Seconds between keep-alive events on an idle event stream (1 to 3600; firebase-admin's listener close() waits for the next one). Default: 10")
+    @Option(name: .customLong("sse-keep-alive-seconds"), help: "Seconds between keep-alive events on an event stream, sent on this period whether or not events flowed (1 to 3600; firebase-admin's listener close() waits for the next one). Default: 10")
     var sseKeepAliveSeconds: Int?
 
     @Option(name: .customLong("stream-buffer-batches"), help: "Event batches an event stream may fall behind before it is cut off with a resume id (1 to 1000000). Default: 8192")

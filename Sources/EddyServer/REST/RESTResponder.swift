@@ -31,7 +31,7 @@ public struct RESTResponder: HTTPResponder {
     let requestBytesMax: Int
     /// Request bodies of every client in flight (`--request-bodies-bytes-total`).
     let bodyBudget: MemoryBudget
-    /// Seconds between keep-alive events on an idle event stream.
+    /// Seconds between keep-alive events on an event stream (sent on this period, events or not).
     let keepAliveSeconds: Int
     /// Event batches an event stream may fall behind before it is cut off (with a resume id).
     let streamBufferBatches: Int
