@@ -455,6 +455,16 @@ private final class ReadCounter: @unchecked Sendable {
             ("data.child(1).exists()", "child() takes strings, not a number"),
             ("now.contains('1')", "no such method contains() of a number"),
             ("data.exists() && 1", "&& only operates on booleans, not a number"),
+            // Wrong whatever the data and the token: auth is null or a map, never a boolean;
+            // + does not take booleans; < compares two of one kind.
+            ("data.exists() && auth", "&& only operates on booleans, not auth"),
+            ("!auth", "! only operates on booleans, not auth"),
+            ("auth", "must evaluate to a boolean, not auth"),
+            ("auth ? true : false", "the condition of ?: must be a boolean, not auth"),
+            ("auth + 'x' == 'x'", "+ adds numbers or joins strings, not auth"),
+            ("true + 1 == 2", "+ adds numbers or joins strings, not a boolean"),
+            ("'a' < 1", "< compares two numbers or two strings, not a string and a number"),
+            ("now >= 'yesterday'", ">= compares two numbers or two strings, not a number and a string"),
         ]
         for (rule, says) in refused {
             let message = self.refusal(rule)
@@ -486,6 +496,9 @@ private final class ReadCounter: @unchecked Sendable {
             "newData.val() === now || newData.val() + 1 > 0 && -newData.val() < 0",
             "auth.token.admin",
             "data.child('flag').val()",
+            "auth == null || auth === null || auth != null",
+            "auth['uid'] == $uid && auth.token['admin'] == true",
+            "data.val() < 'm' || data.val() < 5 || auth.uid < 'm' || $uid + 1 == 'x1'",
         ]
         for rule in rules {
             var literal: [UInt8] = []

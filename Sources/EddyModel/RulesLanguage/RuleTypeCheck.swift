@@ -17,6 +17,9 @@ public enum RuleTypeCheck {
         case boolean, number, string, null, snapshot, list, regex
         /// `query`: a map of Firebase's query members.
         case query
+        /// `auth`: null when signed out, else a map of the token's fields; never a boolean,
+        /// number or string itself.
+        case auth
         /// `val()`, `getPriority()`: a string, number, boolean or null, known only at run time.
         case primitive
         /// `auth`, its members and anything else the rule alone does not tell.
@@ -34,6 +37,7 @@ public enum RuleTypeCheck {
             case .list: return "a list"
             case .regex: return "a regular expression"
             case .query: return "the query object"
+            case .auth: return "auth (null or the token's fields: compare it with null, or use auth.uid, auth.token...)"
             case .primitive: return "a primitive value"
             case .unknown: return "a value"
             case .mixed: return "a number, string or boolean depending on the condition"
@@ -91,7 +95,7 @@ public enum RuleTypeCheck {
             case "now": return .number
             case "root", "data", "newData": return .snapshot
             case "query": return .query
-            case "auth": return .unknown
+            case "auth": return .auth
             default: return .string  // a $wildcard: the key, a string
             }
         case .member(.variable("auth"), let name) where name == "uid" || name == "provider":
@@ -114,7 +118,7 @@ public enum RuleTypeCheck {
                 return .number
             case .number, .boolean, .list, .regex:
                 throw Fault(message: "no such property \(name)", near: "." + name)
-            case .null, .unknown, .mixed:
+            case .null, .unknown, .mixed, .auth:
                 return .unknown
             }
         case .index(let base, let index):
@@ -124,7 +128,7 @@ public enum RuleTypeCheck {
             case .snapshot: throw Fault(message: "a snapshot has no [...] members; use child()", near: "[")
             case .query, .string, .primitive, .number, .boolean, .list, .regex:
                 throw Fault(message: "only auth's maps take [\"name\"], not \(baseType)", near: "[")
-            case .null, .unknown, .mixed: return .unknown
+            case .null, .unknown, .mixed, .auth: return .unknown
             }
         case .call(let base, let name, let arguments):
             return try self.call(try self.type(of: base), name, arguments)
@@ -169,15 +173,18 @@ public enum RuleTypeCheck {
             try refuse([.snapshot, .list, .regex, .query], "compares values (use val() or exists() on a snapshot)")
             return .boolean
         case "<", "<=", ">", ">=":
-            try refuse([.snapshot, .list, .regex, .query, .boolean, .null], "compares two numbers or two strings")
+            try refuse([.snapshot, .list, .regex, .query, .auth, .boolean, .null], "compares two numbers or two strings")
+            if a != b, [a, b].allSatisfy({ $0 == .number || $0 == .string }) {
+                throw Fault(message: "\(op) compares two numbers or two strings, not \(a) and \(b)", near: op)
+            }
             return .boolean
         case "+":
-            try refuse([.snapshot, .list, .regex, .query, .null], "adds numbers or joins strings")
+            try refuse([.snapshot, .list, .regex, .query, .auth, .boolean, .null], "adds numbers or joins strings")
             if a == .number && b == .number { return .number }
             if a == .string || b == .string { return .string }
             return .unknown
         default:  // - * / %
-            try refuse([.snapshot, .list, .regex, .query, .null, .string, .boolean], "needs numbers")
+            try refuse([.snapshot, .list, .regex, .query, .auth, .null, .string, .boolean], "needs numbers")
             return .number
         }
     }
@@ -256,7 +263,7 @@ public enum RuleTypeCheck {
                 try strings()
                 return .boolean
             }
-        case .boolean, .number, .null, .list, .regex, .query:
+        case .boolean, .number, .null, .list, .regex, .query, .auth:
             throw Fault(message: "no such method \(name)() of \(base)", near: "." + name)
         }
     }
