@@ -78,18 +78,22 @@ public struct RuleRegex: Sendable, Equatable {
         self.program = compiler.program
     }
 
-    /// True when the pattern matches somewhere in `string` (JavaScript's `test`).
+    /// True when the pattern matches somewhere in `string` (JavaScript's `test`). Reads the
+    /// string's scalars once, in order, holding one scalar of lookahead.
     public func matches(_ string: String) -> Bool {
-        let input = string.unicodeScalars.map { $0.value }
         let count = self.program.count
         var current = StateList(capacity: count)
         var next = StateList(capacity: count)
         var stack: [Int] = []
-        for position in 0...input.count {
+        var scalars = string.unicodeScalars.makeIterator()
+        var place = Place(previous: nil, next: scalars.next()?.value)
+        // A pattern that starts with `^` can only start a match at the string's start.
+        let anchored = self.program.first == .start
+        while true {
             // Unanchored: a match may start at every position.
-            if self.follow(0, at: position, input, into: &current, stack: &stack) { return true }
-            if position == input.count { break }
-            let scalar = input[position]
+            if !anchored || place.previous == nil, self.follow(0, place, into: &current, stack: &stack) { return true }
+            guard let scalar = place.next else { return false }
+            place = Place(previous: scalar, next: scalars.next()?.value)
             next.clear()
             for pc in current.states {
                 let consumed: Bool
@@ -99,16 +103,22 @@ public struct RuleRegex: Sendable, Equatable {
                 case .anyButLineTerminator: consumed = !RuleRegex.isLineTerminator(scalar)
                 default: consumed = false
                 }
-                if consumed, self.follow(pc + 1, at: position + 1, input, into: &next, stack: &stack) { return true }
+                if consumed, self.follow(pc + 1, place, into: &next, stack: &stack) { return true }
             }
             swap(&current, &next)
+            if anchored, current.states.isEmpty { return false }
         }
-        return false
     }
 
-    /// Adds `pc` and every state reachable from it without consuming input (at `position`) to
+    /// A position in the string: the scalars either side of it (nil at the start, at the end).
+    struct Place {
+        var previous: UInt32?
+        var next: UInt32?
+    }
+
+    /// Adds `pc` and every state reachable from it without consuming input (at `place`) to
     /// `list`; true when one of them is `match`.
-    private func follow(_ pc: Int, at position: Int, _ input: [UInt32], into list: inout StateList, stack: inout [Int]) -> Bool {
+    private func follow(_ pc: Int, _ place: Place, into list: inout StateList, stack: inout [Int]) -> Bool {
         stack.removeAll(keepingCapacity: true)
         stack.append(pc)
         while let pc = stack.popLast() {
@@ -119,11 +129,11 @@ public struct RuleRegex: Sendable, Equatable {
             case .split(let first, let second):
                 stack.append(second)
                 stack.append(first)
-            case .start: if position == 0 { stack.append(pc + 1) }
-            case .end: if position == input.count { stack.append(pc + 1) }
+            case .start: if place.previous == nil { stack.append(pc + 1) }
+            case .end: if place.next == nil { stack.append(pc + 1) }
             case .wordBoundary(let at):
-                let before = position > 0 && RuleRegex.isWord(input[position - 1])
-                let after = position < input.count && RuleRegex.isWord(input[position])
+                let before = place.previous.map(RuleRegex.isWord) ?? false
+                let after = place.next.map(RuleRegex.isWord) ?? false
                 if (before != after) == at { stack.append(pc + 1) }
             case .scalar, .set, .anyButLineTerminator: break
             }
