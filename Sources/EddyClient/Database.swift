@@ -212,7 +212,7 @@ public final class Database: NSObject, Sendable {
         var views: [String: QueryView] = [:]
         var viewOfHandle: [DatabaseHandle: QueryView] = [:]
         /// The key-path filters of each view's Realm-style observers, by view id.
-        var changeSetKeyPaths: [String: ChangeSetKeyPathGroup] = [:]
+        var changeSetKeyPaths: [ChangeSetKeyPathGroup.Key: ChangeSetKeyPathGroup] = [:]
     }
 
     /// Views in the order Firebase raises one change's events across locations (eddyd sends
@@ -825,7 +825,7 @@ public final class Database: NSObject, Sendable {
     /// Realm-style observers of `query`'s view (made when missing) and answers the group. Under
     /// the state lock, as leaving is, so a group is never dropped while a member joins it.
     func joinChangeSetKeyPaths(of query: DatabaseQuery, member: ObjectIdentifier, keyPaths: [Path]?) -> ChangeSetKeyPathGroup {
-        let id = Self.viewID(query)
+        let id = ChangeSetKeyPathGroup.Key(view: Self.viewID(query), query: ObjectIdentifier(query))
         return self.state.withLock { state in
             let group = state.changeSetKeyPaths[id] ?? ChangeSetKeyPathGroup()
             state.changeSetKeyPaths[id] = group
@@ -836,7 +836,7 @@ public final class Database: NSObject, Sendable {
 
     /// Takes `member` out of `group`, dropping the group once it is empty.
     func leaveChangeSetKeyPaths(_ group: ChangeSetKeyPathGroup, of query: DatabaseQuery, member: ObjectIdentifier) {
-        let id = Self.viewID(query)
+        let id = ChangeSetKeyPathGroup.Key(view: Self.viewID(query), query: ObjectIdentifier(query))
         self.state.withLock { state in
             if group.leave(member), state.changeSetKeyPaths[id] === group { state.changeSetKeyPaths.removeValue(forKey: id) }
         }

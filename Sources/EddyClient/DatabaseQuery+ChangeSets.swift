@@ -86,15 +86,20 @@ extension DatabaseQuery {
         }
     }
 
+    /// `hearsEveryChange`: the observer's `keyPaths` join the query's union (so they widen
+    /// what the other tokens hear only by themselves), but its own change sets count every
+    /// field (`LiveResults`, whose results must always be the newest).
     @discardableResult
     func observeChanges(
-        keyPaths: [String]?, queue: DispatchQueue?, token: NotificationToken = NotificationToken(),
+        keyPaths: [String]?, queue: DispatchQueue?, token: NotificationToken = NotificationToken(), hearsEveryChange: Bool = false,
         _ block: @escaping @Sendable (DatabaseCollectionChange) -> Void
     ) -> NotificationToken {
         let database = self.database
         let group = self.joinChangeSetKeyPaths(keyPaths, token: token)
         let member = ObjectIdentifier(token)
-        let observer = ChangeSetObserver(keyPaths: group, queue: queue, requeue: { database.deliver($0) }, block: block)
+        // An empty group has no filter.
+        let filter = hearsEveryChange ? ChangeSetKeyPathGroup() : group
+        let observer = ChangeSetObserver(keyPaths: filter, queue: queue, requeue: { database.deliver($0) }, block: block)
         let handle = self.database.nextHandle()
         let registration = QueryView.Registration(
             handle: handle, eventType: .value, once: false,

@@ -33,7 +33,9 @@ public final class LiveResults {
     /// Follows `query`; `keyPaths` as in `observe(keyPaths:on:_:)`.
     public init(_ query: DatabaseQuery, keyPaths: [String]? = nil) {
         self.keyPaths = ChangeSetObserver.parseKeyPaths(keyPaths)
-        self.token = query.observe(keyPaths: nil, on: .main) { [weak self] change in
+        // Every change refreshes `results`; only `keyPaths` join the query's filter, so other
+        // tokens on the query hear no more than their own paths and these.
+        self.token = query.observeChanges(keyPaths: keyPaths, queue: .main, hearsEveryChange: true) { [weak self] change in
             MainActor.assumeIsolated { self?.apply(change) }
         }
     }

@@ -707,6 +707,37 @@ import Testing
         withExtendedLifetime((a, b)) {}
     }
 
+    /// The union is per query object, as Realm's is per `Results` (each has its own notifier):
+    /// an unfiltered token on another object of the same location does not widen a "name"
+    /// token's filter, nor does a LiveResults with key paths on the same object (which still
+    /// holds every change).
+    @MainActor @Test func keyPathFiltersOfSeparateQueryObjectsAndLiveResultsStayApart() async throws {
+        let database = self.database()
+        let dogs = database.reference().child("local/keypaths-apart")
+        try await dogs.setValue(["d1": ["name": "Rex", "likes": 0]])
+        let names = Recorder<String>()
+        let other = Recorder<String>()
+        let a = dogs.observe(keyPaths: ["name"]) { names.add(Self.describe($0)) }
+        let b = database.reference(withPath: "local/keypaths-apart").observe { other.add(Self.describe($0)) }
+        let live = dogs.liveResults(keyPaths: ["name"])
+        _ = try await names.wait(for: 1)
+        _ = try await other.wait(for: 1)
+        let deadline = Date().addingTimeInterval(15)
+        while !live.isLoaded && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await dogs.child("d1/likes").setValue(1)
+        #expect(try await other.wait(for: 2) == ["initial 1", "update d[] i[] m[0]"], "the unfiltered token hears it")
+        while (live.results.first?.childSnapshot(forPath: "likes").value as? Int) != 1 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(live.results.first?.childSnapshot(forPath: "likes").value as? Int == 1, "LiveResults holds the newest data")
+        try await dogs.child("d1/name").setValue("Max")
+        #expect(try await names.wait(for: 2) == ["initial 1", "update d[] i[] m[0]"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(names.all == ["initial 1", "update d[] i[] m[0]"], "the likes change reached the name token: \(names.all)")
+        live.invalidate()
+        withExtendedLifetime((a, b)) {}
+    }
+
     /// Realm's frozen-results API on the immutable results a change set carries, and
     /// `write(withoutNotifying:)` with its default (no token silenced).
     @Test func resultsAreFrozenSnapshots() async throws {
