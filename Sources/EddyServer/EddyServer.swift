@@ -224,7 +224,7 @@ public enum EddyServer {
                 onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger) : nil
         let http1 = HTTPServerBuilder { responder in
             let http = HTTP1Channel(responder: responder, configuration: http1Configuration)
-            guard let httpNative else { return http }
+            guard let httpNative else { return HTTP1ChannelAnswering10(http: http) }
             return HTTPOrNativeChannel(http: http, native: httpNative, silenceSeconds: Int64(configuration.httpIdleTimeoutSeconds))
         }
         let app = Application(

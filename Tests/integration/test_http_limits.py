@@ -183,3 +183,42 @@ def test_at_the_connection_cap_new_connections_wait(daemon_factory):
     held[1].close()
     daemon.stop()
     assert "HTTP connection cap reached: 2 open" in open(daemon.log_path).read()
+
+
+def read_until(s, marker, limit=10):
+    data = b""
+    deadline = time.monotonic() + limit
+    while marker not in data:
+        assert time.monotonic() < deadline, data[:500]
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_http_1_0_requests_get_http_1_0_answers_without_chunks(d):
+    """RFC 9112 §6.1: no Transfer-Encoding unless the request is HTTP/1.1. An HTTP/1.0 request is
+    answered as HTTP/1.0 with Connection: close, the body as is (a streamed GET over 1 MiB, an
+    event stream), and the connection closes after a finite answer; HTTP/1.1 keeps its chunks."""
+    big = {f"k{i:05}": "x" * 100 for i in range(30000)}  # over 1 MiB of many children: streamed
+    assert requests.put(d.url("/h10/big"), data=json.dumps(big)).status_code == 200
+    answer = conversation(d, b"GET /h10/big.json HTTP/1.0\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200"), head
+    assert b"transfer-encoding" not in head.lower() and b"connection: close" in head.lower(), head
+    assert json.loads(body) == big, "the whole body, no chunk sizes, ended by the close"
+    # An event stream over HTTP/1.0: raw event lines.
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        s.sendall(b"GET /h10/small.json HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n")
+        data = read_until(s, b"\n\n", limit=10)
+        head, _, events = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 200") and b"transfer-encoding" not in head.lower(), head
+        assert events.startswith(b"event: put\n"), events[:200]
+    # HTTP/1.1 on the same port: chunked, and the connection stays for the next request.
+    with socket.create_connection(("127.0.0.1", d.port), timeout=15) as s:
+        s.sendall(b"GET /h10/big.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = read_until(s, b"\r\n0\r\n\r\n", limit=15)
+        assert data.startswith(b"HTTP/1.1 200") and b"transfer-encoding: chunked" in data.lower(), data[:300]
+        s.sendall(b"GET /h10/missing.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_until(s, b"null").endswith(b"null")

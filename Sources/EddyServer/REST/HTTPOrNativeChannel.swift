@@ -116,7 +116,10 @@ final class ProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
                 var made: Result<HTTP1Channel.Value, any Error>?
                 self.http.setup(channel: context.channel, logger: self.logger).assumeIsolated().whenComplete { made = $0 }
                 guard let made else { throw ChannelError.inappropriateOperationForState }
-                self.chosen.succeed(.http(try made.get()))
+                let value = try made.get()
+                // HTTP/1.0 requests are answered as HTTP/1.0.
+                try HTTP10ResponseHandler.install(in: context.pipeline.syncOperations)
+                self.chosen.succeed(.http(value))
             }
         } catch {
             self.logger.debug("cannot set a connection up", metadata: ["error": "\(error)"])
