@@ -35,7 +35,15 @@ final class TransactionRun: Sendable {
         let output: Value
         let write: PendingWrite
     }
-    private let provisional = Mutex<Provisional?>(nil)
+    /// The provisional run, and whether its block is running now (on the caller's thread, in
+    /// `begin`). Its turn coming meanwhile does not run the block a second time, beside it:
+    /// `runFirst` leaves the sending to that run, which sends when its block returns.
+    private struct ProvisionalSlot {
+        var run: Provisional?
+        var running = false
+        var turnCame = false
+    }
+    private let provisional = Mutex(ProvisionalSlot())
     /// The local write of a run whose write came back stale: shown until the next run's write
     /// takes its place, or taken back when the transaction ends without one.
     private let staleWrite = Mutex<PendingWrite?>(nil)
@@ -103,9 +111,9 @@ final class TransactionRun: Sendable {
     /// run's local write taken back).
     private func endIfAborted() -> Bool {
         guard let reason = self.abortReason.withLock({ $0 }) else { return false }
-        if let provisional = self.provisional.withLock({ provisional in
-            defer { provisional = nil }
-            return provisional
+        if let provisional = self.provisional.withLock({ slot in
+            defer { slot.run = nil }
+            return slot.run
         }) {
             self.ref.database.endLocalWrite(provisional.write, logID: nil)
         }
@@ -172,11 +180,21 @@ final class TransactionRun: Sendable {
     /// offline; its write goes at once, with the ETag of the data the block saw.
     private func runFirst() {
         guard !self.completed.withLock({ $0 }), !self.endIfAborted() else { return }
-        let provisional = self.provisional.withLock { provisional in
-            defer { provisional = nil }
-            return provisional
+        enum Next {
+            case send(Provisional)
+            case run
+            case leftToTheProvisionalRun
         }
-        if let provisional {
+        let next = self.provisional.withLock { slot -> Next in
+            if slot.running {
+                slot.turnCame = true
+                return .leftToTheProvisionalRun
+            }
+            defer { slot.run = nil }
+            return slot.run.map { .send($0) } ?? .run
+        }
+        if case .leftToTheProvisionalRun = next { return }
+        if case .send(let provisional) = next {
             self.write(provisional.output, over: provisional.input, etag: ETag.of(provisional.input), replacing: provisional.write)
             return
         }
@@ -205,18 +223,44 @@ final class TransactionRun: Sendable {
     }
 
     /// Runs the block on the client's data and shows its value as a local write until the
-    /// server's run; false when the block aborted or failed (the transaction completed).
-    /// Its turn may come meanwhile (the earlier transaction completed on another thread): the
-    /// result is shown, and kept for `runFirst`, only while it has not started, completed or
-    /// been aborted, decided under `provisional`'s lock, which `runFirst` and `endIfAborted`
-    /// take too (never while the block runs, which may itself write).
+    /// server's run; false when it did not run or it aborted or failed (the transaction
+    /// completed). Its turn may come meanwhile (the earlier transaction completed on another
+    /// thread): the block never runs twice at once, so `runFirst` then leaves it to this run,
+    /// which sends its result itself when the block returns. The result is shown and kept only
+    /// while the transaction has not completed or been aborted, decided under `provisional`'s
+    /// lock, which `runFirst` and `endIfAborted` take too (never while the block runs, which
+    /// may itself write).
     private func showRun(on cached: Value) -> Bool {
-        guard let output = self.runBlock(on: cached) else { return false }
-        return self.provisional.withLock { provisional -> Bool in
-            guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }), self.abortReason.withLock({ $0 }) == nil else { return false }
-            let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
-            provisional = Provisional(input: cached, output: output, write: write)
+        let runs = self.provisional.withLock { slot -> Bool in
+            guard !self.started.withLock({ $0 }), !self.completed.withLock({ $0 }) else { return false }
+            slot.running = true
             return true
+        }
+        guard runs else { return false }
+        let output = self.runBlock(on: cached)
+        enum After {
+            case shown
+            case sendNow
+            case nothing
+        }
+        let after = self.provisional.withLock { slot -> After in
+            slot.running = false
+            let turnCame = slot.turnCame
+            slot.turnCame = false
+            guard let output, !self.completed.withLock({ $0 }), self.abortReason.withLock({ $0 }) == nil else {
+                // `runFirst` ends it (or finds it completed) when its turn came already.
+                return turnCame ? .sendNow : .nothing
+            }
+            let write = self.ref.database.beginLocalWrite(at: self.ref.path, puts: [PendingWrite.Put(path: self.ref.path, value: output)])
+            slot.run = Provisional(input: cached, output: output, write: write)
+            return turnCame ? .sendNow : .shown
+        }
+        switch after {
+        case .shown: return true
+        case .sendNow:
+            self.runFirst()
+            return output != nil
+        case .nothing: return false
         }
     }
 

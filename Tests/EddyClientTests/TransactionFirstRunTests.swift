@@ -6,6 +6,7 @@
 import Dispatch
 import EddyClient
 import Foundation
+import Synchronization
 import Testing
 
 @Suite(.serialized) struct TransactionFirstRunTests {
@@ -216,5 +217,52 @@ import Testing
         // Firebase's MutableData does); the second runs on none, then again on the new one.
         #expect(secondRuns.all == ["<null>", "9"], "run again on the new priority: \(secondRuns.all)")
         #expect(try await other.getData().value as? [String: Int] == ["n": 3])
+    }
+
+    /// A transaction queued behind another runs its block at once on what the client shows; if
+    /// its turn comes while that run is still in the block, the block is not run a second time
+    /// beside it: the run in progress is sent when it returns (one run, never two at once).
+    @Test(arguments: ["socket", "http"]) func aTurnComingDuringTheQueuedRunDoesNotRunTheBlockTwiceAtOnce(transport: String) async throws {
+        let ref = self.database(transport, "tx-overlap-\(transport)").reference().child("count")
+        try await ref.setValue(1)
+        let values = Recorder<String>()
+        ref.observe(.value) { values.add("\($0.value ?? "nil")") }
+        _ = try await values.wait(for: 1)
+        let outcomes = Recorder<String>()
+        final class Inside: Sendable {
+            let counts = Mutex((now: 0, max: 0))
+        }
+        let inside = Inside()
+        let runs = Recorder<String>()
+        DispatchQueue.global().async {
+            let firstDone = DispatchSemaphore(value: 0)
+            ref.runTransactionBlock({ data in
+                data.value = (data.value as? Int ?? 0) + 1
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, _ in
+                outcomes.add("first \(error == nil) \(committed)")
+                firstDone.signal()
+            }
+            ref.runTransactionBlock({ data in
+                inside.counts.withLock { counts in
+                    counts.now += 1
+                    counts.max = max(counts.max, counts.now)
+                }
+                runs.add("\(data.value ?? "nil")")
+                if runs.all.count == 1 {
+                    // Still in the block while the first transaction ends and this one's turn comes.
+                    _ = firstDone.wait(timeout: .now() + 30)
+                    Thread.sleep(forTimeInterval: 0.3)
+                }
+                inside.counts.withLock { $0.now -= 1 }
+                data.value = (data.value as? Int ?? 0) + 10
+                return TransactionResult.success(withValue: data)
+            }) { error, committed, snapshot in outcomes.add("second \(error == nil) \(committed) \(snapshot?.value ?? "nil")") }
+        }
+        let got = try await outcomes.wait(for: 2)
+        #expect(got == ["first true true", "second true true 12"])
+        #expect(inside.counts.withLock { $0.max } == 1, "the block ran twice at once: \(runs.all)")
+        #expect(runs.all == ["2"], "one run, on the first one's shown result: \(runs.all)")
+        #expect(try await ref.getData().value as? Int == 12)
     }
 }
