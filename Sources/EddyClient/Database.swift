@@ -534,7 +534,7 @@ public final class Database: NSObject, Sendable {
         if let answered = self.pendingWrites.write(write.id), !viewsNow.contains(where: { $0.needs(answered) }) {
             let changed = write.estimated ? viewsNow : viewsNow.filter { $0.showsOtherwiseWithout(answered) }
             self.pendingWrites.remove(write.id)
-            for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
+            for view in Self.inEventOrder(changed) { view.refresh(cause: Self.estimateCause(answered, logID: logID, view: view)) }
             return
         }
         if streamed {
@@ -546,7 +546,17 @@ public final class Database: NSObject, Sendable {
         // others look again if their data moved on.
         let answered = self.pendingWrites.write(write.id) ?? write
         let changed = write.estimated ? viewsNow : viewsNow.filter { view in !view.needs(answered) && view.showsOtherwiseWithout(answered) }
-        for view in Self.inEventOrder(changed) { view.refresh(cause: nil) }
+        for view in Self.inEventOrder(changed) { view.refresh(cause: Self.estimateCause(answered, logID: logID, view: view)) }
+    }
+
+    /// The cause to refresh `view` with when the answered `write` leaves it: the write itself
+    /// (so the observers it silenced only update their copy) when it held a server value and
+    /// the view's newest server entry is the write's own, as then all that can change is the
+    /// estimate becoming the server's value. Otherwise nil: the view's data also moved on by
+    /// other writes, which every observer hears.
+    private static func estimateCause(_ write: PendingWrite, logID: String, view: QueryView) -> PendingWrite? {
+        guard write.estimated, !write.silenced.isEmpty, view.isAt(logID) else { return nil }
+        return write
     }
 
     /// Over HTTP: takes an answered write back from the views once their streams passed it, or

@@ -441,6 +441,11 @@ final class QueryView: Sendable {
         self.state.withLock { state in state.ended || (state.lastLogID.map { $0 >= logID } ?? false) }
     }
 
+    /// Whether the newest log entry this view's events reached is `logID` (none after it).
+    func isAt(_ logID: String) -> Bool {
+        self.state.withLock { state in !state.ended && state.lastLogID == logID }
+    }
+
     /// What this view's value observers were last shown, once it has the server's data.
     var shownValueOnceStarted: Value? {
         self.state.withLock { state in state.started || state.valueShownFromWrites ? state.shownValue : nil }

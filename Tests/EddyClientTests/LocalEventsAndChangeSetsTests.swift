@@ -904,6 +904,50 @@ import Testing
         withExtendedLifetime((myToken, theirToken)) {}
     }
 
+    /// A silenced write holding a server value: when the server's value replaces the client's
+    /// estimate, the silenced token only updates its copy; the other token hears the change.
+    /// (The estimate and the server's time can agree to the millisecond: the write is repeated
+    /// until the other token did hear a replacement.)
+    @Test func writeWithoutNotifyingStaysSilentWhenTheServerValueReplacesTheEstimate() async throws {
+        let database = self.database()
+        let stamps = database.reference().child("local/stamps")
+        let mine = Recorder<String>()
+        let theirs = Recorder<String>()
+        func describe(_ change: DatabaseCollectionChange) -> String {
+            switch change {
+            case .initial(let results): return "initial \(results.count)"
+            case .update(let results, let d, let i, let m): return "update \(results.count) d\(d) i\(i) m\(m)"
+            case .error(let error): return "error \(error)"
+            }
+        }
+        let myToken = stamps.observe { mine.add(describe($0)) }
+        let theirToken = stamps.observe { theirs.add(describe($0)) }
+        _ = try await mine.wait(for: 1)
+        _ = try await theirs.wait(for: 1)
+        var replaced = false
+        var attempts = 0
+        while !replaced, attempts < 10 {
+            let attempt = attempts
+            attempts += 1
+            let before = theirs.all.count
+            let written = Recorder<Bool>()
+            database.write(withoutNotifying: [myToken]) {
+                stamps.child("s\(attempt)").setValue(ServerValue.timestamp()) { _, _ in written.add(true) }
+            }
+            _ = try await written.wait(for: 1)
+            // The other token's events of this write: its insertion, then a modification when
+            // the server's time differed from the estimate.
+            try await Task.sleep(for: .milliseconds(200))
+            replaced = theirs.all.dropFirst(before).contains { $0.hasSuffix("i[] m[\(attempt)]") }
+        }
+        try #require(replaced, "the server's time never differed from the estimate: \(theirs.all)")
+        try await stamps.child("z").setValue("heard")
+        _ = try await mine.wait(for: 2)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(mine.all == ["initial 0", "update \(attempts + 1) d[] i[\(attempts)] m[]"], "only the unsilenced write is reported")
+        withExtendedLifetime((myToken, theirToken)) {}
+    }
+
     @Test func delegatesAndNotificationsHearEvents() async throws {
         let ref = self.database().reference().child("local/delegates")
         final class Listener: DatabaseObserverDelegate, @unchecked Sendable {
