@@ -563,17 +563,19 @@ import Testing
     @Test func onlineBuildWithConcurrentWritesAndARestart() async throws {
         var options = EngineOptions(durability: .none)
         options.indexBuildChunkChildren = 2
-        // 60 steps of 100 ms per index: the build is still running when the test looks, even
-        // with the test's thread put off for seconds on a loaded machine (at 20 ms it was once
-        // over, both indexes built, before the first look).
-        options.indexBuildPauseMilliseconds = 100
+        // 60 steps of 250 ms per index: the build is still running when the test looks, even
+        // with the test's task put off for seconds on a loaded machine (at 20 ms it was once
+        // over, both indexes built, before the first look; at 100 ms, 12 s for both, once too,
+        // with the whole suite and other processes on 2 cores). The restart below makes it
+        // faster, so the test does not wait for these steps.
+        options.indexBuildPauseMilliseconds = 250
         let h = try IndexHarness(options: options)
         defer { h.close() }
         var posts: [String: Value] = [:]
         for i in 0..<120 { posts["p\(i)"] = .object(["score": .number(Double(i % 7)), "metrics": .object(["views": .number(Double(i % 5))])]) }
         try await h.set("/", .object(["posts": .object(posts), "scores": json(#"{"a": 1}"#)]))
         try await h.setRules(["posts": ["score", "metrics/views"]])
-        // Indexes build one after the other; the last one still has 60 steps of 100 ms ahead.
+        // Indexes build one after the other; the last one still has 60 steps of 250 ms ahead.
         let building = try #require(h.engine.indexStatus().last { $0.state == .building }, "a 60-step build is still running")
         #expect(building.position != nil)
         await expectEddyError(.unavailable, mentioning: ["still building"]) {
