@@ -88,6 +88,19 @@ import Testing
         }
     }
 
+    /// A URL of 40,000 segments is refused by its depth, at once: validating each key used to
+    /// join the whole path again (quadratic: 100 s of a thread per request).
+    @Test func aPathOfManySegmentsIsRefusedByItsDepth() {
+        let path = "/" + Array(repeating: "a", count: 40_000).joined(separator: "/") + ".json"
+        do {
+            _ = try RESTRequest(method: .get, rawPath: path, rawQuery: nil)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.status == 400)
+            #expect(error.message.contains("40000 keys deep; pathDepthMax is 32"), "\(error.message)")
+        }
+    }
+
     @Test func shallowOnlyOnGet() {
         #expect(throws: RESTError.self) { try RESTRequest(method: .put, rawPath: "/a.json", rawQuery: "shallow=true") }
     }
