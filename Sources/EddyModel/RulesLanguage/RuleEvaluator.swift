@@ -138,9 +138,9 @@ public enum RuleEvaluator {
         case "+":
             switch (a, b) {
             case (.number(let x), .number(let y)): return .number(x + y)
-            case (.string(let x), .string(let y)): return .string(x + y)
-            case (.string(let x), .number), (.string(let x), .bool): return .string(x + self.text(b))
-            case (.number, .string(let y)), (.bool, .string(let y)): return .string(self.text(a) + y)
+            case (.string(let x), .string(let y)): return .string(try self.bounded(x + y, "+"))
+            case (.string(let x), .number), (.string(let x), .bool): return .string(try self.bounded(x + self.text(b), "+"))
+            case (.number, .string(let y)), (.bool, .string(let y)): return .string(try self.bounded(self.text(a) + y, "+"))
             default: throw RuleEvaluationError(message: "+ adds numbers or joins strings, not \(a.typeName) and \(b.typeName)")
             }
         case "-", "*", "/", "%":
@@ -187,6 +187,20 @@ public enum RuleEvaluator {
     }
 
     // MARK: Methods
+
+    /// The longest string an expression may make (`+`, `replace()`, case changes): that of a
+    /// stored string. A rule making a longer one fails (its access is denied), before memory
+    /// runs out.
+    static let stringBytesMax = Limits.stringBytesMax
+
+    private static func tooLong(_ what: String) -> RuleEvaluationError {
+        RuleEvaluationError(message: "\(what) would make a string over \(Self.stringBytesMax) bytes (stringBytesMax)")
+    }
+
+    private static func bounded(_ s: String, _ what: String) throws(RuleEvaluationError) -> String {
+        guard s.utf8.count <= Self.stringBytesMax else { throw Self.tooLong(what) }
+        return s
+    }
 
     private static func call(_ base: RuleValue, _ name: String, _ arguments: [RuleExpression], _ context: RuleContext) throws(RuleEvaluationError)
         -> RuleValue
@@ -266,13 +280,18 @@ public enum RuleEvaluator {
             case "replace":
                 try count(2)
                 let target = try string(0)
-                return .string(target.isEmpty ? s : RuleStrings.replacingAll(s, target, with: try string(1)))
+                let replacement = try string(1)
+                guard !target.isEmpty else { return .string(s) }
+                guard let replaced = RuleStrings.replacingAll(s, target, with: replacement, bytesMax: Self.stringBytesMax) else {
+                    throw Self.tooLong("replace()")
+                }
+                return .string(replaced)
             case "toLowerCase":
                 try count(0)
-                return .string(s.lowercased())
+                return .string(try self.bounded(s.lowercased(), "toLowerCase()"))
             case "toUpperCase":
                 try count(0)
-                return .string(s.uppercased())
+                return .string(try self.bounded(s.uppercased(), "toUpperCase()"))
             case "matches":
                 try count(1)
                 guard case .map(let regex) = values[0], case .string(let pattern)? = regex["pattern"], case .string(let flags)? = regex["flags"]
