@@ -14,6 +14,10 @@ public enum Limits {
     public static let keyBytesMax = 768
     /// Firebase's largest string leaf (`MAX_LEAF_SIZE_ = 10 * 1024 * 1024`).
     public static let stringBytesMax = 10 * 1024 * 1024
+    /// Firebase's "Size of the rules: 256 KB" (Limits page, Security Rules): the largest rules
+    /// document, as sent (comments included) or, given as a value, as compact JSON. Compiling
+    /// one runs on the threads every request shares; a 28 MB document held one for 137 s.
+    public static let rulesDocumentBytesMax = 256 * 1024
     /// JSON nesting accepted by the parser before path validation; anything deeper than this
     /// cannot be written anyway, so the parser stops early instead of recursing further.
     public static let jsonDepthMax = 64

@@ -94,6 +94,36 @@ def test_matches_answers_in_linear_time_and_refuses_backtracking_features(daemon
     assert requests.get(rules_url(daemon, ns="regex")).json() == doc
 
 
+def test_rules_string_operations_are_bounded_and_large_documents_refused(daemon):
+    """A needle of 10,000 bytes in a 1 MB value is searched in linear time (a naive search held
+    the shared threads for minutes), chained replace() is refused past 10 MiB (it made gigabytes
+    and ended the daemon), and a rules document over Firebase's 256 KB is refused unparsed."""
+    doc = {"rules": {".read": True, ".write": True,
+                     "c": {".validate": "newData.child('s').val().contains(newData.child('n').val())"},
+                     "r": {".validate": "newData.val().replace('a', '" + "a" * 1000 + "').replace('a', '" + "a" * 1000 + "').length < 5"}}}
+    assert requests.put(rules_url(daemon, ns="strcost"), data=json.dumps(doc)).status_code == 200
+    value = {"s": "a" * 1_000_000, "n": "a" * 10_000 + "b"}
+    r = requests.put(daemon.url("/c", ns="strcost"), data=json.dumps(value), timeout=60)
+    assert r.status_code == 401, r.text
+    value["s"] += "b"
+    assert requests.put(daemon.url("/c", ns="strcost"), data=json.dumps(value), timeout=60).status_code == 200
+    r = requests.put(daemon.url("/r", ns="strcost"), data=json.dumps("a" * 100_000), timeout=60)
+    assert r.status_code == 401, r.text
+    assert requests.get(daemon.url("/r", ns="strcost")).json() is None
+    assert requests.put(daemon.url("/other", ns="strcost"), data="1", timeout=60).status_code == 200
+    # 256 KiB of rules source at most, comments included.
+    before = requests.get(rules_url(daemon, ns="strcost")).json()
+    big = {"rules": {".read": True, **{f"k{i:06}": {".write": True} for i in range(20_000)}}}
+    body = json.dumps(big)
+    assert len(body) > 256 * 1024
+    r = requests.put(rules_url(daemon, ns="strcost"), data=body)
+    assert r.status_code == 400 and "rulesDocumentBytesMax is 262144" in r.json()["error"], r.text[:300]
+    assert requests.get(rules_url(daemon, ns="strcost")).json() == before
+    fits = {"rules": {".read": True, **{f"k{i:06}": {".write": True} for i in range(8_000)}}}
+    assert len(json.dumps(fits)) < 256 * 1024
+    assert requests.put(rules_url(daemon, ns="strcost"), data=json.dumps(fits)).status_code == 200
+
+
 # Firebase's rules documents carry comments (the documentation's examples, the CLI's
 # database.rules.json); they are blanked in place, so errors keep their line and column.
 COMMENTED = """{

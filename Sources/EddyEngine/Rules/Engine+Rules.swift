@@ -41,6 +41,12 @@ extension Engine {
     /// Refused on a follower (`notLeader`): its rules come from the leader.
     public func setRules(_ document: Value) async throws(EddyError) -> Rules {
         try self.checkLeader()
+        let bytes = JSONWriter.bytes(document, arrays: false).count
+        guard bytes <= Limits.rulesDocumentBytesMax else {
+            throw EddyError(
+                .invalidValue,
+                "the rules document is \(bytes) bytes as JSON; rulesDocumentBytesMax is \(Limits.rulesDocumentBytesMax) (Firebase's 256 KB rules size limit)")
+        }
         // Every .read/.write/.validate expression must compile (Firebase refuses the document,
         // and the old rules stay). Checked here, not in `Rules.parse`, so a document stored by an
         // older version still loads.

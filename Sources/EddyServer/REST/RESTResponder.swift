@@ -664,6 +664,14 @@ public struct RESTResponder: HTTPResponder {
             try await self.withBody(request) { body in
                 // Comments, as Firebase's rules documents have them, are blanked in place.
                 let original = Array(body.readableBytesView)
+                // Refused before it is parsed: parsing and compiling a large document holds a
+                // thread every request shares.
+                guard original.count <= Limits.rulesDocumentBytesMax else {
+                    throw RESTError(
+                        status: 400,
+                        message:
+                            "the rules document is \(original.count) bytes; rulesDocumentBytesMax is \(Limits.rulesDocumentBytesMax) (Firebase's 256 KB rules size limit)")
+                }
                 let text = RulesComments.blanked(original)
                 do throws(EddyError) {
                     _ = try await engine.setRules(try JSONParser.parse(text))
