@@ -7,7 +7,8 @@
 // Firebase stores arrays); null and empty containers produce nothing (they are absent in
 // Firebase). Every leaf carries the offset of the first byte after it, so a reader that stopped
 // can resume by skipping the leaves that end at or before the offset it reached.
-// Errors name the byte offset. Strings and numbers are decoded by `JSONParser` (the same rules
+// Nesting deeper than `Limits.jsonDepthMax` is refused (nothing that deep can be written, and the
+// walk recurses once per level). Errors name the byte offset. Strings and numbers are decoded by `JSONParser` (the same rules
 // as every other JSON Eddy reads).
 
 public struct JSONLeafStream {
@@ -42,6 +43,9 @@ public struct JSONLeafStream {
     /// Walks one value; false when `leaf` asked to stop.
     private mutating func value(_ path: inout [String], _ leaf: (_ path: [String], _ value: Value, _ endOffset: Int) throws -> Bool) throws -> Bool {
         guard let byte = try self.peek() else { throw self.error("unexpected end of input: expected a value") }
+        if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "["), path.count >= Limits.jsonDepthMax {
+            throw self.error("the JSON nests deeper than \(Limits.jsonDepthMax) levels (jsonDepthMax; a path is at most \(Limits.pathDepthMax) keys deep)")
+        }
         switch byte {
         case UInt8(ascii: "{"):
             self.position += 1

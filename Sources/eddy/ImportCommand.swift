@@ -122,7 +122,11 @@ struct ImportCommand: AsyncParsableCommand {
         }
         let sink = try ImportSink(options: self.options)
         defer { sink.close() }
-        if progress.offset == 0, !self.merge { try sink.write(.remove(location)) }
+        if progress.offset == 0, !self.merge {
+            // A file that cannot be imported whole must not cost the data it would replace.
+            try self.check(size: size, at: location)
+            try sink.write(.remove(location))
+        }
 
         var stream = JSONLeafStream { buffer in
             let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
@@ -190,6 +194,40 @@ struct ImportCommand: AsyncParsableCommand {
         if droppedPriorities > 0 {
             let why = self.dropPriorities ? "--drop-priorities" : "the root keeps no priority"
             FileHandle.standardError.write(Data("eddy: left out \(droppedPriorities) \(droppedPriorities == 1 ? "priority" : "priorities") (\(why))\n".utf8))
+        }
+    }
+}
+
+extension ImportCommand {
+    /// Reads the whole file once before a replacing import removes anything: its JSON, its keys
+    /// and its depth, as the daemon would check them batch by batch. A file refused halfway
+    /// used to leave the location removed and half filled.
+    fileprivate func check(size: Int, at location: Path) throws {
+        guard let handle = FileHandle(forReadingAtPath: self.file) else { throw EddyError(.notFound, "cannot open \(self.file)") }
+        defer { try? handle.close() }
+        FileHandle.standardError.write(Data("eddy: checking \(self.file) (\(size) bytes) before it replaces \(location)\n".utf8))
+        var stream = JSONLeafStream { buffer in
+            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
+            guard count >= 0 else { throw EddyError(.io, "reading \(self.file) failed: errno \(errno)") }
+            return count
+        }
+        try stream.forEachLeaf { leafPath, _, end in
+            var keys = leafPath
+            if keys.last == Value.priorityKey || keys.last == ".value" { keys.removeLast() }
+            guard location.depth + keys.count <= Limits.pathDepthMax else {
+                throw EddyError(
+                    .invalidPath,
+                    "\(self.file): the value ending at byte \(end) is \(location.depth + keys.count) keys deep under the root; pathDepthMax is \(Limits.pathDepthMax); nothing was imported")
+            }
+            for key in keys {
+                do throws(EddyError) {
+                    try Key.validate(key)
+                } catch {
+                    let shown = Path(validatedKeys: location.keys + keys).abbreviated
+                    throw EddyError(error.code, "\(self.file), the value at \(shown) ending at byte \(end): \(error.message); nothing was imported")
+                }
+            }
+            return true
         }
     }
 }

@@ -158,6 +158,31 @@ def test_refusals(daemon, tmp_path):
     assert result.returncode == 1 and b"missing.json" in result.stderr
 
 
+def test_a_replacing_import_of_a_file_that_cannot_be_imported_keeps_the_data(daemon, tmp_path):
+    """The file is checked whole (JSON, keys, depth) before the location it replaces is removed:
+    a file refused halfway used to leave the location removed. Nesting 100,000 deep is refused
+    by the limit (it crashed the CLI's parser)."""
+    keep = {"precious": 1, "more": {"x": "y"}}
+    assert requests.put(daemon.url("/keep"), data=json.dumps(keep)).status_code == 200
+    cases = {
+        "trunc.json": ('{"a": 1, "b": ', b"invalid JSON at byte 14"),
+        "latekey.json": ('{"a": 1, "b": {"c": 2, "d.e": 3}}', b"d.e"),
+        "deep.json": ("[" * 100_000, b"nests deeper than 64 levels"),
+        "toodeep.json": ('{"k": ' * 40 + "1" + "}" * 40, b"pathDepthMax is 32"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        result = run_eddy("import", path, "--data", daemon.data_dir, "--path", "/keep", check=False)
+        assert result.returncode == 1 and message in result.stderr, (name, result.stderr[-400:])
+        assert b"nothing was imported" in result.stderr or b"invalid JSON" in result.stderr, result.stderr[-400:]
+        assert requests.get(daemon.url("/keep")).json() == keep, name
+    good = tmp_path / "good.json"
+    good.write_text('{"new": true}')
+    run_eddy("import", good, "--data", daemon.data_dir, "--path", "/keep")
+    assert requests.get(daemon.url("/keep")).json() == {"new": True}
+
+
 @pytest.mark.skipif(os.environ.get("EDDY_IMPORT_GIB") != "1", reason="set EDDY_IMPORT_GIB=1 to import a generated 1 GiB export")
 def test_one_gib_import(daemon, tmp_path):
     doc = tmp_path / "gib.json"
