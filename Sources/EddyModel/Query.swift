@@ -135,7 +135,7 @@ public struct QueryParameters: Sendable {
                 throw Self.error("\(name): Limit was already set (by another call to limitToFirst or limitToLast).")
             }
             guard rawValue.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let n = Int(rawValue), n > 0 else {
-                throw Self.error("\(name): First argument must be a positive integer, not \(rawValue)")
+                throw Self.error("\(name): First argument must be a positive integer, not \(Self.shown(rawValue))")
             }
             self.limit = name == "limitToFirst" ? .first(n) : .last(n)
         default:
@@ -192,7 +192,7 @@ public struct QueryParameters: Sendable {
         do {
             values = try JSONParser.parseList(raw)
         } catch {
-            throw Self.error("\(name)=\(raw) is not JSON: \(error.message)")
+            throw Self.error("\(name)=\(Self.shown(raw)) is not JSON: \(error.message)")
         }
         if case .object = values[0] {
             throw Self.error("\(name): a query bound must be null, a boolean, a number or a string, not an object")
@@ -204,8 +204,13 @@ public struct QueryParameters: Sendable {
         do {
             return try JSONParser.parse(raw)
         } catch {
-            throw Self.error("\(name)=\(raw) is not JSON: \(error.message)")
+            throw Self.error("\(name)=\(Self.shown(raw)) is not JSON: \(error.message)")
         }
+    }
+
+    /// A parameter's text in a message: its first 64 characters (a 5 MB value is not echoed).
+    private static func shown(_ raw: some StringProtocol) -> String {
+        raw.count <= 64 ? String(raw) : raw.prefix(64) + "… (\(raw.utf8.count) bytes)"
     }
 
     private static func error(_ message: String) -> EddyError {

@@ -101,6 +101,18 @@ import Testing
         }
     }
 
+    /// A query parameter that is not JSON is named in the error by its first 64 characters.
+    @Test func aLongQueryValueIsAbbreviatedInItsError() {
+        let raw = String(repeating: "[", count: 100_000)
+        do {
+            _ = try RESTRequest(method: .get, rawPath: "/a.json", rawQuery: "orderBy=%22$key%22&equalTo=" + raw)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.message.contains("equalTo=" + String(repeating: "[", count: 64) + "… (100000 bytes) is not JSON"), "\(error.message.prefix(300))")
+            #expect(error.message.utf8.count < 400)
+        }
+    }
+
     @Test func shallowOnlyOnGet() {
         #expect(throws: RESTError.self) { try RESTRequest(method: .put, rawPath: "/a.json", rawQuery: "shallow=true") }
     }
