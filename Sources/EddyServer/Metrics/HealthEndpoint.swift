@@ -61,6 +61,10 @@ struct HealthEndpoint: Sendable {
                 return "not connected to the leader at \(service.leader)" + (status.lastError.map { ": \($0)" } ?? "")
             }
             let applied = try? engine.lastLogID()
+            if (applied ?? nil) == nil, status.leaderLast != nil {
+                // Its lag by push-id time would be the leader's last entry's age since 1970.
+                return "the replica holds none of the leader's log yet (catching up)"
+            }
             let lagSeconds = FollowerRegistry.lagMilliseconds(leaderLast: status.leaderLast, applied: applied ?? nil) / 1000
             if lagSeconds > self.readyLagMaxSeconds {
                 return "the replica is \(lagSeconds) s behind the leader (ready-lag-max-seconds: \(self.readyLagMaxSeconds))"
