@@ -134,6 +134,28 @@ import Testing
         }
     }
 
+    /// Listeners attaching to one location between two writes share one read of it; each
+    /// attaches with the state after the newest write, in its own form (plain or export).
+    @Test func attachesShareAReadOnlyUntilTheNextWrite() async throws {
+        try await withEngine { engine in
+            _ = try await engine.set(p("/big"), json(#"{"a": 1, "b": {".value": 2, ".priority": 7}}"#))
+            func attach(export: Bool = false) async throws -> Value? {
+                let received = ReceivedBatches()
+                _ = try await engine.listen(p("/big"), selection: .valueChangesOnly, exportsPriorities: export, sink: received.sink)
+                return received.take().first?.last?.value
+            }
+            for _ in 0..<3 { #expect(try await attach() == json(#"{"a": 1, "b": 2}"#)) }
+            #expect(try await attach(export: true) == json(#"{"a": 1, "b": {".value": 2, ".priority": 7}}"#))
+            #expect(try await attach() == json(#"{"a": 1, "b": 2}"#))
+            _ = try await engine.set(p("/big/c"), .number(3))
+            #expect(try await attach() == json(#"{"a": 1, "b": 2, "c": 3}"#))
+            _ = try await engine.set(p("/elsewhere"), .number(1))
+            _ = try await engine.remove(p("/big/a"))
+            #expect(try await attach() == json(#"{"b": 2, "c": 3}"#))
+            #expect(try await attach(export: true) == json(#"{"b": {".value": 2, ".priority": 7}, "c": 3}"#))
+        }
+    }
+
     struct Listener {
         var location: Path
         var query: Query?
