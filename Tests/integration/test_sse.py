@@ -108,6 +108,31 @@ def test_stream_starts_with_a_put_then_follows_every_write(daemon):
     client.close()
 
 
+def test_streams_opened_together_on_a_large_location_start_with_the_same_put(daemon):
+    """Streams opened on one location with nothing written between share one read and one
+    encoding of the first put; a stream opened after a write starts from it, and streams of
+    another form (export) or a query get their own."""
+    big = {f"k{i:05}": {"v": "x" * 40, ".priority": i % 3} for i in range(3000)}
+    put(daemon, "/shared", big)
+    plain = {k: {"v": v["v"]} for k, v in big.items()}
+    clients = [SSEClient(daemon, "/shared") for _ in range(4)]
+    firsts = [c.next_data() for c in clients]
+    assert all(f[2] == {"path": "/", "data": plain} for f in firsts)
+    assert len({f[1] for f in firsts}) == 1 and len({f[3] for f in firsts}) == 1, "one id, the same bytes"
+    export = SSEClient(daemon, "/shared", "format=export")
+    assert export.next_data()[2]["data"]["k00001"] == {"v": "x" * 40, ".priority": 1}
+    query = SSEClient(daemon, "/shared", 'orderBy="$key"&limitToFirst=2')
+    assert query.next_data()[2]["data"] == {"k00000": plain["k00000"], "k00001": plain["k00001"]}
+    put(daemon, "/shared/k00000/v", "changed")
+    later = SSEClient(daemon, "/shared")
+    event, later_id, data, _ = later.next_data()
+    assert data["data"]["k00000"] == {"v": "changed"} and later_id > firsts[0][1]
+    for c in clients:
+        assert c.next_data()[2] == {"path": "/k00000/v", "data": "changed"}
+    for c in clients + [export, query, later]:
+        c.close()
+
+
 def test_keep_alive_on_an_idle_stream(daemon_factory):
     daemon = daemon_factory("--sse-keep-alive-seconds", "1")
     client = SSEClient(daemon, "/idle")

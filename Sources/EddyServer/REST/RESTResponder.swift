@@ -56,6 +56,8 @@ public struct RESTResponder: HTTPResponder {
     /// Their writes once the connections ended; shared with the native listeners, whose stop
     /// waits for them.
     let onDisconnectRuns: OnDisconnectRuns
+    /// The last large first `put` of an event stream, for streams that would send the same.
+    let initialPuts = InitialPutCache()
     let logger: Logger
 
     init(

@@ -81,6 +81,7 @@ extension RESTResponder {
         // (SIGHUP) leaves that credential invalid.
         let credential = Self.credential(headers) ?? rest.credential
         let authenticator = self.authenticator
+        let initialPuts = self.initialPuts
         let reloadObserver: UInt64? =
             credential == nil && rest.authOverride == nil
             ? nil
@@ -139,7 +140,12 @@ extension RESTResponder {
                                 if first, events.allSatisfy({ $0.logID == nil && $0.kind != .cancel }) {
                                     // The attach batch (a resumed stream has none): the whole value.
                                     first = false
-                                    let bytes = SSEFrames.put(path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
+                                    let key = attachment.liveAfter.map {
+                                        InitialPutCache.Key(namespace: rest.namespace, location: rest.path, query: rest.query, export: rest.export, liveAfter: $0)
+                                    }
+                                    let bytes = initialPuts.frame(for: key) {
+                                        SSEFrames.put(path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
+                                    }
                                     try await writer.write(ByteBuffer(bytes: bytes))
                                 } else if let cancel = events.first(where: { $0.kind == .cancel }) {
                                     first = false
