@@ -79,4 +79,17 @@ import Testing
         #expect(try self.evaluate("(newData.val() + 'b').length", value: big) == .number(100_001))
         #expect(try self.evaluate("newData.val().toUpperCase().beginsWith('AAA')", value: big) == .bool(true))
     }
+
+    /// matches() steps through at most `RuleRegex.ruleStepsMax` states: a large program over a
+    /// long string fails (the access is denied) instead of holding a thread for minutes; the
+    /// budget is counted in states, so a small budget shows it.
+    @Test func matchesGivesUpPastItsStepBudget() throws {
+        let regex = try RuleRegex("a{0,50}b", flags: "")
+        let text = String(repeating: "a", count: 10_000)
+        #expect(regex.matches(text, stepsMax: 1000) == nil)
+        #expect(regex.matches(text + "b", stepsMax: .max) == true)
+        #expect(regex.matches("aab", stepsMax: 1000) == true)
+        // Within the rules' budget a simple pattern over a 1 MB value is answered.
+        #expect(try self.evaluate("newData.val().matches(/^a+$/)", value: String(repeating: "a", count: 1_000_000)) == .bool(true))
+    }
 }

@@ -302,7 +302,11 @@ public enum RuleEvaluator {
                 } catch {
                     throw RuleEvaluationError(message: "invalid regular expression /\(pattern)/: \(error.message)")
                 }
-                return .bool(compiled.matches(s))
+                guard let matched = compiled.matches(s, stepsMax: RuleRegex.ruleStepsMax) else {
+                    throw RuleEvaluationError(
+                        message: "matches(/\(pattern.prefix(64))/) gave up after \(RuleRegex.ruleStepsMax) steps over a string of \(s.utf8.count) bytes")
+                }
+                return .bool(matched)
             default:
                 throw RuleEvaluationError(message: "a string has no method \(name)()")
             }

@@ -81,6 +81,18 @@ public struct RuleRegex: Sendable, Equatable {
     /// True when the pattern matches somewhere in `string` (JavaScript's `test`). Reads the
     /// string's scalars once, in order, holding one scalar of lookahead.
     public func matches(_ string: String) -> Bool {
+        self.matches(string, stepsMax: .max)!
+    }
+
+    /// How many states a rule's `matches()` may step through in all: linear is not cheap when
+    /// both factors are large (a 10,000-step program over a 10 MiB string is 10^11 steps, minutes
+    /// of a thread every request shares). A simple pattern over a 10 MiB string takes a few
+    /// times 10^7.
+    public static let ruleStepsMax = 200_000_000
+
+    /// As `matches(_:)`, or nil once more than `stepsMax` states were stepped through.
+    public func matches(_ string: String, stepsMax: Int) -> Bool? {
+        var steps = 0
         let count = self.program.count
         var current = StateList(capacity: count)
         var next = StateList(capacity: count)
@@ -95,6 +107,8 @@ public struct RuleRegex: Sendable, Equatable {
             guard let scalar = place.next else { return false }
             place = Place(previous: scalar, next: scalars.next()?.value)
             next.clear()
+            steps += current.states.count
+            if steps > stepsMax { return nil }
             for pc in current.states {
                 let consumed: Bool
                 switch self.program[pc] {
