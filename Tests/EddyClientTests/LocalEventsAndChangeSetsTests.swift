@@ -876,20 +876,22 @@ import Testing
         withExtendedLifetime((token, other)) {}
     }
 
+    /// A change set with its results' count, as the write(withoutNotifying:) tests compare them.
+    static func describeCounted(_ change: DatabaseCollectionChange) -> String {
+        switch change {
+        case .initial(let results): return "initial \(results.count)"
+        case .update(let results, let d, let i, let m): return "update \(results.count) d\(d) i\(i) m\(m)"
+        case .error(let error): return "error \(error)"
+        }
+    }
+
     @Test func writeWithoutNotifyingSilencesOnlyThatToken() async throws {
         let database = self.database()
         let todos = database.reference().child("local/todos")
         let mine = Recorder<String>()
         let theirs = Recorder<String>()
-        func describe(_ change: DatabaseCollectionChange) -> String {
-            switch change {
-            case .initial(let results): return "initial \(results.count)"
-            case .update(let results, let d, let i, let m): return "update \(results.count) d\(d) i\(i) m\(m)"
-            case .error(let error): return "error \(error)"
-            }
-        }
-        let myToken = todos.observe { mine.add(describe($0)) }
-        let theirToken = todos.observe { theirs.add(describe($0)) }
+        let myToken = todos.observe { mine.add(Self.describeCounted($0)) }
+        let theirToken = todos.observe { theirs.add(Self.describeCounted($0)) }
         _ = try await mine.wait(for: 1)
         _ = try await theirs.wait(for: 1)
         database.write(withoutNotifying: [myToken]) {
@@ -913,15 +915,8 @@ import Testing
         let stamps = database.reference().child("local/stamps")
         let mine = Recorder<String>()
         let theirs = Recorder<String>()
-        func describe(_ change: DatabaseCollectionChange) -> String {
-            switch change {
-            case .initial(let results): return "initial \(results.count)"
-            case .update(let results, let d, let i, let m): return "update \(results.count) d\(d) i\(i) m\(m)"
-            case .error(let error): return "error \(error)"
-            }
-        }
-        let myToken = stamps.observe { mine.add(describe($0)) }
-        let theirToken = stamps.observe { theirs.add(describe($0)) }
+        let myToken = stamps.observe { mine.add(Self.describeCounted($0)) }
+        let theirToken = stamps.observe { theirs.add(Self.describeCounted($0)) }
         _ = try await mine.wait(for: 1)
         _ = try await theirs.wait(for: 1)
         var replaced = false
