@@ -8,8 +8,8 @@
 // Firebase). Every leaf carries the offset of the first byte after it, so a reader that stopped
 // can resume by skipping the leaves that end at or before the offset it reached.
 // Nesting deeper than `Limits.jsonDepthMax` is refused (nothing that deep can be written, and the
-// walk recurses once per level). Errors name the byte offset. Strings and numbers are decoded by `JSONParser` (the same rules
-// as every other JSON Eddy reads).
+// walk recurses once per level). Errors name the byte offset. Strings and numbers are decoded by
+// `JSONParser` (the same rules as every other JSON Eddy reads).
 
 public struct JSONLeafStream {
     /// Fills the buffer with up to its count bytes; returns how many (0 at the end).

@@ -128,11 +128,7 @@ struct ImportCommand: AsyncParsableCommand {
             try sink.write(.remove(location))
         }
 
-        var stream = JSONLeafStream { buffer in
-            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
-            guard count >= 0 else { throw EddyError(.io, "reading \(self.file) failed: errno \(errno)") }
-            return count
-        }
+        var stream = self.leafStream(reading: handle)
         var batch: [String: Value] = [:]
         var batchPriorities: [String: Value] = [:]
         var batchBytes = 0
@@ -199,6 +195,15 @@ struct ImportCommand: AsyncParsableCommand {
 }
 
 extension ImportCommand {
+    /// The file's leaves, read from `handle`.
+    fileprivate func leafStream(reading handle: FileHandle) -> JSONLeafStream {
+        JSONLeafStream { buffer in
+            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
+            guard count >= 0 else { throw EddyError(.io, "reading \(self.file) failed: errno \(errno)") }
+            return count
+        }
+    }
+
     /// Reads the whole file once before a replacing import removes anything: its JSON, its keys
     /// and its depth, as the daemon would check them batch by batch. A file refused halfway
     /// used to leave the location removed and half filled.
@@ -206,11 +211,7 @@ extension ImportCommand {
         guard let handle = FileHandle(forReadingAtPath: self.file) else { throw EddyError(.notFound, "cannot open \(self.file)") }
         defer { try? handle.close() }
         FileHandle.standardError.write(Data("eddy: checking \(self.file) (\(size) bytes) before it replaces \(location)\n".utf8))
-        var stream = JSONLeafStream { buffer in
-            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress, buffer.count)
-            guard count >= 0 else { throw EddyError(.io, "reading \(self.file) failed: errno \(errno)") }
-            return count
-        }
+        var stream = self.leafStream(reading: handle)
         try stream.forEachLeaf { leafPath, _, end in
             var keys = leafPath
             if keys.last == Value.priorityKey || keys.last == ".value" { keys.removeLast() }

@@ -188,17 +188,15 @@ public enum RuleEvaluator {
 
     // MARK: Methods
 
-    /// The longest string an expression may make (`+`, `replace()`, case changes): that of a
-    /// stored string. A rule making a longer one fails (its access is denied), before memory
-    /// runs out.
-    static let stringBytesMax = Limits.stringBytesMax
-
+    /// A string an expression makes (`+`, `replace()`, case changes) is at most a stored
+    /// string's `Limits.stringBytesMax`: a rule making a longer one fails (its access is
+    /// denied), before memory runs out.
     private static func tooLong(_ what: String) -> RuleEvaluationError {
-        RuleEvaluationError(message: "\(what) would make a string over \(Self.stringBytesMax) bytes (stringBytesMax)")
+        RuleEvaluationError(message: "\(what) would make a string over \(Limits.stringBytesMax) bytes (stringBytesMax)")
     }
 
     private static func bounded(_ s: String, _ what: String) throws(RuleEvaluationError) -> String {
-        guard s.utf8.count <= Self.stringBytesMax else { throw Self.tooLong(what) }
+        guard s.utf8.count <= Limits.stringBytesMax else { throw Self.tooLong(what) }
         return s
     }
 
@@ -282,7 +280,7 @@ public enum RuleEvaluator {
                 let target = try string(0)
                 let replacement = try string(1)
                 guard !target.isEmpty else { return .string(s) }
-                guard let replaced = RuleStrings.replacingAll(s, target, with: replacement, bytesMax: Self.stringBytesMax) else {
+                guard let replaced = RuleStrings.replacingAll(s, target, with: replacement, bytesMax: Limits.stringBytesMax) else {
                     throw Self.tooLong("replace()")
                 }
                 return .string(replaced)
