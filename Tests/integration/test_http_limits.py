@@ -222,3 +222,34 @@ def test_http_1_0_requests_get_http_1_0_answers_without_chunks(d):
         assert data.startswith(b"HTTP/1.1 200") and b"transfer-encoding: chunked" in data.lower(), data[:300]
         s.sendall(b"GET /h10/missing.json HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_until(s, b"null").endswith(b"null")
+
+
+def refusal(answer):
+    """The status line and the `error` of a whole answer read to the connection's end."""
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert b"connection: close" in head.lower(), head
+    return head.split(b"\r\n", 1)[0].decode(), json.loads(body)["error"]
+
+
+def test_a_request_head_the_parser_refuses_gets_an_error_body_and_nothing_is_written(d):
+    """Hummingbird answered these with a bare `400` and no body; each says now what was wrong."""
+    status, error = refusal(conversation(d, b"PUT /hp.json HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\nContent-Length: 1\r\n\r\n1"))
+    assert status == "HTTP/1.1 431 Request Header Fields Too Large" and "81920 bytes" in error, (status, error)
+    status, error = refusal(conversation(d, b"BREW /hp.json HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert status == "HTTP/1.1 400 Bad Request" and "unknown method" in error, (status, error)
+    status, error = refusal(conversation(d, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+    assert status == "HTTP/1.1 505 HTTP Version Not Supported" and "HTTP/2" in error, (status, error)
+    status, error = refusal(conversation(d, b"PUT /hp.json HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n1"))
+    assert status == "HTTP/1.1 400 Bad Request" and "content-length" in error, (status, error)
+    assert requests.get(d.url("/hp")).json() is None
+
+
+def test_a_refused_head_after_pipelined_requests_is_answered_after_their_answers(d):
+    answer = conversation(
+        d, b"PUT /pp.json HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n7GET /pp.json HTTP/1.1\r\nHost: x\r\n\r\nGET /q.json HTTP/1.1\r\nBad Header\r\n\r\n")
+    first, rest = answer.split(b"\r\n\r\n7", 1)
+    assert first.startswith(b"HTTP/1.1 200 OK\r\n"), answer[:300]
+    second, third = rest.split(b"\r\n\r\n7", 1)
+    assert second.startswith(b"HTTP/1.1 200 OK\r\n"), answer[:400]
+    status, error = refusal(third)
+    assert status == "HTTP/1.1 400 Bad Request" and "invalid character in header" in error, (status, error)

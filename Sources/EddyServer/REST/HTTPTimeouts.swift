@@ -7,7 +7,8 @@
 // - idle: a connection with no request in progress and none being answered closes after
 //   `idleSeconds` (keep-alive connections nobody uses).
 // A header or body timeout answers `408 Request Timeout` with a Firebase error body naming the
-// option, then closes; an idle connection just closes. A response in progress (an SSE stream,
+// option, then closes; an idle connection just closes. A head the HTTP parser refuses (see
+// `HTTPHeadRefusal`) is answered the same way, with a body saying what was wrong. A response in progress (an SSE stream,
 // a large GET) is never timed out.
 //
 // Two handlers share one `HTTPTimeoutState`: `RawBytesHandler` at the front of the pipeline
@@ -25,6 +26,7 @@
 // under small keep-alive POSTs. Invariant: while `deadline` is set, a check is scheduled at or
 // before it.
 
+import EddyModel
 import HTTPTypes
 import HummingbirdCore
 import NIOCore
@@ -64,6 +66,8 @@ final class HTTPTimeoutState {
     var check: Scheduled<Void>?
     /// Where the 408 is written from: the front of the pipeline.
     var rawContext: ChannelHandlerContext?
+    /// A head the parser refused, answered once the answers before it are out.
+    var refusedHead: HTTPHeadRefusal?
 
     init(_ timeouts: HTTPTimeouts) {
         self.timeouts = timeouts
@@ -99,6 +103,10 @@ final class HTTPTimeoutState {
     /// is then briefly negative, and the body timer keeps running).
     func answerWritten() {
         self.answersOwed -= 1
+        if self.refusedHead != nil {
+            if self.answersOwed <= 0 { self.writeRefusedHead() }
+            return
+        }
         if self.reading == .idle, self.answersOwed <= 0 { self.arm(seconds: self.timeouts.idleSeconds) }
     }
 
@@ -141,6 +149,27 @@ final class HTTPTimeoutState {
         }
     }
 
+    /// A request head the HTTP parser refused (too large, a method or version it does not know,
+    /// broken framing): answered here with a Firebase error body naming what was wrong, then
+    /// the connection closes; after the answers still owed (pipelined requests before it), so
+    /// its bytes never land inside one. False (the error goes on: the responder answers it)
+    /// when a body was being read.
+    func answerRefusedHead(_ error: HTTPParserError) -> Bool {
+        if self.refusedHead != nil { return true }  // already refused: the answer says it
+        guard self.rawContext != nil, self.reading != .body else { return false }
+        self.refusedHead = HTTPHeadRefusal(error)
+        self.reading = .idle
+        self.deadline = nil
+        if self.answersOwed <= 0 { self.writeRefusedHead() }
+        return true
+    }
+
+    private func writeRefusedHead() {
+        guard let context = self.rawContext, let refusal = self.refusedHead else { return }
+        self.answersOwed = 0
+        self.writeRaw(status: refusal.status, reason: refusal.reasonPhrase, message: refusal.message, context: context)
+    }
+
     private func fired() {
         guard let context = self.rawContext else { return }
         let reason: String
@@ -154,18 +183,23 @@ final class HTTPTimeoutState {
         case .body:
             reason = "the request body stalled: no bytes for \(self.timeouts.bodySeconds) s (--http-body-timeout-seconds)"
         }
-        var body: [UInt8] = Array(#"{"error":"#.utf8)
-        body += Array("\"request timed out: \(reason)\"}".utf8)
-        let head =
-            "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
-        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
-        buffer.writeString(head)
-        buffer.writeBytes(body)
         // A handler reading the stalled body learns why it ended (its answer is the 408 below,
         // and `--log-requests` logs that, not a malformed body).
         if self.reading == .body { context.fireErrorCaught(HTTPRequestTimedOut(reason: reason)) }
         self.reading = .idle
         self.answersOwed = 0
+        self.writeRaw(status: 408, reason: "Request Timeout", message: "request timed out: \(reason)", context: context)
+    }
+
+    /// Writes a whole answer as bytes at the front of the pipeline (whatever state the HTTP
+    /// codec is in), `{"error": message}`, then closes the connection.
+    private func writeRaw(status: Int, reason: String, message: String, context: ChannelHandlerContext) {
+        let body = JSONWriter.bytes(.object(["error": .string(message)]))
+        let head =
+            "HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body)
         context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
     }
 }
@@ -246,8 +280,16 @@ final class HTTPTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let refused = error as? HTTPParserError, self.state.answerRefusedHead(refused) { return }
+        context.fireErrorCaught(error)
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = self.unwrapOutboundIn(data) { self.state.answerWritten() }
+        let isEnd: Bool
+        if case .end = self.unwrapOutboundIn(data) { isEnd = true } else { isEnd = false }
         context.write(data, promise: promise)
+        // After the answer's last bytes: a refused head's answer written now follows them.
+        if isEnd { self.state.answerWritten() }
     }
 }
