@@ -7,7 +7,12 @@
 //   kernel (`HeapTrimmer`), so the RSS falls back once the client is gone.
 // - request bodies being received and applied (`--request-bodies-bytes-total`): a body the
 //   budget cannot take is refused with 503, nothing applied.
-// Thread-safety: an atomic counter; reservations never exceed `bytesMax`.
+// A client's first value (a location's whole value) may be larger than any bound, so one is
+// let past `bytesMax` while the budget is not full yet (`reserveUnlessFull`); once it is full,
+// those are refused too, and a client that leaves counted bytes unread meanwhile is
+// disconnected (`StalledReaderWatch`). Bytes already in memory are counted whatever the total
+// (`reserve(evenPast:)`).
+// Thread-safety: an atomic counter; `reserve` never takes the total past `bytesMax`.
 
 import Synchronization
 
@@ -39,6 +44,24 @@ final class MemoryBudget: Sendable {
             current = original
         }
     }
+
+    /// Takes `bytes` even past `bytesMax` while the budget is not full yet (a client's first
+    /// value or only frame, which must get through whatever its size); false (nothing taken)
+    /// once reservations have reached `bytesMax`, so the total stays within `bytesMax` plus one
+    /// such reservation.
+    func reserveUnlessFull(_ bytes: Int) -> Bool {
+        var current = self.used.load(ordering: .relaxed)
+        while true {
+            guard current < self.bytesMax else { return false }
+            let (exchanged, original) = self.used.compareExchange(
+                expected: current, desired: current + bytes, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Reservations have reached `bytesMax`.
+    var isFull: Bool { self.usedBytes >= self.bytesMax }
 
     func release(_ bytes: Int) {
         let after = self.used.subtract(bytes, ordering: .relaxed).newValue

@@ -1,7 +1,7 @@
 // The shared byte budget of waiting events, and how an SSE buffer uses it: reservations never
-// pass the bound (except the one batch a client with nothing waiting always gets), releases
-// give it back, and a buffer the budget cannot take is cut off with its resume id and
-// returns what it held.
+// pass the bound (except the one batch a client with nothing waiting gets while the budget is
+// not full), releases give it back, and a buffer the budget cannot take is cut off with its
+// resume id and returns what it held.
 
 import EddyEngine
 import EddyModel
@@ -22,6 +22,39 @@ import Testing
         #expect(!budget.reserve(1), "and still counts against everyone else")
         budget.release(500)
         #expect(budget.reserve(100))
+    }
+
+    @Test func aFirstValuePassesTheBoundOnlyWhileTheBudgetIsNotFull() {
+        let budget = MemoryBudget(bytesMax: 100)
+        #expect(budget.reserve(60))
+        #expect(budget.reserveUnlessFull(500), "60 of 100 taken: a large first value still gets through")
+        #expect(budget.isFull && budget.usedBytes == 560)
+        #expect(!budget.reserveUnlessFull(1), "full: the next first value is refused")
+        #expect(budget.usedBytes == 560, "nothing taken by the refusal")
+        budget.release(560)
+        #expect(!budget.isFull && budget.reserveUnlessFull(1))
+    }
+
+    @Test func aStreamWhoseFirstValueFindsTheBudgetFullIsRefusedBeforeItStarts() async {
+        let budget = MemoryBudget(bytesMax: 1_000)
+        #expect(budget.reserveUnlessFull(5_000))  // a stalled reader's large write
+        let buffer = EventBuffer(batchesMax: 10, bytesMax: 1 << 20, budget: budget)
+        buffer.push(self.batch(1, bytes: 10))
+        #expect(buffer.refusedItsFirstBatch)
+        guard case .overflow(_, let bound)? = await buffer.next() else {
+            Issue.record("not cut off")
+            return
+        }
+        #expect(bound == .shared)
+        #expect(budget.usedBytes == 5_000)
+        budget.release(5_000)
+        let next = EventBuffer(batchesMax: 10, bytesMax: 1 << 20, budget: budget)
+        next.push(self.batch(2, bytes: 10))
+        #expect(!next.refusedItsFirstBatch, "with room again, a stream starts")
+        guard case .events? = await next.next() else {
+            Issue.record("the first value did not arrive")
+            return
+        }
     }
 
     private func batch(_ n: Int, bytes: Int) -> [ChildEvent] {

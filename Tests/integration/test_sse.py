@@ -368,6 +368,61 @@ def test_a_slow_consumer_is_cut_off_with_its_resume_id_and_resumes_without_a_gap
     assert delivered + rest == list(range(total)), "no gap, no duplicate"
 
 
+def test_readers_that_leave_a_large_first_value_unread_are_bounded_by_the_stream_budget(daemon_factory):
+    """A stream's first `put` left the shared budget once handed to the socket, so clients that
+    opened streams on a large location and read nothing held it outside any bound (100 such on
+    6.5 MB: 700 MB). Now a large write counts until the socket has taken it: with the budget
+    full, a new stream is refused (503 naming the option), and a reader that leaves its write
+    unread for 10 s is disconnected, after which streams open again."""
+    budget = 1 << 20
+    daemon = daemon_factory("--stream-buffers-bytes-total", str(budget))
+    value = {f"k{i:05d}": "x" * 1000 for i in range(8000)}  # 8 MB: more than the socket buffers hold
+    assert requests.put(daemon.url("/big"), data=json.dumps(value)).status_code == 200
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(("127.0.0.1", daemon.port))
+    stalled.sendall(b"GET /big.json HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+
+    def open_stream():
+        r = requests.get(daemon.url("/small"), headers={"Accept": "text/event-stream"}, stream=True, timeout=30)
+        if r.status_code == 200:
+            first = next(r.iter_lines())
+            r.close()
+            assert first == b"event: put", first
+            return 200, None
+        error = r.json()["error"]
+        r.close()
+        return r.status_code, error
+
+    # Refused for as long as the stalled reader holds its bytes (a refusal can also come while
+    # its first value is being read and encoded): wait for two refusals a second apart.
+    deadline, refused_at = time.monotonic() + 30, None
+    while True:
+        status, error = open_stream()
+        if status != 503:
+            refused_at = None
+        elif refused_at is None:
+            refused_at = time.monotonic()
+        elif time.monotonic() - refused_at >= 1:
+            break
+        assert time.monotonic() < deadline, "the stalled reader's 8 MB never filled the 1 MiB budget"
+        time.sleep(0.2)
+    assert "--stream-buffers-bytes-total" in error and str(budget) in error, error
+    while open_stream()[0] != 200:
+        assert time.monotonic() < refused_at + 60, "the stalled reader was never disconnected"
+        time.sleep(0.5)
+    # The stalled reader's connection was closed: reading it now ends before the whole value.
+    stalled.settimeout(30)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)  # read what is left quickly
+    received, read_until = 0, time.monotonic() + 60
+    while chunk := stalled.recv(1 << 20):
+        received += len(chunk)
+        assert time.monotonic() < read_until, "the stalled reader's stream is still open"
+    stalled.close()
+    assert received < len(json.dumps(value)), received
+    assert requests.get(daemon.url("/big/k00000")).json() == "x" * 1000
+
+
 def test_query_streams_resume_after_an_id_too(daemon):
     put(daemon, "/qr", {"a": {"s": 3}, "b": {"s": 1}, "c": {"s": 2}})
     requests.put(daemon.base_url + "/.settings/rules.json", data=json.dumps({"rules": {".read": True, ".write": True, "qr": {".indexOn": "s"}}}))

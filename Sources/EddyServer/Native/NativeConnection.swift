@@ -12,9 +12,11 @@
 // batch, which describes the state after `liveAfter`); later frames follow log order.
 // Bounds: at most `outstandingMax` events frames and `outstandingBytesMax` bytes of them may
 // wait to be written to the socket, and all connections and SSE streams together at most
-// `budget.bytesMax` bytes (one frame is always let through to a connection with nothing
-// waiting, so a large first frame still arrives); a subscriber that lets more pile up gets
-// `behind` (with the last log id queued before it) and the connection closes. Answers not yet
+// `budget.bytesMax` bytes (one frame is let through to a connection with nothing waiting while
+// the budget is not full, so a large first frame still arrives); a subscriber that lets more
+// pile up gets `behind` (with the last log id queued before it) and the connection closes; one
+// that leaves a large frame unread while the budget is full is disconnected
+// (`StalledReaderWatch`). Answers not yet
 // written to the socket are bounded too: past `answerBytesMax` of them, the next request waits
 // until the client has read enough (so a client that pipelines large reads without reading
 // the answers holds at most that plus one answer); requests themselves are bounded by
@@ -160,7 +162,7 @@ final class NativeConnection: Sendable {
                 guard state.outstandingEvents < self.outstandingMax else { return .overflow }
                 let alone = state.outstandingEvents == 0
                 guard alone || state.outstandingEventBytes + eventBytes <= self.outstandingBytesMax else { return .overflow }
-                guard self.budget.reserve(eventBytes, evenPast: alone) else { return .overflow }
+                guard alone ? self.budget.reserveUnlessFull(eventBytes) : self.budget.reserve(eventBytes) else { return .overflow }
                 state.outstandingEvents += 1
                 state.outstandingEventBytes += eventBytes
             }
@@ -202,7 +204,16 @@ final class NativeConnection: Sendable {
         let events = frames.count { $0.eventBytes > 0 }
         let eventBytes = frames.reduce(0) { $0 + $1.eventBytes }
         let answerBytes = frames.reduce(0) { $0 + $1.answerBytes }
+        // Large event frames a client leaves unread hold the budget: with it full, such a
+        // client is disconnected (`StalledReaderWatch`).
+        let watch =
+            eventBytes >= StalledReaderWatch.bytesMin
+            ? StalledReaderWatch(channel: self.channel, budget: self.budget) { [logger] in
+                ServerMetrics.disconnectedForLag(.native)
+                logger.info("native subscriber left its events unread while stream memory was full; disconnecting")
+            } : nil
         written.futureResult.whenComplete { _ in
+            watch?.stop()
             let ready = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.outstandingEvents -= events
                 state.outstandingEventBytes -= eventBytes

@@ -37,6 +37,8 @@ final class EventBuffer: Sendable {
         var overflowed = false
         var overflowBound = Bound.batches
         var lastDelivered: LogID?
+        /// A batch was taken (handed to the waiter or queued).
+        var tookAny = false
         var waiter: CheckedContinuation<Item?, Never>?
     }
 
@@ -62,13 +64,14 @@ final class EventBuffer: Sendable {
             guard !state.finished, !state.overflowed else { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
+                state.tookAny = true
                 return (waiter, .events(events))
             }
-            // One batch is always taken when nothing waits (a location's first value may be
-            // larger than any bound); past that, every bound holds.
+            // One batch is taken when nothing waits (a location's first value may be larger
+            // than any bound) unless the shared budget is full; past that, every bound holds.
             var passed: Bound? = nil
             if state.pending.isEmpty {
-                if !self.budget.reserve(bytes, evenPast: true) { passed = .shared }
+                if !self.budget.reserveUnlessFull(bytes) { passed = .shared }
             } else if state.pending.count >= self.batchesMax {
                 passed = .batches
             } else if state.bytes + bytes > self.bytesMax {
@@ -87,12 +90,19 @@ final class EventBuffer: Sendable {
             }
             state.pending.append(events)
             state.bytes += bytes
+            state.tookAny = true
             return nil
         }
         if let (waiter, item) = waiter {
             self.noteDelivered(item)
             waiter.resume(returning: item)
         }
+    }
+
+    /// The first batch (a stream's first value) was refused because the shared budget was full:
+    /// the stream can be refused before it starts.
+    var refusedItsFirstBatch: Bool {
+        self.state.withLock { $0.overflowed && !$0.tookAny && $0.overflowBound == .shared }
     }
 
     /// Asks for a keep-alive comment at the next opportunity (from a timer).

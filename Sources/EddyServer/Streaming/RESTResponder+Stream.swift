@@ -15,6 +15,10 @@
 // every entry) gets the full put. A client that falls more than `EventBuffer` allows
 // behind gets `cancel` (its reason, in a comment line, names the last id it was sent), and the
 // connection ends; reconnecting with that id resumes without a gap.
+// Memory: a stream's events count in the shared budget (`--stream-buffers-bytes-total`) while
+// they wait in its `EventBuffer`, and a large write's bytes until the socket has taken them
+// (`send`); a client that leaves such a write unread while the budget is full is disconnected
+// (`StalledReaderWatch`). A stream opened while the budget is full is refused (503).
 // The stream ends at server shutdown (graceful shutdown handler) or when the client goes away:
 // at once when its side of the connection ends (`ConnectionEndWatcher`: its FIN, a reset), else
 // at the next write that fails, so a client that closed does not keep a listener until then.
@@ -50,6 +54,12 @@ extension RESTResponder {
         let access = identity.access
         guard !rest.shallow else { throw RESTError(status: 400, message: "shallow=true cannot be streamed; listen without it") }
         guard rest.callback == nil else { throw RESTError(status: 400, message: "callback= (JSONP) cannot be streamed; listen without it") }
+        let budgetFull = RESTError(
+            status: 503,
+            message:
+                "too many bytes are waiting for slow readers: all streams together hold stream-buffers-bytes-total (\(self.streamBudget.bytesMax) bytes); retry shortly (see --stream-buffers-bytes-total)"
+        )
+        guard !self.streamBudget.isFull else { throw budgetFull }
         let buffer = EventBuffer(batchesMax: self.streamBufferBatches, bytesMax: self.streamBufferBytes, budget: self.streamBudget)
         let attachment: ListenerAttachment
         let sink: ChildEventSink = { buffer.push($0) }
@@ -73,6 +83,12 @@ extension RESTResponder {
         } catch {
             throw RESTError(error)
         }
+        // The budget filled while it attached: its first value (handed over at attach) found
+        // no room.
+        if buffer.refusedItsFirstBatch {
+            await engine.removeListener(attachment.id)
+            throw budgetFull
+        }
         let replayFrom = replayAfter
         let keepAlive = self.keepAliveSeconds
         let expires = identity.expires
@@ -82,6 +98,7 @@ extension RESTResponder {
         let credential = Self.credential(headers) ?? rest.credential
         let authenticator = self.authenticator
         let initialPuts = self.initialPuts
+        let budget = self.streamBudget
         let reloadObserver: UInt64? =
             credential == nil && rest.authOverride == nil
             ? nil
@@ -131,7 +148,8 @@ extension RESTResponder {
                     try await withGracefulShutdownHandler {
                         if let replayFrom, let liveAfter = attachment.liveAfter {
                             try await Self.replay(
-                                after: replayFrom, upTo: liveAfter, at: rest.path, export: rest.export, engine: engine, writer: &writer)
+                                after: replayFrom, upTo: liveAfter, at: rest.path, export: rest.export, engine: engine, writer: &writer,
+                                channel: channel, budget: budget)
                         }
                         var first = true
                         loop: while let item = await buffer.next() {
@@ -146,7 +164,7 @@ extension RESTResponder {
                                     let bytes = initialPuts.frame(for: key) {
                                         SSEFrames.put(path: "/", data: JSONWriter.bytes(events.last?.value ?? .null), id: attachment.liveAfter)
                                     }
-                                    try await writer.write(ByteBuffer(bytes: bytes))
+                                    try await Self.send(bytes, writer: &writer, channel: channel, budget: budget)
                                 } else if let cancel = events.first(where: { $0.kind == .cancel }) {
                                     first = false
                                     guard case .string(let reason) = cancel.value else { break loop }
@@ -156,7 +174,7 @@ extension RESTResponder {
                                     first = false
                                     ServerMetrics.delivered(.sse, events: events.count)
                                     let bytes = SSEFrames.frames(for: events)
-                                    if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+                                    if !bytes.isEmpty { try await Self.send(bytes, writer: &writer, channel: channel, budget: budget) }
                                 }
                             case .keepAlive:
                                 if revoked.isSet {
@@ -190,6 +208,25 @@ extension RESTResponder {
             })
     }
 
+    /// Writes `bytes` to a stream. A write of `StalledReaderWatch.bytesMin` or more counts in
+    /// `budget` until the socket has taken it (beyond the channel's low-water mark), and the
+    /// client is disconnected if it leaves it unread while the budget is full
+    /// (`StalledReaderWatch`); smaller ones the socket's buffers take.
+    static func send(_ bytes: [UInt8], writer: inout some ResponseBodyWriter, channel: any Channel, budget: MemoryBudget) async throws {
+        try await writer.write(ByteBuffer(bytes: bytes))
+        guard bytes.count >= StalledReaderWatch.bytesMin else { return }
+        _ = budget.reserve(bytes.count, evenPast: true)  // already in memory: counted, never refused
+        defer { budget.release(bytes.count) }
+        let watch = StalledReaderWatch(channel: channel, budget: budget) { ServerMetrics.disconnectedForLag(.sse) }
+        defer { watch.stop() }
+        // The writer hands the bytes to the event loop and returns: once the loop has written
+        // them (a task queued after theirs has run), the channel's writability says whether
+        // they wait for the client, and the writer suspends an empty write until it is
+        // writable again (NIOAsyncWriter). The HTTP encoder writes no chunk for an empty write.
+        try await channel.eventLoop.submit {}.get()
+        try await writer.write(ByteBuffer())
+    }
+
     /// Log entries read per page when a stream replays what a reconnecting client missed.
     static let replayPageEntries = 256
 
@@ -197,7 +234,8 @@ extension RESTResponder {
     /// (the socket's backpressure paces the reads). Entries up to `liveAfter` may still be
     /// syncing when the stream starts; an empty page before `liveAfter` waits for them.
     static func replay(
-        after since: LogID, upTo liveAfter: LogID, at location: Path, export: Bool, engine: Engine, writer: inout some ResponseBodyWriter
+        after since: LogID, upTo liveAfter: LogID, at location: Path, export: Bool, engine: Engine, writer: inout some ResponseBodyWriter,
+        channel: any Channel, budget: MemoryBudget
     ) async throws {
         var cursor = since
         var waitedMilliseconds = 0
@@ -216,7 +254,7 @@ extension RESTResponder {
             for entry in entries where !(liveAfter < entry.id) {
                 bytes += SSEFrames.frames(for: export ? entry.exportValueChanges(at: location) : entry.valueChanges(at: location), id: entry.id)
             }
-            if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+            if !bytes.isEmpty { try await Self.send(bytes, writer: &writer, channel: channel, budget: budget) }
             cursor = last.id
         }
     }
