@@ -37,6 +37,37 @@ import Testing
         }
     }
 
+    private func attachBatch(_ text: String) -> [ChildEvent] {
+        [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .object(["big": .string(text)]), logID: nil)]
+    }
+
+    @Test func attachPayloadsAreSharedByWhatDeterminesThemAndOnlyByThat() throws {
+        let cache = EventsPayloadCache()
+        let engine = ObjectIdentifier(cache)  // any object: the key names an engine by identity
+        func key(_ location: String = "/big", query: Query? = nil, export: Bool = false, liveAfter: String = "-------------------1")
+            -> EventsPayloadCache.AttachKey
+        {
+            EventsPayloadCache.AttachKey(
+                engine: engine, location: try! Path(location), query: query, selection: .valueChangesOnly, exportsPriorities: export,
+                liveAfter: LogID(liveAfter)!)
+        }
+        let large = String(repeating: "a", count: EventsPayloadCache.attachBytesMin)
+        let first = self.attachBatch(large)
+        #expect(cache.attachPayload(for: key(), events: first) == EventsPayloadCache.encode(first))
+        // Another array with the same key is the same value (the cache answers without encoding:
+        // a different array shows it).
+        #expect(cache.attachPayload(for: key(), events: self.attachBatch("other")) == EventsPayloadCache.encode(first))
+        // Anything that determines the payload differing: encoded again.
+        let second = self.attachBatch(large + "b")
+        for other in [key(liveAfter: "-------------------2"), key("/big2"), key(export: true), key(query: Query(order: .key))] {
+            #expect(cache.attachPayload(for: other, events: second) == EventsPayloadCache.encode(second))
+        }
+        // Small payloads are not kept.
+        let small = self.attachBatch("s")
+        #expect(cache.attachPayload(for: key(liveAfter: "-------------------3"), events: small) == EventsPayloadCache.encode(small))
+        #expect(cache.attachPayload(for: key(liveAfter: "-------------------3"), events: first) == EventsPayloadCache.encode(first))
+    }
+
     @Test func aNewBatchIsNeverAnsweredWithTheLastOnesFrame() {
         let cache = EventsPayloadCache()
         for n in 0..<50 {

@@ -6,6 +6,13 @@
 // (at most `framesPerBatchMax`): subscribers whose clients numbered their subscriptions alike
 // share one buffer, written to each socket without a copy or an allocation of its own.
 //
+// Attach batches (a subscription's first value) are each their own array, so they are
+// recognised by what determines them instead (`AttachKey`): subscriptions of one namespace
+// attaching to one location and query, hearing the same events in one form, current after the
+// same log entry, get the same payload. 200 subscribers opening on a 12 MB location encoded it
+// 200 times on the threads every request shares. One entry, replaced by the next; only payloads
+// of at least `attachBytesMin` are kept.
+//
 // Soundness: the cache holds the array it encoded, so that storage stays alive and cannot be
 // reused by another array; an array with the same storage address and count is therefore the
 // same, unmodified batch (arrays share storage only while neither is mutated).
@@ -27,8 +34,31 @@ final class EventsPayloadCache: Sendable {
     /// Frame buffers kept per batch (one per distinct request id).
     static let framesPerBatchMax = 16
 
+    /// What determines an attach batch's payload. `liveAfter`: the entry it is current after.
+    struct AttachKey: Equatable, Sendable {
+        let engine: ObjectIdentifier
+        let location: Path
+        let query: Query?
+        let selection: EventSelection
+        let exportsPriorities: Bool
+        let liveAfter: LogID
+    }
+
+    /// Smaller attach payloads are encoded again each time (cheap), so the entry holds a large one.
+    static let attachBytesMin = 64 * 1024
+
     private let last = Mutex<Batch?>(nil)
+    private let lastAttach = Mutex<(key: AttachKey, payload: [UInt8])?>(nil)
     private let allocator = ByteBufferAllocator()
+
+    /// The payload of the attach batch `events`, which `key` determines: the last one made for
+    /// that key, or `events` encoded.
+    func attachPayload(for key: AttachKey, events: [ChildEvent]) -> [UInt8] {
+        if let hit = self.lastAttach.withLock({ last in last.flatMap { $0.key == key ? $0.payload : nil } }) { return hit }
+        let payload = Self.encode(events)
+        if payload.count >= Self.attachBytesMin { self.lastAttach.withLock { $0 = (key, payload) } }
+        return payload
+    }
 
     func payload(for events: [ChildEvent]) -> [UInt8] {
         let hit = self.last.withLock { last -> [UInt8]? in

@@ -788,7 +788,15 @@ final class NativeConnection: Sendable {
             .subscribed, requestID,
             .object(["subscription": .number(Double(requestID)), "liveAfter": attachment.liveAfter.map { .string($0.rawValue) } ?? .null])
                 )
-        // Release what arrived meanwhile, in order, then send directly.
+        // Release what arrived meanwhile, in order, then send directly. The first is the attach
+        // batch (no log ids) unless it was queued behind earlier groups' events: its payload is
+        // shared with subscriptions that attached alike (`EventsPayloadCache.AttachKey`).
+        let attachKey = attachment.liveAfter.map {
+            EventsPayloadCache.AttachKey(
+                engine: ObjectIdentifier(engine), location: path, query: query, selection: selection, exportsPriorities: exportsPriorities,
+                liveAfter: $0)
+        }
+        var first = true
         while true {
             let batches = self.state.withLock { state -> [[ChildEvent]]? in
                 if state.dropped.remove(requestID) != nil || state.closed {
@@ -812,7 +820,14 @@ final class NativeConnection: Sendable {
                 return
             }
             if batches.isEmpty { break }
-            for batch in batches { self.sendEvents(requestID, batch) }
+            for batch in batches {
+                if first, let attachKey, !batch.isEmpty, batch.allSatisfy({ $0.logID == nil }) {
+                    self.sendEvents(requestID, batch, payload: self.payloads.attachPayload(for: attachKey, events: batch))
+                } else {
+                    self.sendEvents(requestID, batch)
+                }
+                first = false
+            }
         }
     }
 
@@ -847,6 +862,16 @@ final class NativeConnection: Sendable {
         }
         ServerMetrics.delivered(.native, events: events.count)
         self.send(encoded: self.payloads.frame(for: events, requestID: requestID), kind: .events, logID: events.last?.logID)
+    }
+
+    /// Sends `events` whose payload was encoded already (an attach batch's, shared).
+    private func sendEvents(_ requestID: UInt64, _ events: [ChildEvent], payload: [UInt8]) {
+        guard Frame.headerBytes + payload.count <= self.frameBytesMax else {
+            self.endOversizedSubscription(requestID, bytes: payload.count)
+            return
+        }
+        ServerMetrics.delivered(.native, events: events.count)
+        self.send(Frame(kind: .events, requestID: requestID, payload: payload), logID: events.last?.logID)
     }
 
     /// A subscription whose events would not fit a frame ends with a `limitExceeded` error, and
