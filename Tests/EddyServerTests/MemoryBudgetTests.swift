@@ -57,6 +57,25 @@ import Testing
         }
     }
 
+    @Test func anAttachBatchIsNotWalkedButStillRefusedWhenTheBudgetIsFull() async {
+        let attach = [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: 5_000)), logID: nil)]
+        #expect(EventBuffer.countedBytes(attach) == 0, "the stream counts its encoded first put instead")
+        #expect(EventBuffer.countedBytes(self.batch(1, bytes: 5_000)) > 5_000, "live batches are measured")
+        let budget = MemoryBudget(bytesMax: 1_000)
+        let open = EventBuffer(batchesMax: 10, bytesMax: 1 << 20, budget: budget)
+        open.push(attach)
+        #expect(!open.refusedItsFirstBatch && budget.usedBytes == 0)
+        guard case .events? = await open.next() else {
+            Issue.record("the first value did not arrive")
+            return
+        }
+        _ = budget.reserve(2_000, evenPast: true)  // a stalled reader's write fills it
+        let late = EventBuffer(batchesMax: 10, bytesMax: 1 << 20, budget: budget)
+        late.push(attach)
+        #expect(late.refusedItsFirstBatch, "refused while the budget is full, though not measured")
+        budget.release(2_000)
+    }
+
     private func batch(_ n: Int, bytes: Int) -> [ChildEvent] {
         let id = LogID(String(repeating: "-", count: 19) + String(n % 10))!
         return [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: bytes)), logID: id)]
