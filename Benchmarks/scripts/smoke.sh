@@ -126,6 +126,7 @@ else
     done
 fi
 run delta-bench.sh "$scripts/delta-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 10 200
+run attach-bench.sh "$scripts/attach-bench.sh" "$eddy_bin/eddyd" "$eddy_bin/eddyd" 1 5 200
 run parked-wake-bench.sh "$scripts/parked-wake-bench.sh" 1 52 2
 if have etcd etcd-server; then
     run cluster-bench.sh "$scripts/cluster-bench.sh" 1 1
