@@ -48,16 +48,13 @@ final class EventsPayloadCache: Sendable {
     static let attachBytesMin = 64 * 1024
 
     private let last = Mutex<Batch?>(nil)
-    private let lastAttach = Mutex<(key: AttachKey, payload: [UInt8])?>(nil)
+    private let attachPayloads = LastLargeBytes<AttachKey>(bytesMin: EventsPayloadCache.attachBytesMin)
     private let allocator = ByteBufferAllocator()
 
     /// The payload of the attach batch `events`, which `key` determines: the last one made for
     /// that key, or `events` encoded.
     func attachPayload(for key: AttachKey, events: [ChildEvent]) -> [UInt8] {
-        if let hit = self.lastAttach.withLock({ last in last.flatMap { $0.key == key ? $0.payload : nil } }) { return hit }
-        let payload = Self.encode(events)
-        if payload.count >= Self.attachBytesMin { self.lastAttach.withLock { $0 = (key, payload) } }
-        return payload
+        self.attachPayloads.bytes(for: key) { Self.encode(events) }
     }
 
     func payload(for events: [ChildEvent]) -> [UInt8] {

@@ -7,7 +7,6 @@
 
 import EddyEngine
 import EddyModel
-import Synchronization
 
 final class InitialPutCache: Sendable {
     /// What determines a first put's bytes. `liveAfter`: the entry the value is current after.
@@ -22,14 +21,11 @@ final class InitialPutCache: Sendable {
     /// Smaller first puts are encoded again each time (cheap), so the entry holds a large one.
     static let bytesMin = 64 * 1024
 
-    private let last = Mutex<(key: Key, bytes: [UInt8])?>(nil)
+    private let last = LastLargeBytes<Key>(bytesMin: InitialPutCache.bytesMin)
 
     /// The frame for `key` (nil: not shareable), made by `make` unless the last one matches.
     func frame(for key: Key?, make: () -> [UInt8]) -> [UInt8] {
         guard let key else { return make() }
-        if let hit = self.last.withLock({ last in last.flatMap { $0.key == key ? $0.bytes : nil } }) { return hit }
-        let bytes = make()
-        if bytes.count >= Self.bytesMin { self.last.withLock { $0 = (key, bytes) } }
-        return bytes
+        return self.last.bytes(for: key, make: make)
     }
 }
