@@ -62,6 +62,16 @@ def test_a_connection_that_never_sends_a_byte_is_closed_when_idle(d):
     assert time.monotonic() - started < 15, "closed by the 2 s idle timeout, not the test's own"
 
 
+def test_connections_closed_before_their_first_byte_free_their_slot_at_once(daemon_factory):
+    """A connection closed without a byte (a port check, a load balancer's probe) stayed open on
+    the server until the 120 s idle timeout, counted against --http-connections-max: 100 of them
+    kept a cap of 20 full, and every new client waited two minutes."""
+    daemon = daemon_factory("--http-connections-max", "20")
+    for _ in range(100):
+        socket.create_connection(("127.0.0.1", daemon.port), timeout=10).close()
+    assert requests.get(daemon.url("/free"), timeout=20).json() is None
+
+
 def test_a_keep_alive_connection_times_each_request_and_then_idles_out(d):
     """The deadline moves with every request (head, body, answer, idle) while one timer check
     per connection follows it: requests spaced under the idle timeout are all served, a body

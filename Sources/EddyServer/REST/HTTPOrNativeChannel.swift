@@ -10,7 +10,8 @@
 // choice is made in the pipeline by `ProtocolSniffer` at the first bytes, and `handle` waits
 // for it. Nothing is read past the first buffer before the choice: the sniffer configures the
 // pipeline for one protocol, then passes that buffer on and leaves. A connection that sends
-// nothing closes after the idle timeout; one that closes first, or a stop, ends the wait.
+// nothing closes after the idle timeout; one that closes (or half-closes) first, or a stop,
+// ends the wait and closes at once.
 // Native connections here have the same bounds, authentication and rules as on the native
 // listeners; they close when the client's side ends (this listener allows half-closure, so that
 // comes as an event) and at a graceful stop (`ChannelShouldQuiesceEvent`), after which the Unix
@@ -141,7 +142,11 @@ final class ProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if !self.decided, event is ChannelShouldQuiesceEvent {
+        // A stop, or a client that closed its side before sending a byte (this listener allows
+        // half-closure, so its FIN comes as an event, not as the channel going inactive):
+        // nothing will choose a protocol, so the connection goes now, not at the idle timeout
+        // (each such socket counted against --http-connections-max for 120 s).
+        if !self.decided, event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
             context.close(promise: nil)
             return
         }
