@@ -36,13 +36,11 @@ extension DatabaseQuery {
         // it silences this observer.
         let token = NotificationToken()
         token.onInvalidate { live.value = false }
-        let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token))
-        self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in
-            coalescer.offer(change) { change in
-                if case .dropped = continuation.yield(change) { return false }
-                return true
-            }
+        let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token)) { change in
+            if case .dropped = continuation.yield(change) { return false }
+            return true  // taken, or the stream is over (nothing more to offer)
         }
+        self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in coalescer.offer(change) }
         let task = Task {
             for await change in stream {
                 guard live.value else { break }
@@ -71,16 +69,16 @@ extension DatabaseQuery {
     public func changes(keyPaths: [String]? = nil) -> AsyncThrowingStream<DatabaseCollectionChange, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(Self.eventsBufferedMax)) { continuation in
             let token = NotificationToken()
-            let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token))
+            let coalescer = ChangeSetCoalescer(keyPaths: self.joinChangeSetKeyPaths(keyPaths, token: token)) { change in
+                if case .dropped = continuation.yield(change) { return false }
+                return true  // taken, or the stream is over (nothing more to offer)
+            }
             self.observeChanges(keyPaths: keyPaths, queue: nil, token: token) { change in
                 if case .error(let error) = change {
                     continuation.finish(throwing: error)
                     return
                 }
-                coalescer.offer(change) { change in
-                    if case .dropped = continuation.yield(change) { return false }
-                    return true
-                }
+                coalescer.offer(change)
             }
             continuation.onTermination = { _ in token.invalidate() }
         }
