@@ -206,6 +206,9 @@ public struct FrameDecoder: Sendable {
         self.buffer.append(contentsOf: bytes)
     }
 
+    /// Bytes held and not yet returned as frames: a frame still arriving, or frames not taken.
+    public var bufferedBytes: Int { self.buffer.count - self.start }
+
     /// The next complete frame, nil when more bytes are needed. Throws on a malformed stream
     /// (the connection must close): an oversized length, an unknown version or kind.
     public mutating func next() throws(ProtocolError) -> Frame? {

@@ -177,6 +177,9 @@ public enum EddyServer {
         let onDisconnectRuns = OnDisconnectRuns()
         let subscriptionBounds = SubscriptionBounds(
             perConnection: configuration.subscriptionsPerConnectionMax, total: configuration.subscriptionsMax)
+        // Request bytes being received and applied: HTTP bodies and native frames together.
+        let requestBudget = MemoryBudget(bytesMax: configuration.requestBodiesBytesTotal)
+        let frameIntake = FrameIntake(budget: requestBudget, stallSeconds: Int64(configuration.httpBodyTimeoutSeconds))
         var nativeTCP: [NativeServerService] = []
         if let listen = configuration.nativeListen {
             let (host, port) = try ServeConfiguration.parseHostPort(listen)
@@ -185,7 +188,8 @@ public enum EddyServer {
                     address: .tcp(host: host, port: port), boundAddress: nativeTCPAddress, data: data,
                     outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
                     budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator, tls: tlsContext,
-                    onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound))
+                    onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, frameIntake: frameIntake, logger: logger,
+                    bound: bound))
         }
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
@@ -221,7 +225,7 @@ public enum EddyServer {
             ? NativeConnectionSetup(
                 data: data, outstandingMax: configuration.streamBufferBatches, outstandingBytesMax: configuration.streamBufferBytes,
                 budget: streamBudget, replication: replication, doorbells: doorbells, authenticator: authenticator,
-                onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger) : nil
+                onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, frameIntake: frameIntake, logger: logger) : nil
         let http1 = HTTPServerBuilder { responder in
             let http = HTTP1Channel(responder: responder, configuration: http1Configuration)
             guard let httpNative else { return HTTP1ChannelAnswering10(http: http) }
@@ -230,7 +234,7 @@ public enum EddyServer {
         let app = Application(
             responder: RESTResponder(
                 data: data, requestBytesMax: configuration.requestBytesMax,
-                bodyBudget: MemoryBudget(bytesMax: configuration.requestBodiesBytesTotal), keepAliveSeconds: configuration.sseKeepAliveSeconds,
+                bodyBudget: requestBudget, keepAliveSeconds: configuration.sseKeepAliveSeconds,
                 streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
                 streamBudget: streamBudget, replication: replication, authenticator: authenticator,
                 origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
@@ -260,7 +264,8 @@ public enum EddyServer {
             NativeServerService(
                 address: .unix(configuration.effectiveSocketPath), data: data, outstandingMax: configuration.streamBufferBatches,
                 outstandingBytesMax: configuration.streamBufferBytes, budget: streamBudget, replication: replication, doorbells: doorbells,
-                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, logger: logger, bound: bound))
+                authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds, frameIntake: frameIntake,
+                logger: logger, bound: bound))
         for service in nativeTCP { services.append(service) }
         services.append(retention)
         services.append(

@@ -958,3 +958,61 @@ def test_a_subscription_whose_connection_closes_while_it_attaches_goes_too(daemo
     while (native_subscriptions(daemon), listeners()) != (0, 0) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (native_subscriptions(daemon), listeners()) == (0, 0)
+
+
+def partial_frame(daemon, body_bytes, declared=16 << 20):
+    """A native connection that sent a frame's length (`declared` bytes after the prefix), its
+    header and `body_bytes` of its payload, and then nothing more."""
+    client = Native(daemon)
+    try:
+        client.sock.sendall(struct.pack(">IBBQ", declared, 2, WRITE, 1) + b" " * body_bytes)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused and closed while sending: what it was told is read next
+    return client
+
+
+def test_frames_arriving_on_many_connections_share_the_request_budget(daemon_factory):
+    """Each connection could hold most of a 16 MiB frame (and 64 MiB of queued requests), with
+    no bound across connections and before any auth: 300 connections that sent most of a frame
+    and stopped held 4.9 GB. Frames arriving now count in --request-bodies-bytes-total with
+    HTTP bodies: the connection that would pass it gets an error naming it and is closed."""
+    daemon = daemon_factory("--request-bytes-max", str(16 << 20), "--request-bodies-bytes-total", str(32 << 20))
+    held = [partial_frame(daemon, 12 << 20) for _ in range(2)]  # 24 MiB of 32
+    refused = partial_frame(daemon, 12 << 20)
+    kind, _, error = refused.recv()
+    assert kind == ERROR and error["code"] == "busy" and "--request-bodies-bytes-total" in error["message"], error
+    assert refused.recv() is None, "the refused connection is closed"
+    # The daemon still serves, over the native socket and HTTP, within the budget.
+    native = Native(daemon)
+    native.send(WRITE, 2, {"op": "set", "path": "/fine", "value": "x" * (4 << 20)})
+    assert native.recv()[:2] == (WRITTEN, 2)
+    assert requests.get(daemon.url("/fine")).json() == "x" * (4 << 20)
+    # The stalled connections give their bytes back when they go: a large frame fits again.
+    for client in held:
+        client.close()
+    deadline = time.monotonic() + 10
+    while True:
+        native.send(WRITE, 3, {"op": "set", "path": "/big", "value": {"a": "y" * (6 << 20), "b": "z" * (6 << 20)}})
+        frame = native.recv()
+        if frame is not None and frame[:2] == (WRITTEN, 3):
+            break
+        assert time.monotonic() < deadline, f"the budget was not given back: {frame}"
+        native = Native(daemon)
+        time.sleep(0.2)
+    assert requests.get(daemon.url("/big/b")).json() == "z" * (6 << 20)
+
+
+def test_a_frame_that_stops_arriving_ends_its_connection(daemon_factory):
+    daemon = daemon_factory("--http-body-timeout-seconds", "1")
+    stalled = partial_frame(daemon, 1000, declared=100_000)
+    stalled.sock.settimeout(15)
+    kind, _, error = stalled.recv()
+    assert kind == ERROR and "stopped arriving" in error["message"] and "--http-body-timeout-seconds" in error["message"], error
+    assert stalled.recv() is None
+    # A connection that sends whole frames and then idles stays (subscribers idle for hours).
+    idle = Native(daemon)
+    idle.send(GET, 1, {"path": "/x"})
+    assert idle.recv() == (VALUE, 1, {"value": None})
+    time.sleep(2.5)
+    idle.send(GET, 2, {"path": "/x"})
+    assert idle.recv() == (VALUE, 2, {"value": None})

@@ -292,14 +292,20 @@ final class NativeConnection: Sendable {
         self.answer(.error, requestID, .object(["code": .string(error.code.description), "message": .string(error.message)]))
     }
 
-    func protocolError(_ error: ProtocolError) {
+    /// The connection closed, or is closing (cut off, refused).
+    var isClosed: Bool { self.state.withLock { $0.closed } }
+
+    /// Ends the connection with an error frame. `mode: .output` (a refusal while the client may
+    /// still be sending: the caller discards what it reads) lets the client read the error
+    /// before the end, where closing both sides could reset the connection first.
+    func protocolError(_ error: ProtocolError, code: EddyError.Code = .invalidArgument, mode: CloseMode = .all) {
         let first = self.state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed
         }
         guard first else { return }
-        let payload: Value = .object(["code": .string(EddyError.Code.invalidArgument.description), "message": .string(error.message)])
-        self.close(after: Frame(kind: .error, requestID: 0, payload: JSONWriter.bytes(payload)), mode: .all)
+        let payload: Value = .object(["code": .string(code.description), "message": .string(error.message)])
+        self.close(after: Frame(kind: .error, requestID: 0, payload: JSONWriter.bytes(payload)), mode: mode)
     }
 
     // MARK: Requests

@@ -18,6 +18,8 @@ struct NativeConnectionSetup: Sendable {
     let authenticator: Authenticator
     let onDisconnectRuns: OnDisconnectRuns
     var subscriptionBounds = SubscriptionBounds()
+    /// The bounds on requests as they arrive, shared with HTTP request bodies.
+    var frameIntake = FrameIntake()
     let logger: Logger
     /// Identical subscriptions of this listener's connections share one encoded payload.
     let payloads = EventsPayloadCache()
@@ -38,6 +40,6 @@ struct NativeConnectionSetup: Sendable {
             connection.closed()  // first: a connection gone from the set has begun its onDisconnect writes
             connections.remove(channel)
         }
-        try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection))
+        try channel.pipeline.syncOperations.addHandler(NativeFrameHandler(connection: connection, intake: self.frameIntake))
     }
 }

@@ -5,6 +5,7 @@
 // listeners are removed).
 
 import EddyEngine
+import EddyModel
 import EddyProtocol
 import EddyReplication
 import Foundation
@@ -33,13 +34,13 @@ public struct NativeServerService: Service {
     init(
         address: LogServerService.Address, boundAddress: BoundAddress? = nil, data: DataDirectory, outstandingMax: Int, outstandingBytesMax: Int, budget: MemoryBudget,
         replication: ReplicationRole, doorbells: CommitDoorbells, authenticator: Authenticator = .emulator, tls: NIOSSLContext? = nil,
-        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(), logger: Logger,
-        bound: ListenersBound? = nil
+        onDisconnectRuns: OnDisconnectRuns = OnDisconnectRuns(), subscriptionBounds: SubscriptionBounds = SubscriptionBounds(),
+        frameIntake: FrameIntake = FrameIntake(), logger: Logger, bound: ListenersBound? = nil
     ) {
         self.setup = NativeConnectionSetup(
             data: data, outstandingMax: outstandingMax, outstandingBytesMax: outstandingBytesMax, budget: budget, replication: replication,
             doorbells: doorbells, authenticator: authenticator, onDisconnectRuns: onDisconnectRuns, subscriptionBounds: subscriptionBounds,
-            logger: logger)
+            frameIntake: frameIntake, logger: logger)
         self.tls = tls
         self.bound = bound
         self.address = address
@@ -124,6 +125,8 @@ final class OpenConnections: Sendable {
 /// At most `requestsMax` requests or `requestBytesMax` bytes of them may wait; past either,
 /// the socket is not read until the task has caught up (back-pressure on the client, whose
 /// sends block), so a client that pipelines faster than it is served costs bounded memory.
+/// Across connections, the bytes of frames arriving and of requests waiting count in the
+/// intake's budget, and a frame must keep arriving (`FrameIntake`).
 final class NativeFrameHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -141,9 +144,17 @@ final class NativeFrameHandler: ChannelDuplexHandler {
     /// A read was asked for while over a bound; it is passed on once the task catches up.
     private var readHeldBack = false
     private var context: ChannelHandlerContext?
+    private let intake: FrameIntake
+    /// Taken from `intake.budget`: the decoder's bytes and the queued requests'.
+    private var reservedBytes = 0
+    /// When bytes last arrived (or reading resumed after back-pressure).
+    private var lastArrival = NIODeadline.now()
+    private var stallCheck: Scheduled<Void>?
+    private var refused = false
 
-    init(connection: NativeConnection) {
+    init(connection: NativeConnection, intake: FrameIntake = FrameIntake()) {
         self.connection = connection
+        self.intake = intake
         (self.stream, self.requests) = AsyncStream.makeStream(of: Frame.self, bufferingPolicy: .unbounded)
     }
 
@@ -158,7 +169,9 @@ final class NativeFrameHandler: ChannelDuplexHandler {
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         Task {
             for await frame in stream {
-                await connection.handle(frame)
+                // Requests still queued when the connection closed: only what changes the data
+                // (and the auth it acts with) still runs; reads nobody will receive do not.
+                if !connection.isClosed || NativeFrameHandler.runsAfterClose(frame.kind) { await connection.handle(frame) }
                 let bytes = frame.payload.count
                 let write = frame.kind == .write
                 handler.eventLoop.execute { handler.value.requestDone(bytes: bytes, write: write) }
@@ -168,16 +181,80 @@ final class NativeFrameHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        self.releaseAll()
+    }
+
+    /// Kinds of request that still run when queued before the connection closed.
+    static func runsAfterClose(_ kind: Frame.Kind) -> Bool {
+        switch kind {
+        case .write, .setRules, .auth, .releaseCheckpoint: return true
+        default: return false
+        }
     }
 
     private func requestDone(bytes: Int, write: Bool) {
         self.queuedRequests -= 1
         self.queuedBytes -= bytes
         if write { self.queuedWrites -= 1 }
+        self.account()
         if self.readHeldBack, !self.isOverBounds, let context = self.context {
             self.readHeldBack = false
+            self.lastArrival = .now()
             context.read()
         }
+    }
+
+    /// Brings the reservation to what the connection holds now; refuses the connection when
+    /// the budget cannot take it, and watches a frame that is still arriving.
+    private func account() {
+        guard !self.refused else { return }
+        let held = self.decoder.bufferedBytes + self.queuedBytes
+        if held > self.reservedBytes {
+            guard self.intake.budget.reserve(held - self.reservedBytes) else {
+                self.refused = true  // what still arrives is read and dropped
+                self.connection.protocolError(
+                    ProtocolError(
+                        "too many request bytes in flight: \(self.intake.budget.usedBytes) of request-bodies-bytes-total (\(self.intake.budget.bytesMax) bytes) are held by requests of all connections; retry shortly (see --request-bodies-bytes-total)"
+                    ), code: .busy, mode: .output)
+                self.releaseAll()
+                return
+            }
+        } else if held < self.reservedBytes {
+            self.intake.budget.release(self.reservedBytes - held)
+        }
+        self.reservedBytes = held
+        if self.decoder.bufferedBytes > 0, self.stallCheck == nil { self.scheduleStallCheck(at: self.lastArrival + .seconds(self.intake.stallSeconds)) }
+    }
+
+    private func scheduleStallCheck(at deadline: NIODeadline) {
+        guard let context = self.context else { return }
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.stallCheck = context.eventLoop.scheduleTask(deadline: deadline) { handler.value.checkStall() }
+    }
+
+    /// A frame that got no bytes for `stallSeconds` (while this side kept reading) ends the
+    /// connection.
+    private func checkStall() {
+        self.stallCheck = nil
+        guard !self.refused, self.decoder.bufferedBytes > 0 else { return }
+        let due = self.lastArrival + .seconds(self.intake.stallSeconds)
+        if self.readHeldBack || NIODeadline.now() < due {
+            self.scheduleStallCheck(at: self.readHeldBack ? .now() + .seconds(self.intake.stallSeconds) : due)
+            return
+        }
+        self.refused = true
+        self.connection.protocolError(
+            ProtocolError(
+                "a frame stopped arriving: no bytes for \(self.intake.stallSeconds) s with \(self.decoder.bufferedBytes) bytes of it received (see --http-body-timeout-seconds)"
+            ), mode: .output)
+        self.releaseAll()
+    }
+
+    private func releaseAll() {
+        self.stallCheck?.cancel()
+        self.stallCheck = nil
+        if self.reservedBytes > 0 { self.intake.budget.release(self.reservedBytes) }
+        self.reservedBytes = 0
     }
 
     func read(context: ChannelHandlerContext) {
@@ -189,8 +266,11 @@ final class NativeFrameHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.refused else { return }
         let buffer = self.unwrapInboundIn(data)
+        self.lastArrival = .now()
         self.decoder.append(buffer.readableBytesView)
+        defer { self.account() }
         do {
             while let frame = try self.decoder.next() {
                 // With no earlier request still queued or being handled, a write that need not
@@ -214,6 +294,8 @@ final class NativeFrameHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         self.requests.finish()
+        self.refused = true  // requests still queued are done without counting again
+        self.releaseAll()
         context.fireChannelInactive()
     }
 }
