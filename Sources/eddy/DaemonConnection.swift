@@ -59,6 +59,14 @@ final class DaemonConnection: DaemonLink {
             throw EddyError(.unavailable, "talking to the daemon on \(self.socketPath): \(error.message)")
         }
         guard let frame = answer else { throw EddyError(.unavailable, "the daemon on \(self.socketPath) closed the connection") }
+        // Anything but the answer to this request (a replication listener's `refused`, say) is
+        // not success: the request was not done.
+        guard frame.kind == .error || frame.kind == .value || frame.kind == .written, frame.requestID == id || frame.kind == .error else {
+            throw EddyError(
+                .unavailable,
+                "\(self.socketPath) answered with a \(frame.kind) frame for request \(frame.requestID), not an answer to request \(id): is it eddyd's client socket (eddyd.sock, not replication.sock)?"
+            )
+        }
         let payload: Value
         do {
             payload = try JSONParser.parse(frame.payload)

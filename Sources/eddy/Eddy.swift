@@ -47,7 +47,13 @@ struct DataOptions: ParsableArguments {
                 return try DaemonHTTPConnection(url: url, adminTokenFile: self.adminTokenFile)
             }
             guard !self.offline else { return nil }
-            return try DaemonConnection.connect(socketPath: self.socket ?? self.data + "/eddyd.sock", adminTokenFile: self.adminTokenFile)
+            let connection = try DaemonConnection.connect(socketPath: self.socket ?? self.data + "/eddyd.sock", adminTokenFile: self.adminTokenFile)
+            if connection == nil, let socket = self.socket {
+                // Named explicitly: working offline on --data instead would answer for another database.
+                throw EddyError(
+                    .unavailable, "no daemon answers on --socket \(socket) (no such socket, or nothing listens on it); start eddyd, or leave --socket out to work offline on --data")
+            }
+            return connection
         } catch {
             FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
             throw ExitCode(1)

@@ -2,7 +2,8 @@
 // standard output or a file in bounded memory (`TreeExport`), from a running daemon's data
 // directory or a stopped one alike: it reads a read-only RocksDB instance, so the export is the
 // database as of the moment it started, whatever is written meanwhile. `--out` writes FILE.partial
-// and renames it when complete, so a FILE that exists is whole.
+// and renames it when complete, so a FILE that exists is whole (see `ExportDestination` for
+// links, devices and pipes).
 // `--url http://HOST:PORT` exports through the daemon's REST API instead (a GET that the daemon
 // streams from one snapshot), for a daemon on another machine; arrays then come out as
 // Firebase's REST answers render them, which imports back to the same data.
@@ -46,15 +47,24 @@ struct ExportCommand: AsyncParsableCommand {
         var written = 0
         var lastReport = Date()
         let target: FileHandle
-        let partial = self.out.map { $0 + ".partial" }
-        if let partial {
+        let destination = try self.out.map { out throws(EddyError) in try ExportDestination(out) }
+        let partial = destination?.partial
+        if let destination, let partial {
             guard FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600]),
                 let handle = FileHandle(forWritingAtPath: partial)
-            else { throw EddyError(.io, "cannot create \(partial)") }
+            else { throw EddyError(.io, "cannot create \(partial) (for --out \(destination.path))") }
+            target = handle
+        } else if let destination {
+            guard let handle = FileHandle(forWritingAtPath: destination.path) else {
+                throw EddyError(.io, "cannot open --out \(destination.path) for writing")
+            }
             target = handle
         } else {
             target = FileHandle.standardOutput
         }
+        // A failed export leaves nothing behind but what --out held before.
+        var finished = false
+        defer { if !finished, let partial { unlink(partial) } }
         func report() {
             if self.out != nil, Date().timeIntervalSince(lastReport) >= 5 {
                 lastReport = Date()
@@ -82,11 +92,17 @@ struct ExportCommand: AsyncParsableCommand {
                 report()
             }
         }
-        if let partial, let out = self.out {
+        if let destination {
             try target.write(contentsOf: Array("\n".utf8))
-            try target.synchronize()
+            if partial != nil { try target.synchronize() }
             try target.close()
-            guard rename(partial, out) == 0 else { throw EddyError(.io, "cannot rename \(partial) to \(out) (errno \(errno))") }
+            if let partial {
+                guard rename(partial, destination.path) == 0 else {
+                    throw EddyError(.io, "cannot rename \(partial) to \(destination.path) (errno \(errno))")
+                }
+            }
+            finished = true
+            let out = self.out ?? destination.path
             let seconds = Date().timeIntervalSince(started)
             FileHandle.standardError.write(
                 Data(

@@ -4,6 +4,9 @@ export go through it, the admin token once credentials are configured (rules app
 and offline work when no daemon answers."""
 
 import json
+import os
+import stat
+import threading
 import subprocess
 import socket
 import time
@@ -203,3 +206,41 @@ def test_request_log_names_a_stalled_body_408(daemon_factory):
     line = next(l for l in open(daemon.log_path).read().splitlines() if "eddy.path=/stalled.json" in l)
     assert "eddy.status=408" in line, line
     assert requests.get(daemon.url("/stalled")).json() is None
+
+
+def test_a_socket_that_is_not_the_client_socket_is_an_error_not_a_success(daemon, tmp_path):
+    """`eddy set --socket <data>/replication.sock` printed the value and exited 0 with nothing
+    written: any answer counted as success. And a --socket nothing listens on fell back to
+    working offline on ./data, answering for another database."""
+    requests.put(daemon.url("/sock"), data="1")
+    result = run_eddy("set", "--socket", f"{daemon.data_dir}/replication.sock", "/sock", "5", check=False)
+    assert result.returncode == 1 and b"not an answer" in result.stderr and b"eddyd.sock" in result.stderr, result
+    assert requests.get(daemon.url("/sock")).json() == 1
+    result = run_eddy("get", "--socket", str(tmp_path / "none.sock"), "/sock", check=False)
+    assert result.returncode == 1 and b"no daemon answers on --socket" in result.stderr, result
+
+
+def test_export_out_follows_links_writes_devices_and_pipes_and_refuses_directories(daemon, tmp_path):
+    """`--out` wrote FILE.partial and renamed it over FILE, which replaced a symbolic link, a
+    FIFO, even /dev/full (as root) with a regular file."""
+    requests.put(daemon.url("/ex"), data='{"a":1}')
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    eddy(daemon, "export", "/ex", "--out", link)
+    assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}
+    eddy(daemon, "export", "/ex", "--out", "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still the device"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(open(fifo).read()))
+    reader.start()
+    eddy(daemon, "export", "/ex", "--out", fifo)
+    reader.join(timeout=30)
+    assert json.loads(received[0]) == {"a": 1} and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    (tmp_path / "dir").mkdir()
+    result = eddy(daemon, "export", "/ex", "--out", tmp_path / "dir", check=False)
+    assert result.returncode == 1 and b"is a directory" in result.stderr, result
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "fifo", "link.json", "target.json"], "no .partial left"
