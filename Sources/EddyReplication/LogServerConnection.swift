@@ -63,6 +63,8 @@ final class LogServerConnection: Sendable {
     private let registration = Mutex<(follower: UInt64, bell: UInt64, name: String, namespace: String)?>(nil)
     /// Where `watch` frames are handled, one at a time (see `received`).
     static let watchQueue = DispatchQueue(label: "eddy.log-server.watch")
+    /// Namespaces a watch frame may name that this leader does not hold.
+    static let unknownWatchesMax = 64
     /// A bootstrap check (its hello takes a snapshot): when it ends, the follower's position is
     /// held for `bootstrapHold`, until its replication session connects (see FollowerRegistry).
     private let holdsPositionAtEnd = Mutex(false)
@@ -152,7 +154,22 @@ final class LogServerConnection: Sendable {
     /// newer entry (see NamespaceWatches). Blocking: a namespace whose newest entry the data
     /// directory does not know (not opened since this leader started) is opened to read it.
     private func watch(_ watched: [(namespace: String, after: LogID?)], _ connection: UInt64, name: String) {
-        for (namespace, after) in watched {
+        // Only namespaces this leader holds are watched (and their positions held): one frame
+        // naming 900,000 made-up namespaces filled these tables for good and stalled every
+        // heartbeat. One the leader does not hold (dropped meanwhile) fires at once instead: the
+        // follower connects to it and finds out. Past `unknownWatchesMax` such names, the frame
+        // is refused.
+        let onDisk = Set(self.data.namespacesOnDisk())
+        let unknown = watched.filter { !onDisk.contains($0.namespace) }
+        guard unknown.count <= Self.unknownWatchesMax else {
+            return self.refuse(
+                "watch frame names \(unknown.count) namespaces this leader does not hold (at most \(Self.unknownWatchesMax) may be unknown, e.g. dropped meanwhile)")
+        }
+        for (namespace, after) in unknown {
+            self.watches.watch(connection: connection, namespace: namespace, after: after)
+            self.watches.fire(connection: connection, namespace: namespace)
+        }
+        for (namespace, after) in watched where onDisk.contains(namespace) {
             // Kept for log retention from now on (refreshed by the connection's tail loop).
             self.registry.hold(name: name, namespace: namespace, applied: after, for: Self.bootstrapHold)
             self.watches.watch(connection: connection, namespace: namespace, after: after)

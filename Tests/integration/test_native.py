@@ -1016,3 +1016,49 @@ def test_a_frame_that_stops_arriving_ends_its_connection(daemon_factory):
     time.sleep(2.5)
     idle.send(GET, 2, {"path": "/x"})
     assert idle.recv() == (VALUE, 2, {"value": None})
+
+
+def test_a_watch_frame_is_bounded_by_the_namespaces_the_leader_holds(daemon):
+    """A follower's `watch` frame registered every namespace it named, held or not: one frame
+    naming 900,000 made-up namespaces filled the leader's tables for good and stalled every
+    heartbeat. Names the leader does not hold now fire at once (a follower learns a namespace
+    is gone), at most 64 of them; a frame naming more is refused."""
+    requests.put(daemon.url("/a"), data="1")
+
+    def follower():
+        client = Native.__new__(Native)
+        client.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.sock.settimeout(20)
+        client.sock.connect(os.path.join(daemon.data_dir, "replication.sock"))
+        client.buf = bytearray()
+        client.send(40, 0, {"protocol": 4, "ns": "default", "follower": "w", "databaseID": None, "lastApplied": None, "snapshot": False})
+        return client
+
+    few = follower()
+    few.send(50, 0, {"namespaces": {f"gone{i}": None for i in range(3)}})
+    too_many = follower()
+    too_many.send(50, 0, {"namespaces": {f"made-up{i}": None for i in range(100_000)}})
+    def next_frame(client):
+        """(kind, raw payload): replication frames may carry binary payloads."""
+        while True:
+            if len(client.buf) >= 4:
+                (n,) = struct.unpack(">I", client.buf[:4])
+                if len(client.buf) >= 4 + n:
+                    kind, payload = client.buf[5], bytes(client.buf[14 : 4 + n])
+                    del client.buf[: 4 + n]
+                    return kind, payload
+            chunk = client.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            client.buf += chunk
+
+    while True:
+        frame = next_frame(too_many)
+        assert frame is not None, "closed without saying why"
+        if frame[0] == 42:  # refused
+            break
+    assert "100000 namespaces this leader does not hold" in json.loads(frame[1])["message"], frame
+    assert requests.get(daemon.url("/a"), timeout=10).json() == 1
+    few.close()
+    too_many.close()
+
