@@ -1062,3 +1062,28 @@ def test_a_watch_frame_is_bounded_by_the_namespaces_the_leader_holds(daemon):
     few.close()
     too_many.close()
 
+
+def test_checkpoints_are_bounded_and_released_when_their_connection_ends(daemon):
+    """200 `checkpoint` requests without a release left 200 checkpoints on disk, each keeping
+    every file it linked, until the next start. At most 8 are held now, and a connection's
+    are released when it ends (a backup that died)."""
+    requests.put(daemon.url("/c"), data="1")
+    client = Native(daemon)
+    held = os.path.join(daemon.data_dir, ".checkpoints")
+    for n in range(8):
+        client.send(9, n + 1, {})
+        kind, _, answer = client.recv()
+        assert kind == VALUE and answer["value"]["id"], answer
+    client.send(9, 100, {})
+    kind, _, error = client.recv()
+    assert kind == ERROR and error["code"] == "busy" and "at most 8" in error["message"], error
+    assert len(os.listdir(held)) == 8
+    client.close()
+    deadline = time.monotonic() + 15
+    while os.path.exists(held) and os.listdir(held):
+        assert time.monotonic() < deadline, f"not released: {os.listdir(held)}"
+        time.sleep(0.1)
+    again = Native(daemon)
+    again.send(9, 1, {})
+    assert again.recv()[0] == VALUE
+    again.close()

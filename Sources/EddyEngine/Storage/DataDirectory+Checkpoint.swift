@@ -8,12 +8,22 @@ import Foundation
 
 extension DataDirectory {
     static let checkpointsFolder = ".checkpoints"
+    /// Checkpoints held at once, at most.
+    public static let checkpointsMax = 8
 
     var checkpointsPath: String { self.path + "/" + Self.checkpointsFolder }
 
     /// Checkpoints every namespace on disk; returns the checkpoint's id, directory and, per
     /// namespace, what it holds.
     public func checkpointAll() throws(EddyError) -> (id: String, directory: String, namespaces: [String: CheckpointInfo]) {
+        // Each checkpoint keeps every file it links on disk until released, however the data
+        // moves on: a bound, so requests that never release cannot fill the volume.
+        let held = ((try? FileManager.default.contentsOfDirectory(atPath: self.checkpointsPath)) ?? []).count
+        guard held < Self.checkpointsMax else {
+            throw EddyError(
+                .busy,
+                "\(held) checkpoints are held already (at most \(Self.checkpointsMax); each keeps its files on disk until released): let the backups that hold them finish, or release them")
+        }
         let id = "\(UInt64(Date().timeIntervalSince1970 * 1000))-\(UInt32.random(in: 0...UInt32.max))"
         let directory = self.checkpointsPath + "/" + id
         do {

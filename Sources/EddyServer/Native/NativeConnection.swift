@@ -78,6 +78,8 @@ final class NativeConnection: Sendable {
         /// when the connection object goes (its requests, subscriptions and tails are done by
         /// then), not at `closed()`, while a request may still be running.
         var leases: [String: EngineLease] = [:]
+        /// Checkpoints made by this connection's requests and not released yet.
+        var checkpoints: Set<String> = []
         /// Places in their engine's order of writes taken for subscribe requests as they were
         /// read (`reserveListenOrder`), until handled; at most one per queued request.
         var listenOrders: [UInt64: ListenOrder] = [:]
@@ -913,6 +915,7 @@ final class NativeConnection: Sendable {
             return (Array(state.subscriptions.values), Array(state.tails.values), state.onDisconnect.takeAll(budget: self.onDisconnectRuns.budget))
         }
         self.logger.debug("native connection closed", metadata: ["eddy.onDisconnectWrites": "\(onDisconnect.count)"])
+        self.releaseCheckpoints()
         self.onDisconnectRuns.run(onDisconnect, data: self.data, logger: self.logger)
         for tail in tails {
             self.doorbells.remove(tail.token)
