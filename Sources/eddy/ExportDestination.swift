@@ -15,28 +15,28 @@ struct ExportDestination {
 
     init(_ out: String) throws(EddyError) {
         var path = out
-        var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+        // `attributesOfItem` does not follow a link: its type is the link's own.
+        if Self.type(of: path) == .typeSymbolicLink {
             guard let resolved = realpathOrTarget(path) else {
                 throw EddyError(.invalidArgument, "--out \(out) is a symbolic link that cannot be resolved")
             }
             path = resolved
         }
-        guard stat(path, &info) == 0 else {
+        switch Self.type(of: path) {
+        case nil, .typeRegular?:
             self.path = path
-            self.partial = path + ".partial"  // a new file
-            return
-        }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG:
-            self.path = path
-            self.partial = path + ".partial"
-        case S_IFDIR:
+            self.partial = path + ".partial"  // a new file, or one replaced whole
+        case .typeDirectory?:
             throw EddyError(.invalidArgument, "--out \(out) is a directory; give a file name")
         default:
             self.path = path
             self.partial = nil
         }
+    }
+
+    /// What is at `path` (nil: nothing), without following a link.
+    private static func type(of path: String) -> FileAttributeType? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
     }
 }
 
