@@ -62,7 +62,10 @@ import Testing
 
     @Test func aConsumerWithTooManyBytesWaitingIsCutOffNamingTheBytes() async {
         let buffer = EventBuffer(batchesMax: 1000, bytesMax: 10_000)
-        let big = [ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: 4_000)), logID: nil)]
+        // Live batches (with log ids): an attach batch is not measured (`EventBuffer.countedBytes`).
+        let big = [
+            ChildEvent(kind: .value, key: nil, previousKey: nil, value: .string(String(repeating: "x", count: 4_000)), logID: LogID("-------------------1"))
+        ]
         for _ in 0..<4 { buffer.push(big) }  // 3 fit in 10,000 bytes, the 4th does not
         guard case .overflow(_, let bound)? = await buffer.next() else {
             Issue.record("no overflow")
