@@ -248,7 +248,7 @@ def test_a_request_head_the_parser_refuses_gets_an_error_body_and_nothing_is_wri
     status, error = refusal(conversation(d, b"BREW /hp.json HTTP/1.1\r\nHost: x\r\n\r\n"))
     assert status == "HTTP/1.1 400 Bad Request" and "unknown method" in error, (status, error)
     status, error = refusal(conversation(d, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
-    assert status == "HTTP/1.1 505 HTTP Version Not Supported" and "HTTP/2" in error, (status, error)
+    assert status == "HTTP/1.1 400 Bad Request" and "HTTP/2" in error, (status, error)
     status, error = refusal(conversation(d, b"PUT /hp.json HTTP/1.1\r\nHost: x\r\nContent-Length: x1\r\n\r\n1"))
     assert status == "HTTP/1.1 400 Bad Request" and "content-length" in error, (status, error)
     assert requests.get(d.url("/hp")).json() is None

@@ -22,10 +22,12 @@ struct HTTPHeadRefusal {
             self.message =
                 "the request head is too large: the request line and headers may hold at most \(Self.headBytesMax) bytes and \(Self.headerFieldsMax) header fields; send large values in the body"
         case .invalidVersion, .paused:
-            // `paused`: the parser stops at HTTP/2's connection preface (`PRI * HTTP/2.0`).
-            self.status = 505
-            self.reasonPhrase = "HTTP Version Not Supported"
-            self.message = "HTTP version not supported: eddyd speaks HTTP/1.1 and HTTP/1.0 on this port (not HTTP/2)"
+            // `paused`: the parser stops at HTTP/2's connection preface (`PRI * HTTP/2.0`). A 400,
+            // not 505: a client's request is never answered 5xx here (5xx means a server fault),
+            // and most of these are mangled versions (`HTTP/1.`, `HTTP/11.1`), not real ones.
+            self.status = 400
+            self.reasonPhrase = "Bad Request"
+            self.message = "malformed HTTP request: its version is not HTTP/1.1 or HTTP/1.0 (eddyd does not speak HTTP/2 on this port)"
         case .invalidMethod:
             self.status = 400
             self.reasonPhrase = "Bad Request"
