@@ -145,7 +145,9 @@ public struct Frame: Sendable, Equatable {
         /// follow. `term`: the leader's leadership term (0 outside a cluster).
         case welcome = 41
         /// `{"message": "...", "reason": "..."?, "commonPoint": "<log id>"?}`: the leader will not
-        /// serve this follower; the connection closes.
+        /// serve this follower; the connection closes. Reasons: `snapshotNeeded`,
+        /// `anotherHistory`, `unauthenticated`, `busy` (`--replication-connections-max` reached:
+        /// try again later).
         case refused = 42
         /// Binary, `ReplicatedEntries`: log entries in order, each with its checksum.
         case entries = 43

@@ -48,6 +48,9 @@ final class LogServerConnection: Sendable {
     static let tailEntriesMax = 128
     static let tailBytesMax = 64 << 10
     static let heartbeatInterval: Duration = .seconds(1)
+    /// A connection that has not sent its `hello` this long after it opened is closed: an idle
+    /// connection must not hold a slot of `--replication-connections-max`.
+    static let helloTimeout: TimeAmount = .seconds(10)
     /// How long a follower's position stays needed after its bootstrap check ended, for its
     /// replication session to connect (a daemon opening its databases and starting).
     static let bootstrapHold: Duration = .seconds(60)
@@ -94,6 +97,21 @@ final class LogServerConnection: Sendable {
         self.doorbells = doorbells
         self.logger = logger
         self.doorbell = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The connection is active (on the event loop). `admitted`: it got a slot of `cap`; if not,
+    /// it is refused at once (reason `busy`). Otherwise it has `helloTimeout` to say `hello`.
+    func opened(admitted: Bool, cap: ReplicationConnectionCap) {
+        guard admitted else {
+            return self.refuse(
+                "this leader has \(cap.max) replication connections open, the most it takes (--replication-connections-max \(cap.max)); try again later",
+                reason: "busy")
+        }
+        self.channel.eventLoop.scheduleTask(in: Self.helloTimeout) {
+            guard !self.started.withLock({ $0 }) else { return }
+            self.logger.warning("closing a replication connection that sent no hello", metadata: ["eddy.waited": "\(Self.helloTimeout)"])
+            self.channel.close(promise: nil)
+        }
     }
 
     /// A frame from the follower (on the event loop).

@@ -38,6 +38,8 @@ public struct LogServerService: Service {
     let tls: NIOSSLContext?
     /// See `LogServerConnection.snapshotBootstrapEntries`.
     let snapshotBootstrapEntries: Int
+    /// Open connections at most, shared by the leader's listeners (`--replication-connections-max`).
+    let connectionCap: ReplicationConnectionCap
     /// Its default (`--snapshot-bootstrap-entries`).
     public static let snapshotBootstrapEntriesDefault = 50_000
     /// At graceful shutdown, how long connected followers get to apply the newest entries.
@@ -45,9 +47,10 @@ public struct LogServerService: Service {
 
     public init(
         address: Address, data: DataDirectory, registry: FollowerRegistry, doorbells: CommitDoorbells, secret: String? = nil,
-        snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, tls: NIOSSLContext? = nil, logger: Logger,
-        bound: ListenersBound? = nil
+        snapshotBootstrapEntries: Int = LogServerService.snapshotBootstrapEntriesDefault, tls: NIOSSLContext? = nil,
+        connectionCap: ReplicationConnectionCap = ReplicationConnectionCap(), logger: Logger, bound: ListenersBound? = nil
     ) {
+        self.connectionCap = connectionCap
         self.snapshotBootstrapEntries = snapshotBootstrapEntries
         self.tls = tls
         self.secret = secret
@@ -67,6 +70,7 @@ public struct LogServerService: Service {
         let secret = self.secret
         let tls = self.tls
         let snapshotBootstrapEntries = self.snapshotBootstrapEntries
+        let cap = self.connectionCap
         let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
         // Followers' watches of the namespaces they parked, fired by any namespace's commits.
         let watches = NamespaceWatches()
@@ -78,14 +82,16 @@ public struct LogServerService: Service {
                 let connection = LogServerConnection(
                     channel: channel, data: data, registry: registry, doorbells: doorbells, watches: watches, secret: secret,
                     snapshotBootstrapEntries: snapshotBootstrapEntries, logger: logger)
+                let admitted = cap.admit()
                 channels.withLock { $0[ObjectIdentifier(channel)] = channel }
                 channel.closeFuture.whenComplete { _ in
                     _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
                     connection.closed()
+                    if admitted { cap.release() }
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
-                    try channel.pipeline.syncOperations.addHandler(LogServerFrameHandler(connection: connection))
+                    try channel.pipeline.syncOperations.addHandler(LogServerFrameHandler(connection: connection, admitted: admitted, cap: cap))
                 }
             }
         let server: any Channel
@@ -138,12 +144,23 @@ final class LogServerFrameHandler: ChannelInboundHandler {
 
     private let connection: LogServerConnection
     private var decoder = FrameDecoder()
+    private let admitted: Bool
+    private let cap: ReplicationConnectionCap
 
-    init(connection: LogServerConnection) {
+    init(connection: LogServerConnection, admitted: Bool, cap: ReplicationConnectionCap) {
         self.connection = connection
+        self.admitted = admitted
+        self.cap = cap
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.connection.opened(admitted: self.admitted, cap: self.cap)
+        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A refused connection's frames are not read: it is being closed.
+        guard self.admitted else { return }
         self.decoder.append(self.unwrapInboundIn(data).readableBytesView)
         do {
             while let frame = try self.decoder.next() { self.connection.received(frame) }

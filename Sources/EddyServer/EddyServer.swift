@@ -159,16 +159,20 @@ public enum EddyServer {
             replication = .leader(
                 followers, syncFollowers: configuration.syncFollowers,
                 syncTimeout: .milliseconds(configuration.syncFollowersTimeoutMilliseconds))
+            // One cap for both listeners.
+            let replicationConnections = ReplicationConnectionCap(max: configuration.replicationConnectionsMax)
             replicationServices.append(
                 LogServerService(
                     address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
-                    secret: replicationSecret, snapshotBootstrapEntries: configuration.snapshotBootstrapEntries, logger: logger, bound: bound))
+                    secret: replicationSecret, snapshotBootstrapEntries: configuration.snapshotBootstrapEntries,
+                    connectionCap: replicationConnections, logger: logger, bound: bound))
             if let listen = configuration.replicationListen {
                 let (host, port) = try ServeConfiguration.parseHostPort(listen)
                 replicationServices.append(
                     LogServerService(
                         address: .tcp(host: host, port: port), data: data, registry: followers, doorbells: doorbells, secret: replicationSecret,
-                        snapshotBootstrapEntries: configuration.snapshotBootstrapEntries, tls: tlsContext, logger: logger, bound: bound))
+                        snapshotBootstrapEntries: configuration.snapshotBootstrapEntries, tls: tlsContext, connectionCap: replicationConnections,
+                        logger: logger, bound: bound))
             }
             registry = followers
         }

@@ -115,6 +115,9 @@ public struct ServeConfiguration: Sendable, Equatable {
     /// a snapshot of the leader instead of replaying them (0: only when the log was pruned past
     /// what it needs). Default 50000.
     public var snapshotBootstrapEntries = LogServerService.snapshotBootstrapEntriesDefault
+    /// Open connections to the leader's replication listeners at most (both together); more are
+    /// refused with reason `busy` (see `ReplicationConnectionCap`). Default 256.
+    public var replicationConnectionsMax = ReplicationConnectionCap.maxDefault
     /// swift-log level: trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
     /// Listen beyond loopback although no authentication is configured: anyone who reaches a
@@ -218,6 +221,9 @@ public struct ServeConfiguration: Sendable, Equatable {
             throw EddyError(
                 .invalidArgument,
                 "block-cache-bytes \(self.blockCacheBytes) is out of range \(Self.blockCacheBytesMin)...\(Self.blockCacheBytesMax) (bytes: 1 MiB to 1 TiB)")
+        }
+        guard (1...100_000).contains(self.replicationConnectionsMax) else {
+            throw EddyError(.invalidArgument, "replication-connections-max \(self.replicationConnectionsMax) is out of range 1...100000")
         }
         guard (1...1_000_000).contains(self.httpConnectionsMax) else {
             throw EddyError(.invalidArgument, "http-connections-max \(self.httpConnectionsMax) is out of range 1...1000000")
@@ -416,6 +422,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             case ("sync-followers", .integer(let n)): self.syncFollowers = n
             case ("sync-followers-timeout-ms", .integer(let n)): self.syncFollowersTimeoutMilliseconds = n
             case ("snapshot-bootstrap-entries", .integer(let n)): self.snapshotBootstrapEntries = n
+            case ("replication-connections-max", .integer(let n)): self.replicationConnectionsMax = n
             case ("metrics", .string(let s)): self.metricsListen = s
             case ("log-requests", .bool(let b)), ("log_requests", .bool(let b)): self.logRequests = b
             case ("ready-lag-max-seconds", .integer(let n)), ("ready_lag_max_seconds", .integer(let n)): self.readyLagMaxSeconds = n
@@ -424,7 +431,7 @@ public struct ServeConfiguration: Sendable, Equatable {
                 ("http-body-timeout-seconds", _), ("http-idle-timeout-seconds", _), ("http-connections-max", _), ("subscriptions-per-connection-max", _),
                 ("subscriptions-max", _), ("disk-reserve-bytes", _),
                 ("block-cache-bytes", _), ("log-retain-seconds", _), ("log-retain-bytes", _), ("log-retain-bytes-max", _), ("log-retention-check-ms", _),
-                ("sync-followers", _), ("sync-followers-timeout-ms", _), ("snapshot-bootstrap-entries", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
+                ("sync-followers", _), ("sync-followers-timeout-ms", _), ("snapshot-bootstrap-entries", _), ("replication-connections-max", _), ("ready-lag-max-seconds", _), ("ready_lag_max_seconds", _):
                 throw EddyError(.invalidArgument, "\(path): \(key) must be an integer")
             case ("data", _), ("http", _), ("socket", _), ("replication-socket", _), ("replication-listen", _), ("durability", _),
                 ("log-level", _), ("metrics", _):
@@ -434,7 +441,7 @@ public struct ServeConfiguration: Sendable, Equatable {
             default:
                 throw EddyError(
                     .invalidArgument,
-                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, subscriptions-per-connection-max, subscriptions-max, disk-reserve-bytes, block-cache-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
+                    "\(path): unknown option \"\(key)\"; known: data, http, socket, native-listen, replication-socket, replication-listen, durability, request-bytes-max, request-bodies-bytes-total, index-build-chunk, index-build-pause-ms, sse-keep-alive-seconds, stream-buffer-batches, stream-buffer-bytes, stream-buffers-bytes-total, http-header-timeout-seconds, http-body-timeout-seconds, http-idle-timeout-seconds, http-connections-max, subscriptions-per-connection-max, subscriptions-max, disk-reserve-bytes, block-cache-bytes, log-retain-seconds, log-retain-bytes, log-retain-bytes-max, log-retention-check-ms, sync-followers, sync-followers-timeout-ms, snapshot-bootstrap-entries, replication-connections-max, log-level, log-requests, metrics, ready-lag-max-seconds, admin-token-file, jwt-secret-file, jwt-keys-file, rules-file, project-id, replication-secret-file, tls-cert-file, tls-key-file, tls-ca-file, allowed-host, cors-origin, insecure-no-auth, cluster, etcd, node-id, lease-ttl-seconds, advertise-http"
                 )
             }
         }

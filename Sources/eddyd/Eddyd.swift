@@ -145,6 +145,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("snapshot-bootstrap-entries"), help: "A new follower of a log with at least this many entries starts from a snapshot instead of replaying them (0: only when the log was pruned). Default: 50000")
     var snapshotBootstrapEntries: Int?
 
+    @Option(name: .customLong("replication-connections-max"), help: "Open follower connections at most, both replication listeners together (a follower takes one per namespace it replicates); more are refused. Default: 256")
+    var replicationConnectionsMax: Int?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default: info")
     var logLevel: String?
 
@@ -314,6 +317,7 @@ struct Serve: AsyncParsableCommand {
         if let syncFollowers { configuration.syncFollowers = syncFollowers }
         if let syncFollowersTimeoutMilliseconds { configuration.syncFollowersTimeoutMilliseconds = syncFollowersTimeoutMilliseconds }
         if let snapshotBootstrapEntries { configuration.snapshotBootstrapEntries = snapshotBootstrapEntries }
+        if let replicationConnectionsMax { configuration.replicationConnectionsMax = replicationConnectionsMax }
         try configuration.validate()
         return configuration
     }

@@ -1018,49 +1018,90 @@ def test_a_frame_that_stops_arriving_ends_its_connection(daemon_factory):
     assert idle.recv() == (VALUE, 2, {"value": None})
 
 
+def replication_connection(daemon, hello=True):
+    """A raw connection to the leader's replication socket, saying a follower's hello unless
+    `hello` is False."""
+    client = Native.__new__(Native)
+    client.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.sock.settimeout(20)
+    client.sock.connect(os.path.join(daemon.data_dir, "replication.sock"))
+    client.buf = bytearray()
+    if hello:
+        client.send(40, 0, {"protocol": 4, "ns": "default", "follower": "w", "databaseID": None, "lastApplied": None, "snapshot": False})
+    return client
+
+
+def next_replication_frame(client):
+    """(kind, raw payload), or None at the end: replication frames may carry binary payloads."""
+    while True:
+        if len(client.buf) >= 4:
+            (n,) = struct.unpack(">I", client.buf[:4])
+            if len(client.buf) >= 4 + n:
+                kind, payload = client.buf[5], bytes(client.buf[14 : 4 + n])
+                del client.buf[: 4 + n]
+                return kind, payload
+        try:
+            chunk = client.sock.recv(1 << 20)
+        except ConnectionResetError:  # closed with our frames unread
+            return None
+        if not chunk:
+            return None
+        client.buf += chunk
+
+
+REPLICATION_WELCOME, REPLICATION_REFUSED = 41, 42
+
+
 def test_a_watch_frame_is_bounded_by_the_namespaces_the_leader_holds(daemon):
     """A follower's `watch` frame registered every namespace it named, held or not: one frame
     naming 900,000 made-up namespaces filled the leader's tables for good and stalled every
     heartbeat. Names the leader does not hold now fire at once (a follower learns a namespace
     is gone), at most 64 of them; a frame naming more is refused."""
     requests.put(daemon.url("/a"), data="1")
-
-    def follower():
-        client = Native.__new__(Native)
-        client.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client.sock.settimeout(20)
-        client.sock.connect(os.path.join(daemon.data_dir, "replication.sock"))
-        client.buf = bytearray()
-        client.send(40, 0, {"protocol": 4, "ns": "default", "follower": "w", "databaseID": None, "lastApplied": None, "snapshot": False})
-        return client
-
-    few = follower()
+    few = replication_connection(daemon)
     few.send(50, 0, {"namespaces": {f"gone{i}": None for i in range(3)}})
-    too_many = follower()
+    too_many = replication_connection(daemon)
     too_many.send(50, 0, {"namespaces": {f"made-up{i}": None for i in range(100_000)}})
-    def next_frame(client):
-        """(kind, raw payload): replication frames may carry binary payloads."""
-        while True:
-            if len(client.buf) >= 4:
-                (n,) = struct.unpack(">I", client.buf[:4])
-                if len(client.buf) >= 4 + n:
-                    kind, payload = client.buf[5], bytes(client.buf[14 : 4 + n])
-                    del client.buf[: 4 + n]
-                    return kind, payload
-            chunk = client.sock.recv(1 << 20)
-            if not chunk:
-                return None
-            client.buf += chunk
-
     while True:
-        frame = next_frame(too_many)
+        frame = next_replication_frame(too_many)
         assert frame is not None, "closed without saying why"
-        if frame[0] == 42:  # refused
+        if frame[0] == REPLICATION_REFUSED:
             break
     assert "100000 namespaces this leader does not hold" in json.loads(frame[1])["message"], frame
     assert requests.get(daemon.url("/a"), timeout=10).json() == 1
     few.close()
     too_many.close()
+
+
+def test_replication_connections_are_capped_and_idle_ones_closed(daemon_factory):
+    """Nothing bounded the replication listeners: 2,000 connections that said hello and read
+    nothing held 6 GB once writes flowed. At most --replication-connections-max are taken now,
+    one past it is refused naming the option, and one that says no hello goes after 10 s."""
+    daemon = daemon_factory("--replication-connections-max", "3")
+    requests.put(daemon.url("/a"), data="1")
+    silent = [replication_connection(daemon, hello=False) for _ in range(2)]
+    follower = replication_connection(daemon)
+    assert next_replication_frame(follower)[0] == REPLICATION_WELCOME
+    opened_at = time.monotonic()
+    extra = replication_connection(daemon)
+    kind, payload = next_replication_frame(extra)
+    refusal = json.loads(payload)
+    assert kind == REPLICATION_REFUSED and refusal["reason"] == "busy", refusal
+    assert "--replication-connections-max 3" in refusal["message"], refusal
+    assert next_replication_frame(extra) is None
+    # The silent ones are closed after their 10 s; the follower stays (heartbeats).
+    for client in silent:
+        assert next_replication_frame(client) is None
+    waited = time.monotonic() - opened_at
+    assert 8 < waited < 18, waited
+    late = replication_connection(daemon)
+    assert next_replication_frame(late)[0] == REPLICATION_WELCOME
+    requests.put(daemon.url("/b"), data="2")
+    kinds = set()
+    while 43 not in kinds:  # entries: the follower still streams
+        kinds.add(next_replication_frame(follower)[0])
+    for client in [follower, late, extra, *silent]:
+        client.close()
 
 
 def test_checkpoints_are_bounded_and_released_when_their_connection_ends(daemon):
