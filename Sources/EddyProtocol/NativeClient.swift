@@ -6,8 +6,8 @@
 import Glibc
 
 public final class NativeClient: @unchecked Sendable {
-    // @unchecked: `fd` is immutable; `decoder` and `readBuffer` are only used by the receiving
-    // thread.
+    // @unchecked: `fd` is immutable; `decoder`, `readBuffer` and `receiveTimeoutSeconds` are only
+    // used by the receiving thread.
     private let fd: Int32
     private var decoder = FrameDecoder(lengthMax: Frame.fromServerBytesMax)
     /// Where `receive` reads the socket into, allocated once.
@@ -88,6 +88,26 @@ public final class NativeClient: @unchecked Sendable {
         self.readBuffer.deallocate()
     }
 
+    /// How long one read may wait for the server's next bytes before `receive` throws (nil: no
+    /// limit, the default: a subscription may be quiet for hours). For tools waiting for an
+    /// answer from a socket that accepted and then says nothing.
+    public func setReceiveTimeout(seconds: Int?) {
+        var limit = timeval(tv_sec: seconds ?? 0, tv_usec: 0)
+        _ = setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        self.receiveTimeoutSeconds = seconds
+    }
+
+    private var receiveTimeoutSeconds: Int?
+
+    /// The error for a failed read: a timeout says so.
+    private func readFailure() -> ProtocolError {
+        let code = errno
+        if code == EAGAIN || code == EWOULDBLOCK, let seconds = self.receiveTimeoutSeconds {
+            return ProtocolError("no answer within \(seconds) s")
+        }
+        return ProtocolError("reading the socket failed: \(String(cString: strerror(code)))")
+    }
+
     /// Ends the connection both ways: a `receive` blocked in another thread returns nil.
     public func shutdown() {
         _ = Glibc.shutdown(self.fd, Int32(SHUT_RDWR))
@@ -113,7 +133,7 @@ public final class NativeClient: @unchecked Sendable {
     public func receiveReady(_ body: (Frame) -> Void) throws(ProtocolError) -> Bool {
         let count = read(self.fd, self.readBuffer.baseAddress, self.readBuffer.count)
         if count == 0 { return false }
-        guard count > 0 else { throw ProtocolError("reading the socket failed: \(String(cString: strerror(errno)))") }
+        guard count > 0 else { throw self.readFailure() }
         self.decoder.append(UnsafeRawBufferPointer(rebasing: self.readBuffer[..<count]))
         while let frame = try self.decoder.next() { body(frame) }
         return true
@@ -125,7 +145,7 @@ public final class NativeClient: @unchecked Sendable {
             if let frame = try self.decoder.next() { return frame }
             let count = read(self.fd, self.readBuffer.baseAddress, self.readBuffer.count)
             if count == 0 { return nil }
-            guard count > 0 else { throw ProtocolError("reading the socket failed: \(String(cString: strerror(errno)))") }
+            guard count > 0 else { throw self.readFailure() }
             self.decoder.append(UnsafeRawBufferPointer(rebasing: self.readBuffer[..<count]))
         }
     }

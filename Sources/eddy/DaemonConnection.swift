@@ -31,12 +31,25 @@ final class DaemonConnection: DaemonLink {
         } catch {
             return nil  // a socket file left by a daemon that is gone
         }
+        client.setReceiveTimeout(seconds: Self.answerTimeoutSeconds)
         let connection = DaemonConnection(client: client, socketPath: socketPath)
         if let file = adminTokenFile {
             _ = try connection.request(.auth, ["token": .string(try Self.readToken(file))])
         }
         return connection
     }
+
+    /// How long a request waits for the daemon's next bytes (`EDDY_TIMEOUT_SECONDS`, default
+    /// 300): a socket that accepts and never answers (a hung daemon, something else listening)
+    /// must not hang a script for ever. Generous, as a large write answers only once it is
+    /// committed.
+    static var answerTimeoutSeconds: Int {
+        if let text = ProcessInfo.processInfo.environment["EDDY_TIMEOUT_SECONDS"], let seconds = Int(text), seconds > 0 { return seconds }
+        return 300
+    }
+
+    /// What a timed-out request's error adds.
+    static let timeoutHint = "(EDDY_TIMEOUT_SECONDS sets how long eddy waits; is it eddyd's client socket?)"
 
     /// The admin secret in `file` (trimmed).
     static func readToken(_ file: String) throws(EddyError) -> String {
@@ -56,7 +69,8 @@ final class DaemonConnection: DaemonLink {
             try self.client.send(Frame(kind: kind, requestID: id, payload: JSONWriter.bytes(.object(body))))
             answer = try self.client.receive()
         } catch {
-            throw EddyError(.unavailable, "talking to the daemon on \(self.socketPath): \(error.message)")
+            let hint = error.message.hasPrefix("no answer within") ? " " + Self.timeoutHint : ""
+            throw EddyError(.unavailable, "talking to the daemon on \(self.socketPath): \(error.message)\(hint)")
         }
         guard let frame = answer else { throw EddyError(.unavailable, "the daemon on \(self.socketPath) closed the connection") }
         // Anything but the answer to this request (a replication listener's `refused`, say) is

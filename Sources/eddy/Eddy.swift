@@ -492,12 +492,15 @@ struct Watch: ParsableCommand {
         let socketPath = self.socket ?? self.data + "/eddyd.sock"
         do {
             let client = try NativeClient(path: socketPath)
+            // Until the subscription is confirmed; then it may be quiet for hours.
+            client.setReceiveTimeout(seconds: DaemonConnection.answerTimeoutSeconds)
             try client.send(Frame(kind: .subscribe, requestID: 1, payload: JSONWriter.bytes(.object(request))))
             var events = 0
             while let frame = try client.receive() {
                 let payload = (try? JSONParser.parse(frame.payload)) ?? .null
                 switch frame.kind {
                 case .subscribed:
+                    client.setReceiveTimeout(seconds: nil)
                     printLine(#"{"subscribed":"# + JSONWriter.string(payload) + "}")
                 case .events:
                     guard case .object(let list) = payload["events"] else { continue }

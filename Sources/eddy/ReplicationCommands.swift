@@ -31,6 +31,7 @@ struct Followers: ParsableCommand {
         let socketPath = self.socket ?? self.data + "/eddyd.sock"
         do {
             let client = try NativeClient(path: socketPath)
+            client.setReceiveTimeout(seconds: DaemonConnection.answerTimeoutSeconds)
             try client.send(Frame(kind: .status, requestID: 1, payload: JSONWriter.bytes(.object(["ns": .string(self.ns)]))))
             guard let frame = try client.receive() else { throw ProtocolError("the daemon closed the connection") }
             let payload = try JSONParser.parse(frame.payload)
@@ -72,11 +73,14 @@ struct Tail: ParsableCommand {
         var lastID: String? = self.since
         do {
             let client = try NativeClient(path: socketPath)
+            // Until the stream starts; then it may be quiet for hours.
+            client.setReceiveTimeout(seconds: DaemonConnection.answerTimeoutSeconds)
             try client.send(Frame(kind: .tail, requestID: 1, payload: JSONWriter.bytes(.object(request))))
             while let frame = try client.receive() {
                 let payload = (try? JSONParser.parse(frame.payload)) ?? .null
                 switch frame.kind {
                 case .tailing:
+                    client.setReceiveTimeout(seconds: nil)
                     continue
                 case .changes:
                     guard case .object(let list) = payload["changes"] else { continue }

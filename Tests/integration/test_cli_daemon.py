@@ -220,6 +220,26 @@ def test_a_socket_that_is_not_the_client_socket_is_an_error_not_a_success(daemon
     assert result.returncode == 1 and b"no daemon answers on --socket" in result.stderr, result
 
 
+def test_a_socket_that_never_answers_times_out_naming_the_wait(tmp_path):
+    """`eddy` waited for ever on a socket that accepted its request and said nothing (a hung
+    daemon, another program's socket). It gives up after EDDY_TIMEOUT_SECONDS (300 by
+    default) and says so; `tail` and `watch` wait that long only for their stream to start."""
+    path = str(tmp_path / "mute.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    env = dict(os.environ, EDDY_TIMEOUT_SECONDS="1")
+    try:
+        for args in (["get", "/a"], ["set", "/a", "1"], ["followers"], ["tail"], ["watch", "/a"]):
+            started = time.monotonic()
+            result = subprocess.run([EDDY, *args, "--socket", path], capture_output=True, timeout=60, env=env)
+            waited = time.monotonic() - started
+            assert result.returncode == 1 and b"no answer within 1 s" in result.stderr, (args, result)
+            assert waited < 30, (args, waited)
+    finally:
+        listener.close()
+
+
 def test_export_out_follows_links_writes_devices_and_pipes_and_refuses_directories(daemon, tmp_path):
     """`--out` wrote FILE.partial and renamed it over FILE, which replaced a symbolic link, a
     FIFO, even /dev/full (as root) with a regular file."""
