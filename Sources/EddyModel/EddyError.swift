@@ -67,7 +67,8 @@ public struct EddyError: Error, Sendable, CustomStringConvertible {
 
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
-        self.message = message
+        // A message may quote the offending input; it is bounded (ErrorMessageBound).
+        self.message = ErrorMessageBound.bounded(message)
         self.underlying = underlying
     }
 

@@ -218,6 +218,20 @@ def test_errors_name_what_is_wrong(native):
     assert native.recv()[0] == ERROR
 
 
+def test_errors_quote_long_input_only_in_part(native, daemon):
+    """A 4 MiB `since` came back whole in its error (and its log line). Messages are bounded:
+    the head and the end of the sentence, and how much was left out."""
+    native.send(SUBSCRIBE, 1, {"path": "/x", "since": "9" * (4 << 20)})
+    kind, rid, error = native.recv()
+    assert (kind, rid) == (ERROR, 1), error
+    assert len(error["message"].encode()) < 5000 and "bytes left out" in error["message"], error["message"][:200]
+    assert error["message"].startswith("\"since\" 999") and error["message"].endswith("999 is not a log id"), error["message"][:200]
+    response = requests.get(daemon.url("/y"), params={"orderBy": '"' + "k" * 30_000 + '"'})
+    assert response.status_code == 400 and len(response.content) < 5000 and "bytes left out" in response.json()["error"], response.content[:300]
+    log = open(daemon.log_path, "rb").read()
+    assert b"9" * 5000 not in log and b"k" * 5000 not in log
+
+
 @pytest.mark.parametrize(
     "frame",
     [

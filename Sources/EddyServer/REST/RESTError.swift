@@ -16,7 +16,7 @@ struct RESTError: Error {
 
     init(status: Int, message: String) {
         self.status = status
-        self.message = message
+        self.message = ErrorMessageBound.bounded(message)
     }
 
     /// A body over `--request-bytes-max`: 400, as Firebase's REST reference lists "an attempt to
