@@ -300,6 +300,34 @@ def test_a_subscriber_that_stops_reading_is_told_it_is_behind(daemon_factory):
     writer.close()
 
 
+def test_one_write_to_a_location_many_subscriptions_share_reaches_them_all(daemon_factory):
+    """A write makes one events frame per subscription it reaches: 600 subscriptions of one
+    connection on one location were cut off by a single write at a buffer of 32 frames (8,192
+    by default, while 100,000 subscriptions per connection are allowed). Each subscription may
+    have one frame waiting beyond the buffer now; a reader that falls behind is still cut off."""
+    daemon = daemon_factory("--stream-buffer-batches", "32")
+    client = Native(daemon)
+    count = 600
+    for n in range(count):
+        # Different queries, so each is its own listener with its own events.
+        client.send(SUBSCRIBE, n + 1, {"path": "/many", "query": {"orderBy": '"$key"', "startAt": f'"{n:04d}"'}})
+    subscribed = 0
+    while subscribed < count:
+        kind, _, payload = client.recv()
+        assert kind in (SUBSCRIBED, EVENTS), (kind, payload)
+        subscribed += kind == SUBSCRIBED
+    requests.put(daemon.url("/many/9999"), data="1")
+    reached = set()
+    client.sock.settimeout(20)
+    while len(reached) < count:
+        kind, rid, payload = client.recv()
+        assert kind == EVENTS, (kind, payload)
+        if any(e.get("logID") for e in payload["events"]):
+            reached.add(rid)
+    assert reached == set(range(1, count + 1))
+    client.close()
+
+
 def test_eddy_watch_prints_events_as_json_lines(daemon):
     import subprocess
     from conftest import EDDY

@@ -10,7 +10,8 @@
 // until the connection's earlier writes are answered, so it sees them.
 // A subscription's `subscribed` answer precedes its first `events` frame (the attach
 // batch, which describes the state after `liveAfter`); later frames follow log order.
-// Bounds: at most `outstandingMax` events frames and `outstandingBytesMax` bytes of them may
+// Bounds: at most `outstandingMax` events frames (plus one per subscription of the connection:
+// one write may reach them all at once) and `outstandingBytesMax` bytes of them may
 // wait to be written to the socket, and all connections and SSE streams together at most
 // `budget.bytesMax` bytes (one frame is let through to a connection with nothing waiting while
 // the budget is not full, so a large first frame still arrives); a subscriber that lets more
@@ -161,7 +162,10 @@ final class NativeConnection: Sendable {
             let isEvents = kind == .events || kind == .changes
             let eventBytes = isEvents ? buffer.readableBytes : 0
             if isEvents {
-                guard state.outstandingEvents < self.outstandingMax else { return .overflow }
+                // One frame per subscription more: a single write to a location that many of the
+                // connection's subscriptions share makes one frame for each at once (the bytes
+                // bound still holds; identical subscriptions share one payload).
+                guard state.outstandingEvents < self.outstandingMax + state.subscriptions.count else { return .overflow }
                 let alone = state.outstandingEvents == 0
                 guard alone || state.outstandingEventBytes + eventBytes <= self.outstandingBytesMax else { return .overflow }
                 guard alone ? self.budget.reserveUnlessFull(eventBytes) : self.budget.reserve(eventBytes) else { return .overflow }
