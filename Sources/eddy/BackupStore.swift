@@ -82,8 +82,14 @@ struct BackupStore {
             .sorted()
     }
 
+    /// The manifest of backup `name`, which must be one of `backups()`: a name is a folder of
+    /// the backup folder, never a path (`--name ../x` read a manifest outside it, and a
+    /// verification made its scratch copy there).
     func manifest(_ name: String) throws(EddyError) -> BackupManifest {
-        try BackupManifest(contentsOf: self.root + "/" + name + "/" + BackupManifest.fileName)
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), self.backups().contains(name) else {
+            throw EddyError(.notFound, "no backup named \(name.debugDescription) in \(self.root) (eddy backup --to \(self.root) --list lists them)")
+        }
+        return try BackupManifest(contentsOf: self.root + "/" + name + "/" + BackupManifest.fileName)
     }
 
     /// Leftovers of interrupted backups and verifications.

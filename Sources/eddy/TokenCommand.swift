@@ -29,7 +29,12 @@ struct TokenCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let secret = try String(contentsOfFile: self.secretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let secret: String
+            do {
+                secret = try String(contentsOfFile: self.secretFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                throw EddyError(.invalidArgument, "--secret-file \(self.secretFile) cannot be read as text: \(Self.reason(error))")
+            }
             guard secret.utf8.count >= 32 else { throw EddyError(.invalidArgument, "--secret-file \(self.secretFile) holds fewer than 32 bytes (HS256 needs at least 32)") }
             guard !self.uid.isEmpty, self.uid.utf8.count <= 128 else { throw EddyError(.invalidArgument, "--uid must be 1 to 128 bytes") }
             guard (1...2_592_000).contains(self.expiresInSeconds) else {
@@ -57,6 +62,25 @@ struct TokenCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("eddy: \(error.message)\n".utf8))
             throw ExitCode(1)
         }
+    }
+}
+
+extension TokenCommand {
+    /// What went wrong reading a file, in the OS's words where there are some.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSCocoaErrorDomain {
+            switch nsError.code {
+            case NSFileReadNoSuchFileError: return "no such file"
+            case NSFileReadNoPermissionError: return "permission denied"
+            case NSFileReadInapplicableStringEncodingError: return "not UTF-8 text"
+            default: break
+            }
+        }
+        return nsError.localizedDescription
     }
 }
 

@@ -188,6 +188,11 @@ def test_eddy_token_mints_what_eddyd_accepts(ruled, keys):
     assert requests.get(ruled.url("/admins_only"), headers=bearer(out)).json() == {"x": 1}
     bad = run_eddy("token", "--uid", "a", "--secret-file", str(keys["dir"] / "hs"), "--claims", '"x"', check=False)
     assert bad.returncode != 0 and b"--claims" in bad.stderr
+    # A secret file that cannot be read is named, with the reason in plain words.
+    for path, reason in ((keys["dir"] / "missing", b"no such file"), (keys["dir"], b"")):
+        bad = run_eddy("token", "--uid", "a", "--secret-file", str(path), check=False)
+        assert bad.returncode == 1 and bad.stderr.startswith(b"eddy: --secret-file " + str(path).encode() + b" cannot be read"), bad.stderr
+        assert reason in bad.stderr.lower(), bad.stderr
 
 
 def test_streams_are_checked_at_start_and_cancelled_when_rules_change(ruled):

@@ -90,6 +90,12 @@ def test_incremental_backups_link_unchanged_files_and_verify(daemon_factory, tmp
         f.write(b"garbage")
     result = run_eddy("backup", "--verify", "--to", to, "--name", second.name, check=False)
     assert result.returncode == 3 and b"PROBLEM" in result.stdout
+    # A name is a backup of --to, never a path out of it.
+    before = sorted(os.listdir(to)), sorted(os.listdir(os.path.dirname(to)))
+    for name in (f"../{os.path.basename(to)}/{second.name}", "nope", ".partial-x"):
+        result = run_eddy("backup", "--verify", "--to", to, "--name", name, check=False)
+        assert result.returncode == 1 and b"no backup named" in result.stderr, result
+    assert (sorted(os.listdir(to)), sorted(os.listdir(os.path.dirname(to)))) == before
 
 
 def test_a_follower_resumes_from_a_restored_leader(daemon_factory, tmp_path):
