@@ -33,6 +33,7 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     /// The data in Firebase's export format: with priorities (`.priority` members, a primitive
     /// with one as `[".value": v, ".priority": p]`), and objects keyed by list indexes as
     /// dictionaries, never arrays.
+    @discardableResult
     public func valueInExportFormat() -> Any? { FoundationValue.foundation(self.data, arrays: false) }
 
     /// The last key of the location's path ("" at the root).
@@ -42,18 +43,22 @@ public final class DataSnapshot: NSObject, @unchecked Sendable {
     /// Firebase's).
     public var priority: Any? { FoundationValue.foundation(self.data.priority) }
 
+    @discardableResult
     public func exists() -> Bool { !self.data.isNull }
 
+    @discardableResult
     public func hasChildren() -> Bool { !ChildOrder.children(of: self.data).isEmpty }
 
     public var childrenCount: UInt { UInt(ChildOrder.children(of: self.data).count) }
 
     /// Whether there is data at the relative path (`"a/b"`).
+    @discardableResult
     public func hasChild(_ childPathString: String) -> Bool {
         !Self.child(of: self.data, at: DatabaseReference.parsePath(childPathString, method: "hasChild:")).isNull
     }
 
     /// The snapshot of the relative path (`"a/b"`); empty where there is no data.
+    @discardableResult
     public func childSnapshot(forPath childPathString: String) -> DataSnapshot {
         let path = DatabaseReference.parsePath(childPathString, method: "childSnapshot(forPath:)")
         return DataSnapshot(ref: self.ref.child(path), value: Self.child(of: self.data, at: path))

@@ -30,6 +30,7 @@ public final class Database: NSObject, Sendable {
 
     /// The default instance: `EDDY_DATABASE_URL`, else the `databaseURL` of the default
     /// `FirebaseApp` when one is configured with it, else `./data/eddyd.sock`.
+    @discardableResult
     public static func database() -> Database {
         if let url = ProcessInfo.processInfo.environment["EDDY_DATABASE_URL"], !url.isEmpty {
             return self.database(url: url)
@@ -44,6 +45,7 @@ public final class Database: NSObject, Sendable {
 
     /// The instance for `app`: its options' `databaseURL` (or `EDDY_DATABASE_URL`, or the
     /// default socket when it has none).
+    @discardableResult
     public static func database(app: FirebaseApp) -> Database {
         guard let url = app.databaseURL, !url.isEmpty else {
             if let url = ProcessInfo.processInfo.environment["EDDY_DATABASE_URL"], !url.isEmpty {
@@ -55,6 +57,7 @@ public final class Database: NSObject, Sendable {
     }
 
     /// The instance for `url`, belonging to `app` (its own, not shared with another app's).
+    @discardableResult
     public static func database(app: FirebaseApp, url: String) -> Database {
         self.instance(app: app.name, url: url)
     }
@@ -69,6 +72,7 @@ public final class Database: NSObject, Sendable {
     /// schemes traps, as Firebase raises for a malformed database URL. A native URL may list a
     /// cluster's nodes, separated by commas (`eddy://a:9001,b:9001`): the client connects to one
     /// and moves on to the next when it cannot connect or a write is refused as `notLeader`.
+    @discardableResult
     public static func database(url: String) -> Database {
         self.instance(app: FirebaseApp.defaultName, url: url)
     }
@@ -298,6 +302,7 @@ public final class Database: NSObject, Sendable {
 
     /// The root of the tree. As in Firebase, a first reference initializes the instance: the
     /// settings (`useEmulator`, persistence) are fixed from then on.
+    @discardableResult
     public func reference() -> DatabaseReference {
         self.markUsed()
         return DatabaseReference(database: self, path: Path(validatedKeys: []))
@@ -305,6 +310,7 @@ public final class Database: NSObject, Sendable {
 
     /// The location at `path` ("users/ada", leading and trailing slashes allowed). An invalid
     /// path traps with Firebase's message, as Firebase raises.
+    @discardableResult
     public func reference(withPath path: String) -> DatabaseReference {
         self.markUsed()
         return DatabaseReference(database: self, path: DatabaseReference.parsePath(path, method: "reference(withPath:)"))
@@ -328,6 +334,7 @@ public final class Database: NSObject, Sendable {
     /// `localhost:9000`). Any other URL traps, as Firebase raises.
     /// As Firebase's URL parser, only a `?` ends the path: a `#` is part of it, so a key
     /// holding one (`/ha#sh`) is refused like any invalid key, never cut to another location.
+    @discardableResult
     public func reference(fromURL databaseUrl: String) -> DatabaseReference {
         var location = Substring(databaseUrl)
         if let mark = location.firstIndex(of: "?") { location = location[..<mark] }
@@ -465,6 +472,7 @@ public final class Database: NSObject, Sendable {
     /// `write(withoutNotifying:)`), so a screen that made a change does not hear it back. Their
     /// next notification starts from the data with these writes in. Firebase-style observers
     /// and other tokens hear the writes as usual.
+    @discardableResult
     public func write<Result>(withoutNotifying tokens: [NotificationToken] = [], _ block: () throws -> Result) rethrows -> Result {
         let silenced = Database.silencedTokens.union(tokens.map { ObjectIdentifier($0) })
         return try Database.$silencedTokens.withValue(silenced) { try block() }
@@ -701,6 +709,7 @@ public final class Database: NSObject, Sendable {
 
     public static func setLoggingEnabled(_ enabled: Bool) {}
 
+    @discardableResult
     public static func sdkVersion() -> String { "eddy-1" }
 
     /// A push id: Firebase's format, strictly increasing for this client.

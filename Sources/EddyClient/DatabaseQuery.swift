@@ -29,6 +29,7 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
 
     /// The location's URL, as `FIRDatabaseReference.h` re-declares `description` as a method
     /// (declared here: Swift refuses a method and a property of one name in one class).
+    @discardableResult
     public func description() -> String { self.ref.url }
 
     /// The location of this query.
@@ -91,10 +92,12 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
 
     /// The first event of `eventType`. (An observer that is cancelled instead never returns
     /// here; use `getData()` for a read that can fail.)
+    @discardableResult
     public func observeSingleEvent(of eventType: DataEventType) async -> DataSnapshot {
         await self.observeSingleEventAndPreviousSiblingKey(of: eventType).0
     }
 
+    @discardableResult
     public func observeSingleEventAndPreviousSiblingKey(of eventType: DataEventType) async -> (DataSnapshot, String?) {
         await withCheckedContinuation { (continuation: CheckedContinuation<UncheckedSendable<(DataSnapshot, String?)>, Never>) in
             self.listen(eventType, once: true, { snapshot, previous in continuation.resume(returning: UncheckedSendable((snapshot, previous))) }, cancel: nil)
@@ -155,6 +158,7 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         }
     }
 
+    @discardableResult
     public func getData() async throws -> DataSnapshot {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<DataSnapshot, DatabaseError>, Never>) in
             self.read { continuation.resume(returning: $0) }
@@ -233,11 +237,14 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         DatabaseQuery(database: self.database, path: self.path, spec: spec)
     }
 
+    @discardableResult
     public func queryLimited(toFirst limit: UInt) -> DatabaseQuery { self.with(self.spec.limited(limit, first: true)) }
 
+    @discardableResult
     public func queryLimited(toLast limit: UInt) -> DatabaseQuery { self.with(self.spec.limited(limit, first: false)) }
 
     /// Orders children by the value at `key`, a child path ("metrics/views" allowed).
+    @discardableResult
     public func queryOrdered(byChild key: String) -> DatabaseQuery {
         var spec = self.spec
         if ["$key", "$value", "$priority", ".key", ".value", ".priority"].contains(key) {
@@ -256,49 +263,62 @@ public class DatabaseQuery: NSObject, @unchecked Sendable {
         return self.with(spec.ordered(.child(path), method: "queryOrderedByChild:"))
     }
 
+    @discardableResult
     public func queryOrderedByKey() -> DatabaseQuery { self.with(self.spec.ordered(.key, method: "queryOrderedByKey")) }
 
+    @discardableResult
     public func queryOrderedByValue() -> DatabaseQuery { self.with(self.spec.ordered(.value, method: "queryOrderedByValue")) }
 
     /// Orders by the children's priorities: none first, then numbers, then strings, ties by key.
+    @discardableResult
     public func queryOrderedByPriority() -> DatabaseQuery { self.with(self.spec.ordered(.priority, method: "queryOrderedByPriority")) }
 
+    @discardableResult
     public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
         self.with(self.spec.starting(startValue, key: nil, inclusive: true, method: "queryStartingAtValue:"))
     }
 
+    @discardableResult
     public func queryStarting(atValue startValue: Any?, childKey: String?) -> DatabaseQuery {
         self.with(self.spec.starting(startValue, key: childKey, inclusive: true, method: "queryStartingAtValue:childKey:"))
     }
 
+    @discardableResult
     public func queryStarting(afterValue startAfterValue: Any?) -> DatabaseQuery {
         self.with(self.spec.starting(startAfterValue, key: nil, inclusive: false, method: "queryStartingAfterValue:"))
     }
 
+    @discardableResult
     public func queryStarting(afterValue startAfterValue: Any?, childKey: String?) -> DatabaseQuery {
         self.with(self.spec.starting(startAfterValue, key: childKey, inclusive: false, method: "queryStartingAfterValue:childKey:"))
     }
 
+    @discardableResult
     public func queryEnding(atValue endValue: Any?) -> DatabaseQuery {
         self.with(self.spec.ending(endValue, key: nil, inclusive: true, method: "queryEndingAtValue:"))
     }
 
+    @discardableResult
     public func queryEnding(atValue endValue: Any?, childKey: String?) -> DatabaseQuery {
         self.with(self.spec.ending(endValue, key: childKey, inclusive: true, method: "queryEndingAtValue:childKey:"))
     }
 
+    @discardableResult
     public func queryEnding(beforeValue endValue: Any?) -> DatabaseQuery {
         self.with(self.spec.ending(endValue, key: nil, inclusive: false, method: "queryEndingBeforeValue:"))
     }
 
+    @discardableResult
     public func queryEnding(beforeValue endValue: Any?, childKey: String?) -> DatabaseQuery {
         self.with(self.spec.ending(endValue, key: childKey, inclusive: false, method: "queryEndingBeforeValue:childKey:"))
     }
 
+    @discardableResult
     public func queryEqual(toValue value: Any?) -> DatabaseQuery {
         self.with(self.spec.equal(value, key: nil, method: "queryEqualToValue:"))
     }
 
+    @discardableResult
     public func queryEqual(toValue value: Any?, childKey: String?) -> DatabaseQuery {
         self.with(self.spec.equal(value, key: childKey, method: "queryEqualToValue:childKey:"))
     }

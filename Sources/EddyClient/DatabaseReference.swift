@@ -29,6 +29,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     // MARK: Navigation
 
+    @discardableResult
     public func child(_ pathString: String) -> DatabaseReference {
         self.child(Self.parsePath(pathString, method: "child:"))
     }
@@ -39,6 +40,7 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
 
     /// A child with a new push id: Firebase's format, made here, strictly increasing for this
     /// client, so children made this way sort in the order they were made.
+    @discardableResult
     public func childByAutoId() -> DatabaseReference {
         self.child(Path(validatedKeys: [self.database.nextPushID()]))
     }

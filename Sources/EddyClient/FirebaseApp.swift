@@ -52,8 +52,10 @@ public final class FirebaseApp: NSObject, Sendable {
     }
 
     /// The default app, nil until `configure()`.
+    @discardableResult
     public static func app() -> FirebaseApp? { self.app(name: self.defaultName) }
 
+    @discardableResult
     public static func app(name: String) -> FirebaseApp? { self.apps.withLock { $0[name] } }
 
     public static var allApps: [String: FirebaseApp]? {

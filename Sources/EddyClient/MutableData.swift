@@ -82,12 +82,15 @@ public final class MutableData: NSObject, @unchecked Sendable {
 
     public var childrenCount: UInt { UInt(ChildOrder.children(of: self.node).count) }
 
+    @discardableResult
     public func hasChildren() -> Bool { self.childrenCount > 0 }
 
+    @discardableResult
     public func hasChild(atPath path: String) -> Bool {
         !DataSnapshot.child(of: self.node, at: DatabaseReference.parsePath(path, method: "hasChildAtPath:")).isNull
     }
 
+    @discardableResult
     public func childData(byAppendingPath path: String) -> MutableData {
         MutableData(root: self.root, path: self.path.appending(DatabaseReference.parsePath(path, method: "childDataByAppendingPath:")))
     }

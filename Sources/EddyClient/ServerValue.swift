@@ -4,12 +4,14 @@ import Foundation
 
 public enum ServerValue {
     /// The server's time of the write, in milliseconds since the Unix epoch.
+    @discardableResult
     public static func timestamp() -> [AnyHashable: Any] {
         [".sv": "timestamp"]
     }
 
     /// The current number at the location plus `delta` (a missing or non-numeric value counts
     /// as 0), applied atomically by the server.
+    @discardableResult
     public static func increment(_ delta: NSNumber) -> [AnyHashable: Any] {
         [".sv": ["increment": delta]]
     }

@@ -18,11 +18,13 @@ public final class TransactionResult: NSObject, @unchecked Sendable {
     }
 
     /// Write `value` (the block's `MutableData`, changed or not).
+    @discardableResult
     public static func success(withValue value: MutableData) -> TransactionResult {
         TransactionResult(data: value)
     }
 
     /// Write nothing; the completion block is told the transaction was not committed.
+    @discardableResult
     public static func abort() -> TransactionResult {
         TransactionResult(data: nil)
     }
