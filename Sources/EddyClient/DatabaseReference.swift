@@ -425,7 +425,8 @@ public final class DatabaseReference: DatabaseQuery, @unchecked Sendable {
     ) {
         var payload: [String: Value] = ["op": .string(op), "path": .string(self.path.description)]
         do {
-            payload["value"] = try self.sentValue(op, value, priority: priority)
+            // Always present, null included: eddyd refuses a set without a value.
+            payload["value"] = try self.sentValue(op, value, priority: priority) ?? .null
         } catch {
             self.complete(completion, .failure(error))
             return

@@ -35,10 +35,12 @@ import Testing
         let watcher = self.database(self.daemon.tcpURL)
         let user = self.database(self.userURL(transport))
         let me = user.reference().child("presence/ada-\(transport)")
-        try await me.setValue(["status": "online", "session": "s1", "info": ["n": 1, "device": "phone"], "kept": "yes"])
+        try await me.setValue(["status": "online", "session": "s1", "info": ["n": 1, "device": "phone"], "kept": "yes", "gone": "x"])
 
         #expect(try await me.child("status").onDisconnectSetValue("offline").key == "status")
         try await me.child("session").onDisconnectRemoveValue()
+        // A set of nil removes, as Firebase's does (eddyd refuses a set without a value).
+        try await me.child("gone").onDisconnectSetValue(nil)
         try await me.child("info").onDisconnectUpdateChildValues(["n": 2, "lastSeen": ServerValue.timestamp()])
         try await me.child("kept").onDisconnectSetValue("changed")
         try await me.child("kept").cancelDisconnectOperations()
@@ -55,7 +57,7 @@ import Testing
         #expect(try await seen.wait(for: 2, explain: { "eddyd's log: " + self.daemon.logTail(containing: ["connection closed", "onDisconnect writes"]) + "; eddyd holds " + (await self.daemon.serverJSON("presence/ada-\(transport)")) }) == ["online", "offline"])
         // The writes run as one change: once "status" is seen, the rest is there too.
         let after = try #require(try await watcher.reference().child("presence/ada-\(transport)").getData().value as? [String: Any])
-        #expect(after["session"] == nil)
+        #expect(after["session"] == nil && after["gone"] == nil)
         #expect(after["kept"] as? String == "yes", "a cancelled write does not run")
         let info = try #require(after["info"] as? [String: Any])
         #expect(info["n"] as? Int == 2 && info["device"] as? String == "phone")

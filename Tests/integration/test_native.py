@@ -212,6 +212,17 @@ def test_errors_name_what_is_wrong(native):
     assert (kind, rid) == (ERROR, 1) and error["code"] == "invalidKey" and "bad.key" in error["message"]
     native.send(WRITE, 2, {"op": "frobnicate", "path": "/x"})
     assert native.recv()[2]["message"].startswith("write op frobnicate")
+    # A write that lost its value is refused, not taken for null (which deletes).
+    native.send(WRITE, 5, {"op": "set", "path": "/kept", "value": 1})
+    assert native.recv()[0] == WRITTEN
+    for op in ("set", "push", "update"):
+        native.send(WRITE, 6, {"op": op, "path": "/kept"})
+        kind, rid, error = native.recv()
+        assert (kind, rid) == (ERROR, 6) and f'write op {op} needs a "value"' in error["message"], error
+    native.send(GET, 7, {"path": "/kept"})
+    assert native.recv() == (VALUE, 7, {"value": 1})
+    native.send(WRITE, 8, {"op": "set", "path": "/kept", "value": None})
+    assert native.recv()[0] == WRITTEN
     native.send(SUBSCRIBE, 3, {"path": "/x", "query": {"orderBy": '"age"'}})
     assert 'Index not defined, add ".indexOn": "age", for path "/x"' in native.recv()[2]["message"]
     native.send(GET, 4, {"path": "/x", "ns": "../etc"})

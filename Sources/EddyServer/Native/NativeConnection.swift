@@ -528,6 +528,11 @@ final class NativeConnection: Sendable {
         // A set or remove may name `<path>/.priority`: the location's priority.
         let path = op == "set" || op == "remove" ? try Path(allowingPriority: try self.string(body, "path", optional: false)!) : try Self.path(body)
         let value = body["value"]
+        // A set, update or push names its value, null included: a request that lost its value
+        // (a client bug) must not delete the location as `null` would.
+        if op == "set" || op == "update" || (op == "push" && allowsPush), !Self.has(body, "value") {
+            throw EddyError(.invalidArgument, "\(request) op \(op ?? "") needs a \"value\" (null removes the location)")
+        }
         switch op {
         case "set": return .set(path, value)
         case "update": return try WriteOperation.update(at: path, body: value)
