@@ -9,6 +9,7 @@
 // its start.
 //
 // Invariant: `open` counts the connections admitted and not yet closed; it never exceeds `max`.
+// `refused` counts those turned away, for `/metrics`.
 
 import Synchronization
 
@@ -18,7 +19,7 @@ public final class ReplicationConnectionCap: Sendable {
     public static let maxDefault = 256
 
     public let max: Int
-    private let open = Mutex(0)
+    private let counts = Mutex((open: 0, refused: 0))
 
     public init(max: Int = ReplicationConnectionCap.maxDefault) {
         self.max = max
@@ -26,18 +27,23 @@ public final class ReplicationConnectionCap: Sendable {
 
     /// Admits one more connection unless `max` are open.
     func admit() -> Bool {
-        self.open.withLock { open in
-            guard open < self.max else { return false }
-            open += 1
+        self.counts.withLock { counts in
+            guard counts.open < self.max else {
+                counts.refused += 1
+                return false
+            }
+            counts.open += 1
             return true
         }
     }
 
     /// An admitted connection closed.
     func release() {
-        self.open.withLock { $0 -= 1 }
+        self.counts.withLock { $0.open -= 1 }
     }
 
     /// Connections admitted and open now.
-    public var openCount: Int { self.open.withLock { $0 } }
+    public var openCount: Int { self.counts.withLock { $0.open } }
+    /// Connections refused at the cap since the start (`/metrics`).
+    public var refusedCount: Int { self.counts.withLock { $0.refused } }
 }

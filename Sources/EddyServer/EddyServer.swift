@@ -147,6 +147,7 @@ public enum EddyServer {
                 + (configuration.leader == nil ? 1 + (configuration.replicationListen == nil ? 0 : 1) : 0))
         let nativeTCPAddress = BoundAddress()
         let registry: FollowerRegistry?
+        var leaderConnections: ReplicationConnectionCap? = nil
         if let leader = configuration.leader {
             let follower = FollowerSupervisor(
                 leader: leader, name: followerName, data: data, secret: replicationSecret, caFile: configuration.tlsCAFile,
@@ -161,6 +162,7 @@ public enum EddyServer {
                 syncTimeout: .milliseconds(configuration.syncFollowersTimeoutMilliseconds))
             // One cap for both listeners.
             let replicationConnections = ReplicationConnectionCap(max: configuration.replicationConnectionsMax)
+            leaderConnections = replicationConnections
             replicationServices.append(
                 LogServerService(
                     address: .unix(configuration.effectiveReplicationSocketPath), data: data, registry: followers, doorbells: doorbells,
@@ -198,7 +200,8 @@ public enum EddyServer {
         let retention = LogRetentionService(
             data: data, retention: configuration.logRetention, interval: .milliseconds(configuration.logRetentionCheckMilliseconds),
             registry: registry, logger: logger)
-        let metrics = MetricsEndpoint(registry: metricsRegistry, data: data, replication: replication)
+        let metrics = MetricsEndpoint(
+            registry: metricsRegistry, data: data, replication: replication, replicationConnections: leaderConnections)
         var metricsListener: [any Service] = []
         if let listen = configuration.metricsListen {
             let (host, port) = try ServeConfiguration.parseHostPort(listen)

@@ -195,3 +195,31 @@ def test_health_on_a_leader_and_its_follower(daemon_factory):
         time.sleep(0.1)
     assert r.json()["status"] == "not ready" and "leader" in r.json()["reason"]
     assert requests.get(follower.base_url + "/.health/live").status_code == 200
+
+
+def test_replication_connections_open_and_refused_at_the_cap(daemon_factory):
+    """A leader counts its replication connections and those refused at
+    --replication-connections-max, so an operator sees followers turned away."""
+    daemon = daemon_factory("--replication-connections-max", "2")
+    path = daemon.data_dir + "/replication.sock"
+    held = []
+    for _ in range(4):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        held.append(s)
+    deadline = time.monotonic() + 10
+    while True:
+        samples = scrape(daemon.base_url + "/metrics")
+        if value(samples, "eddy_replication_connections_refused_total") == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert value(samples, "eddy_replication_connections_open") == 2
+    assert value(samples, "eddy_replication_connections_refused_total") == 2
+    for s in held:
+        s.close()
+    deadline = time.monotonic() + 10
+    while value(scrape(daemon.base_url + "/metrics"), "eddy_replication_connections_open") != 0:
+        assert time.monotonic() < deadline, "closed connections still counted"
+        time.sleep(0.05)
+    # The counter never goes back.
+    assert value(scrape(daemon.base_url + "/metrics"), "eddy_replication_connections_refused_total") == 2

@@ -10,7 +10,9 @@
 // - on a follower: `eddy_follower_connected` (to its leader), `eddy_replica_lag_seconds` (how far
 //   its replica is behind the leader's last entry), `eddy_follower_namespaces_replicating`,
 //   `_waiting` and `_parked` (namespace sessions running, waiting for one, parked); on a leader: `eddy_followers_connected` and
-//   per follower `eddy_follower_lag_seconds{follower}` and `eddy_follower_lag_entries{follower}`
+//   `eddy_replication_connections_open`, `eddy_replication_connections_refused_total` (at
+//   `--replication-connections-max`), per follower `eddy_follower_lag_seconds{follower}` and
+//   `eddy_follower_lag_entries{follower}`
 //   (entries after the follower's last applied one, counted up to `lagEntriesCountMax`: the
 //   gauge saturates there, as a follower that far behind is simply far behind);
 // - the block cache all namespaces share: `eddy_rocksdb_block_cache_capacity_bytes` and
@@ -35,10 +37,19 @@ public final class MetricsEndpoint: Sendable {
     /// Where `eddy_follower_lag_entries` stops counting.
     static let lagEntriesCountMax = 100_000
 
-    init(registry: PrometheusCollectorRegistry, data: DataDirectory, replication: ReplicationRole) {
+    /// A leader's replication connections (nil on a follower).
+    let replicationConnections: ReplicationConnectionCap?
+    /// What `eddy_replication_connections_refused_total` has counted so far.
+    private let refusedCounted = Mutex(0)
+
+    init(
+        registry: PrometheusCollectorRegistry, data: DataDirectory, replication: ReplicationRole,
+        replicationConnections: ReplicationConnectionCap? = nil
+    ) {
         self.registry = registry
         self.data = data
         self.replication = replication
+        self.replicationConnections = replicationConnections
     }
 
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -81,6 +92,16 @@ public final class MetricsEndpoint: Sendable {
             self.gauge("eddy_rocksdb_block_cache_used_bytes", [], Double(cache.usedBytes))
         }
         self.updateReplicationGauges()
+        if let cap = self.replicationConnections {
+            self.gauge("eddy_replication_connections_open", [], Double(cap.openCount))
+            let refused = cap.refusedCount
+            let counter = self.registry.makeCounter(name: "eddy_replication_connections_refused_total", labels: [])
+            let delta = self.refusedCounted.withLock { counted in
+                defer { counted = refused }
+                return refused - counted
+            }
+            if delta > 0 { counter.increment(by: Int64(delta)) }
+        }
         self.gauge("eddy_process_resident_memory_bytes", [], ProcessFigures.residentBytes().map { Double($0) })
         self.gauge("eddy_process_open_fds", [], ProcessFigures.openFileDescriptors().map { Double($0) })
     }
