@@ -17,7 +17,13 @@ package enum SegmentJSON {
             out.append(contentsOf: digits)
             return Self.arrayIndex(segment)
         }
-        for byte in segment[1..<(segment.count - 1)] {
+        let text = UnsafeRawBufferPointer(rebasing: segment[1..<(segment.count - 1)])
+        // Most keys (push IDs, names) need no escape and no mapping: one copy.
+        if !text.contains(where: Self.needsRewrite) {
+            out.append(contentsOf: text)
+            return nil
+        }
+        for byte in text {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 out.append(UInt8(ascii: "\\"))
@@ -45,6 +51,13 @@ package enum SegmentJSON {
             return nil
         }
         return digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+    }
+
+    /// True for a byte `appendKey` does not copy as is: a quote, a backslash, a control byte
+    /// or one of the two UTF-16 order ranks.
+    @inline(__always)
+    private static func needsRewrite(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte == 0xF5 || byte == 0xF6
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
