@@ -13,6 +13,9 @@ public struct ColumnFamily: @unchecked Sendable {
     // The handle lives as long as its `Database`; RocksDB handles are thread-safe.
     let handle: OpaquePointer
     public let name: String
+    /// `StorageOptions.memtableInsertHintPrefixBytesByFamily` for this family, nil when none:
+    /// its range deletions must start with a shorter key (`WriteBatch.deleteRange`).
+    let insertHintPrefixBytes: Int?
 }
 
 public final class Database: @unchecked Sendable {
@@ -91,9 +94,11 @@ public final class Database: @unchecked Sendable {
             let shared = storage.zstd && storage.lz4Families.contains(name) ? lz4Options : cfOptions
             let bytes = storage.writeBufferBytesByFamily[name]
             let blockBytes = storage.blockBytesByFamily[name]
-            guard bytes != nil || blockBytes != nil else { return shared }
+            let hintBytes = storage.memtableInsertHintPrefixBytesByFamily[name]
+            guard bytes != nil || blockBytes != nil || hintBytes != nil else { return shared }
             let own = rocksdb_options_create_copy(shared)!
             if let bytes { rocksdb_options_set_write_buffer_size(own, bytes) }
+            if let hintBytes { Self.setMemtableInsertHint(own, prefixBytes: hintBytes) }
             if let blockBytes {
                 let table = Self.makeBlockOptions(cache: cache, blockBytes: blockBytes)
                 rocksdb_options_set_block_based_table_factory(own, table)
@@ -131,7 +136,9 @@ public final class Database: @unchecked Sendable {
         self.ownBlockOptions = ownBlockOptions
         self.blockCache = cache
         var families: [String: ColumnFamily] = [:]
-        for (name, handle) in zip(all, handles) { families[name] = ColumnFamily(handle: handle!, name: name) }
+        for (name, handle) in zip(all, handles) {
+            families[name] = ColumnFamily(handle: handle!, name: name, insertHintPrefixBytes: storage.memtableInsertHintPrefixBytesByFamily[name])
+        }
         self.columnFamilies = families
         self.syncWrite = rocksdb_writeoptions_create()!
         rocksdb_writeoptions_set_sync(self.syncWrite, 1)
@@ -139,6 +146,21 @@ public final class Database: @unchecked Sendable {
         self.noWALWrite = rocksdb_writeoptions_create()!
         rocksdb_writeoptions_disable_WAL(self.noWALWrite, 1)
         self.readOptions = rocksdb_readoptions_create()!
+    }
+
+    /// Sets RocksDB's `memtable_insert_with_hint_prefix_extractor` (not in the C API's setters;
+    /// its options-string form is) to a fixed prefix of `prefixBytes`: a key shorter than that
+    /// is outside its domain and is inserted without a hint.
+    static func setMemtableInsertHint(_ options: OpaquePointer, prefixBytes: Int) {
+        var errptr: UnsafeMutablePointer<CChar>? = nil
+        rocksdb_get_options_from_string(
+            options, "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.\(prefixBytes)", options, &errptr)
+        if let errptr {
+            // Built-in and fixed: a failure is a RocksDB that lacks the option, not bad input.
+            let message = String(cString: errptr)
+            rocksdb_free(errptr)
+            preconditionFailure("RocksDB refused memtable_insert_with_hint_prefix_extractor: \(message)")
+        }
     }
 
     /// Database options with RocksDB's defaults but `allow_fallocate`, which the C API of

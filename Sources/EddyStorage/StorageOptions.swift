@@ -30,6 +30,15 @@ public struct StorageOptions: Sendable {
     /// larger blocks; a cache miss then reads and decompresses the whole block. Applies to SST
     /// files written from then on (each file records its own). Default none.
     public var blockBytesByFamily: [String: Int] = [:]
+    /// Memtable insert hints for the named column families: the length in bytes of the key
+    /// prefix (RocksDB's `memtable_insert_with_hint_prefix_extractor`, a fixed prefix) under
+    /// which the memtable remembers where its last insert went, so that the next insert with
+    /// the same prefix starts its skiplist search there instead of at the top. A win for keys
+    /// that arrive in order within their prefix (push IDs); a key far from the remembered
+    /// place costs a few comparisons more than no hint; a shorter key takes none. Such a
+    /// family's range deletions must start with a key shorter than the prefix
+    /// (`WriteBatch.deleteRange`). Default none.
+    public var memtableInsertHintPrefixBytesByFamily: [String: Int] = [:]
     /// Block cache in bytes, when `blockCache` is nil. Default 128 MiB.
     public var blockCacheBytes: Int = 128 * 1024 * 1024
     /// A block cache shared with other databases (its capacity bounds all of them together);

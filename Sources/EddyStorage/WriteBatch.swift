@@ -45,7 +45,18 @@ public final class WriteBatch {
     }
 
     /// Deletes every key in [start, end).
+    ///
+    /// Precondition: in a family with a memtable insert hint, `start` is shorter than the hint's
+    /// prefix. RocksDB 7.8 (Debian 12's) files a range deletion's start key under the same
+    /// hints as the family's point keys but inserts it into a different skiplist, whose
+    /// search the hint then corrupts (an assertion in RocksDB's own build; upstream keeps range
+    /// deletions out of the hints since). A start key outside the prefix's domain takes no hint.
     public func deleteRange(_ family: ColumnFamily, from start: [UInt8], to end: [UInt8]) {
+        if let hintBytes = family.insertHintPrefixBytes {
+            precondition(
+                start.count < hintBytes,
+                "a range deletion in \(family.name) must start with fewer than \(hintBytes) bytes (its memtable insert hint)")
+        }
         start.withUnsafeBufferPointer { s in
             end.withUnsafeBufferPointer { e in
                 s.withMemoryRebound(to: CChar.self) { s in
