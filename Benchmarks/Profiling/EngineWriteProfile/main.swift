@@ -6,7 +6,8 @@
 // Not a benchmark target (its directory is not `Benchmarks/<Name>`), so the benchmark plugin
 // ignores it. Usage (release, from the repository root):
 //   swift run -c release EngineWriteProfile <mode> [writes] [rounds] [sync|none]
-//   mode: raw | push1 | push64 | interleaved        writes per round: default 2000
+//   mode: raw | push1 | push64 | update64 | interleaved        writes per round: default 2000
+//   (update64: preloads that many children, then sets a leaf of a random one per write)
 //   `none` (raw: no WAL; engine: durability .none) takes the fsync out, leaving the CPU and
 //   thread-handoff cost of each path.
 
@@ -91,6 +92,24 @@ final class Pusher: Sendable {
         }
     }
 
+    /// Sets one leaf of a random child of `keys` per write: updates at random places of the
+    /// tree, not appends.
+    func update(_ count: Int, keys: [String], writers: Int) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                let share = (count - writer + writers - 1) / writers
+                group.addTask {
+                    var g = SystemRandomNumberGenerator()
+                    for _ in 0..<share {
+                        let key = keys[Int.random(in: 0..<keys.count, using: &g)]
+                        _ = try await self.engine.set(try Path("/items/\(key)/n"), .number(Double(Int.random(in: 0..<1000, using: &g))))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     func close() {
         self.engine.close()
         try? FileManager.default.removeItem(atPath: self.path)
@@ -115,6 +134,16 @@ case "push1", "push64":
         print("round \(round) Engine.push.\(synced ? "sync" : "none").\(writers)writer(s) \(rate(writes, t))")
     }
     pusher.close()
+case "update64":
+    // Preloads `writes` children, then sets a leaf of a random one per write, 64 writers.
+    let pusher = try Pusher()
+    var keys: [String] = []
+    for _ in 0..<writes { keys.append(try await pusher.engine.push(pusher.items, pusher.value).pushedKey!) }
+    for round in 0..<rounds {
+        let t = try await seconds { try await pusher.update(writes, keys: keys, writers: 64) }
+        print("round \(round) Engine.update.\(synced ? "sync" : "none").64writers \(rate(writes, t))")
+    }
+    pusher.close()
 case "interleaved":
     let raw = try Raw()
     let pusher = try Pusher()
@@ -132,6 +161,6 @@ case "interleaved":
     raw.close()
     pusher.close()
 default:
-    print("unknown mode \(mode); use raw | push1 | push64 | interleaved")
+    print("unknown mode \(mode); use raw | push1 | push64 | update64 | interleaved")
     exit(2)
 }
