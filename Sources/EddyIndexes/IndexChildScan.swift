@@ -1,7 +1,9 @@
 // Walks the tree in key order and yields every child of every location an index's pattern
-// matches, starting at a tree key. Used by online builds (resumable: `resumeKey` is where the
-// next call continues) and by `verify()`. Subtrees a literal pattern segment rules out are
-// skipped with one seek; the scan never leaves the pattern's literal key prefix.
+// matches, starting at a tree key: as a `Value` (`next()`, for `verify()`) or as its index entry
+// written straight from the leaves (`nextEntry()`, for online builds; byte for byte the entry
+// of the `Value`). Resumable: `resumeKey` is where the next call continues. Subtrees a literal
+// pattern segment rules out are skipped with one seek; the scan never leaves the pattern's
+// literal key prefix.
 
 import EddyModel
 import EddyStorage
@@ -45,6 +47,54 @@ package struct IndexChildScan {
     }
 
     package mutating func next() throws(EddyError) -> Child? {
+        guard let (childPrefix, locationEnd) = try self.nextChildPrefix() else { return nil }
+        // Leaves the iterator on the first key after the child.
+        let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix, positioned: self.resumed).value
+        self.resumed = true
+        return Child(childPrefix: childPrefix, locationEnd: locationEnd, value: value)
+    }
+
+    /// The next child's index entry, as `definition.entry(next())` gives it, written straight
+    /// from the tree's leaves: the covered JSON by `TreeJSONWriter` (byte for byte what
+    /// `JSONWriter` writes for the child), the sort value caught on its way. A child past the
+    /// cover limits is read again as a `Value` (its sort value may come after the cut).
+    package mutating func nextEntry() throws(EddyError) -> (key: [UInt8], value: [UInt8])? {
+        guard let (childPrefix, locationEnd) = try self.nextChildPrefix() else { return nil }
+        var sortKey = childPrefix
+        if case .child(let path) = self.definition.declaration.on {
+            for segment in path.keys { PathKeyEncoding.appendSegment(segment, to: &sortKey) }
+        }
+        var sortValue: Value = .null
+        var leaves = 0
+        var json: [UInt8] = [IndexDefinition.coveredTag]
+        json.reserveCapacity(128)
+        let complete = try TreeJSONWriter.appendSubtree(
+            self.tree, prefix: childPrefix, positioned: self.resumed, bytesMax: Limits.indexCoverBytesMax + 1, into: &json
+        ) { key, leaf in
+            leaves += 1
+            if key.count == sortKey.count {
+                if key == sortKey { sortValue = leaf }
+            } else if key.count > sortKey.count, key.starts(with: sortKey) {
+                sortValue = .object([:])  // every object encodes as the same sort value
+            }
+            return leaves <= Limits.indexCoverLeavesMax
+        }
+        self.resumed = true
+        let location = Array(childPrefix[..<locationEnd])
+        guard complete else {
+            // Past a cover limit: uncovered, and the sort value may lie beyond the cut.
+            let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix).value
+            let key = self.definition.entryKey(
+                location: location, sortValue: self.definition.sortValue(of: value), childSegment: childPrefix[locationEnd...])
+            return (key, IndexDefinition.uncovered)
+        }
+        let key = self.definition.entryKey(location: location, sortValue: sortValue, childSegment: childPrefix[locationEnd...])
+        return (key, json.count - 1 <= Limits.indexCoverBytesMax ? json : IndexDefinition.uncovered)
+    }
+
+    /// Positions the scan on the next child and returns its encoded path and the length of its
+    /// location's encoding; the iterator stands on the child's first key.
+    private mutating func nextChildPrefix() throws(EddyError) -> (childPrefix: [UInt8], locationEnd: Int)? {
         let depth = self.definition.depth
         outer: while self.tree.isValid, self.tree.keyHasPrefix(self.scanPrefix) {
             let key = self.tree.key
@@ -68,11 +118,7 @@ package struct IndexChildScan {
                 if level == depth - 1 { locationEnd = offset + length }
                 offset += length
             }
-            let childPrefix = Array(key[..<offset])
-            // Leaves the iterator on the first key after the child.
-            let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix, positioned: self.resumed).value
-            self.resumed = true
-            return Child(childPrefix: childPrefix, locationEnd: depth == 0 ? 0 : locationEnd, value: value)
+            return (Array(key[..<offset]), depth == 0 ? 0 : locationEnd)
         }
         try TreeReader.check(self.tree)
         return nil

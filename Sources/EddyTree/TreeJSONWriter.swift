@@ -26,10 +26,12 @@ package enum TreeJSONWriter {
     /// `positioned`: the iterator is already on the subtree's first key (or past it when the
     /// subtree is empty), so no seek is needed. Leaves the iterator on the first key after it.
     /// Stops early, returning false with `out` cut anywhere, once `out` holds more than
-    /// `bytesMax` bytes (checked after each leaf).
+    /// `bytesMax` bytes (checked after each leaf), or when `eachLeaf` (called with every
+    /// leaf's key and value before it is written) returns false.
     @discardableResult
     package static func appendSubtree(
-        _ iterator: Iterator, prefix: [UInt8], positioned: Bool = false, bytesMax: Int = .max, into out: inout [UInt8]
+        _ iterator: Iterator, prefix: [UInt8], positioned: Bool = false, bytesMax: Int = .max, into out: inout [UInt8],
+        eachLeaf: ((_ key: [UInt8], _ leaf: Value) -> Bool)? = nil
     ) throws(EddyError) -> Bool {
         if !positioned { iterator.seek(prefix, within: prefix) }
         guard iterator.isValid, iterator.keyHasPrefix(prefix) else {
@@ -39,7 +41,9 @@ package enum TreeJSONWriter {
         }
         var key: [UInt8] = iterator.key
         if key.count == prefix.count {
-            try self.appendLeaf(iterator, into: &out)
+            let leaf = try Self.leaf(iterator)
+            if let eachLeaf, !eachLeaf(key, leaf) { return false }
+            JSONWriter.write(leaf, into: &out, pretty: false, indent: 0)
             iterator.next()
             if iterator.isValid, iterator.keyHasPrefix(prefix) { throw Self.primitiveWithDescendants(prefix) }
             try TreeReader.check(iterator)
@@ -70,11 +74,14 @@ package enum TreeJSONWriter {
                     throw EddyError(.corruption, "malformed tree key under key prefix \(prefix)")
                 }
                 let end = position + length
-                Self.beginMember(segment: key, position..<end, in: &open[open.count - 1], into: &out)
                 if end == key.count {
-                    try self.appendLeaf(iterator, into: &out)
+                    let leaf = try Self.leaf(iterator)
+                    if let eachLeaf, !eachLeaf(key, leaf) { return false }
+                    Self.beginMember(segment: key, position..<end, in: &open[open.count - 1], into: &out)
+                    JSONWriter.write(leaf, into: &out, pretty: false, indent: 0)
                     break
                 }
+                Self.beginMember(segment: key, position..<end, in: &open[open.count - 1], into: &out)
                 let isArray = try Self.rendersAsArray(iterator, container: Array(key[..<end]), current: key)
                 out.append(UInt8(ascii: isArray ? "[" : "{"))
                 open.append(Container(end: end, isArray: isArray))
@@ -94,9 +101,8 @@ package enum TreeJSONWriter {
         return true
     }
 
-    private static func appendLeaf(_ iterator: Iterator, into out: inout [UInt8]) throws(EddyError) {
-        let leaf = try iterator.withValue { bytes throws(EddyError) in try LeafEncoding.decode(bytes) }
-        JSONWriter.write(leaf, into: &out, pretty: false, indent: 0)
+    private static func leaf(_ iterator: Iterator) throws(EddyError) -> Value {
+        try iterator.withValue { bytes throws(EddyError) in try LeafEncoding.decode(bytes) }
     }
 
     /// Writes what precedes the member whose segment is `key[range]`: holes and the separator

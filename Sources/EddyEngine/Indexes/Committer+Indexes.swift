@@ -99,8 +99,8 @@ extension Committer {
         var entries: [(key: [UInt8], value: [UInt8])] = []
         entries.reserveCapacity(self.options.indexBuildChunkChildren)
         do {
-            while entries.count < max(1, self.options.indexBuildChunkChildren), let child = try scan.next() {
-                entries.append(definition.entry(child))
+            while entries.count < max(1, self.options.indexBuildChunkChildren), let entry = try scan.nextEntry() {
+                entries.append(entry)
             }
         } catch {
             self.fail(error)
