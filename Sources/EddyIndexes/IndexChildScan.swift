@@ -80,15 +80,13 @@ package struct IndexChildScan {
             return leaves <= Limits.indexCoverLeavesMax
         }
         self.resumed = true
-        let location = Array(childPrefix[..<locationEnd])
         guard complete else {
-            // Past a cover limit: uncovered, and the sort value may lie beyond the cut.
+            // Past a cover limit, and the sort value may lie beyond the cut: the `Value` path.
             let value = try TreeReader.readSubtree(self.tree, prefix: childPrefix).value
-            let key = self.definition.entryKey(
-                location: location, sortValue: self.definition.sortValue(of: value), childSegment: childPrefix[locationEnd...])
-            return (key, IndexDefinition.uncovered)
+            return self.definition.entry(Child(childPrefix: childPrefix, locationEnd: locationEnd, value: value))
         }
-        let key = self.definition.entryKey(location: location, sortValue: sortValue, childSegment: childPrefix[locationEnd...])
+        let key = self.definition.entryKey(
+            location: Array(childPrefix[..<locationEnd]), sortValue: sortValue, childSegment: childPrefix[locationEnd...])
         return (key, json.count - 1 <= Limits.indexCoverBytesMax ? json : IndexDefinition.uncovered)
     }
 
