@@ -108,6 +108,38 @@ private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
         }
     }
 
+    @Test func aPlainCopyOfABatchWithIndexKeepsItsChangesInOrderUnderLaterOnes() throws {
+        try withDatabase(["t", "u"]) { db in
+            let t = db.columnFamily("t")
+            let u = db.columnFamily("u")
+            try db.put(t, bytes("gone"), bytes("0"), durability: .sync)
+            let batch = WriteBatchWithIndex(database: db)
+            batch.put(t, bytes("a"), bytes("1"))
+            batch.put(t, bytes("a"), bytes("2"))  // overwrites in the batch's index
+            batch.delete(t, bytes("gone"))
+            batch.put(u, bytes("replaced"), bytes("batch"))
+            batch.put(u, bytes("removed"), bytes("batch"))
+            batch.setSavePoint()
+            batch.put(t, bytes("rolled back"), bytes("x"))
+            try batch.rollbackToSavePoint()
+            let plain = WriteBatch(copying: batch)
+            #expect(plain.count == batch.count)
+            plain.put(u, bytes("replaced"), bytes("copy"))  // later than the batch's change
+            plain.delete(u, bytes("removed"))
+            plain.put(u, bytes("added"), bytes("copy"))
+            batch.put(t, bytes("batch only"), bytes("y"))  // the copy does not follow the batch
+            #expect(try db.get(t, bytes("a")) == nil, "nothing applies before the write")
+            try db.write(plain, durability: .sync)
+            #expect(try db.get(t, bytes("a")) == bytes("2"))
+            #expect(try db.get(t, bytes("gone")) == nil)
+            #expect(try db.get(t, bytes("rolled back")) == nil)
+            #expect(try db.get(t, bytes("batch only")) == nil)
+            #expect(try db.get(u, bytes("replaced")) == bytes("copy"))
+            #expect(try db.get(u, bytes("removed")) == nil)
+            #expect(try db.get(u, bytes("added")) == bytes("copy"))
+        }
+    }
+
     @Test func savePointRollsBackOnlyLaterChanges() throws {
         try withDatabase(["t"]) { db in
             let t = db.columnFamily("t")
