@@ -11,8 +11,10 @@
 //   under P is deleted and entries for the new value are written.
 // Writing below a primitive ancestor is covered by the same cases: that primitive is either a
 // child (p > d + 1: its entry is re-derived from the tree) or above every location (no entries).
-// Entry changes are collected per commit group and added to the batch in key order when the
-// group ends (see "The group's pending entry changes" below). Owned by the committer thread.
+// Entry changes are collected per commit group and written in key order when the group ends,
+// appended to a plain copy of the batch, or added to the batch itself before live-event windows
+// read the index family through it (see "The group's pending entry changes" below). Owned by
+// the committer thread.
 
 import EddyModel
 import EddyStorage
@@ -151,12 +153,13 @@ package final class IndexMaintainer {
 
     // MARK: The group's pending entry changes
     //
-    // Entry changes of a commit group are collected here and added to the batch once, in key
-    // order, when the group ends (`flushPending`): entries of different indexes and random sort
+    // Entry changes of a commit group are collected here and written once, in key order, when
+    // the group ends (`flushPending(into:)`): entries of different indexes and random sort
     // values would otherwise land all over the memtable's and the batch's skiplists, each insert
-    // a fresh search; in order, each insert starts where the previous one ended. Nothing reads
-    // the index family through the batch except `deleteEntries`, which adds the pending changes
-    // to what the database holds.
+    // a fresh search; in order, each insert starts where the previous one ended. Within a group
+    // the index family is read through the batch only by `deleteEntries`, which adds the
+    // pending changes to what the database holds, and by live-event windows, after
+    // `flushPending` has added them to the batch.
 
     private var pending: [(key: [UInt8], value: [UInt8]?)] = []
     /// `pending.count` when the current write began (see `setSavePoint`).
@@ -172,26 +175,45 @@ package final class IndexMaintainer {
     package func rollbackToSavePoint() { self.pending.removeSubrange(self.savePoint...) }
 
     /// Adds the pending entry changes to the batch in key order (the last change of a key wins).
-    /// Called when a group ends, before the batch is written, and before anything reads the
-    /// index family through the batch (live-event windows). What it added is covered by the
-    /// batch's own save point, so a rollback of the current write needs nothing from here.
+    /// Called before anything reads the index family through the batch (live-event windows).
+    /// What it added is covered by the batch's own save point, so a rollback of the current
+    /// write needs nothing from here.
     package func flushPending() {
+        self.drainPending { key, value in
+            if let value { self.batch.put(self.family, key, value) } else { self.batch.delete(self.family, key) }
+        }
+    }
+
+    /// Adds the pending entry changes to `plain` (a copy of the batch, `WriteBatch(copying:)`)
+    /// in key order, not to the batch: when a group ends nothing reads them before the write,
+    /// and the batch's own index would cost a skiplist insert per entry.
+    package func flushPending(into plain: WriteBatch) {
+        self.drainPending { key, value in
+            if let value { plain.put(self.family, key, value) } else { plain.delete(self.family, key) }
+        }
+    }
+
+    package var hasPending: Bool { !self.pending.isEmpty }
+
+    /// Calls `apply` for the last pending change of each key, in key order, and empties the
+    /// pending changes.
+    private func drainPending(_ apply: ([UInt8], [UInt8]?) -> Void) {
         defer {
             self.pending.removeAll(keepingCapacity: true)
             self.savePoint = 0
         }
         guard !self.pending.isEmpty else { return }
-        // Stable by position within equal keys, so the last change of a key is the last of its run.
-        let order = self.pending.indices.sorted { a, b in
-            let c = compareBytes(self.pending[a].key, self.pending[b].key)
-            return c < 0 || (c == 0 && a < b)
-        }
-        for (n, i) in order.enumerated() {
-            if n + 1 < order.count, self.pending[order[n + 1]].key == self.pending[i].key { continue }
-            if let value = self.pending[i].value {
-                self.batch.put(self.family, self.pending[i].key, value)
-            } else {
-                self.batch.delete(self.family, self.pending[i].key)
+        self.pending.withUnsafeBufferPointer { pending in
+            // Stable by position within equal keys, so the last change of a key is the last of
+            // its run. (Through the buffer: a closure reading `self.pending` pays an access
+            // check and a retain per comparison, a few percent of a 4-index commit group.)
+            let order = pending.indices.sorted { a, b in
+                let c = pending[a].key.withUnsafeBytes { x in pending[b].key.withUnsafeBytes { compareBytes(x, $0) } }
+                return c < 0 || (c == 0 && a < b)
+            }
+            for (n, i) in order.enumerated() {
+                if n + 1 < order.count, pending[order[n + 1]].key == pending[i].key { continue }
+                apply(pending[i].key, pending[i].value)
             }
         }
     }

@@ -236,7 +236,14 @@ final class Committer: @unchecked Sendable {
             }
         }
         self.treeWriter.endGroup()
-        self.treeWriter.indexes.flushPending()
+        // Nothing reads the group's last index entry changes before the write: they go into a
+        // plain copy of the batch, not through the batch's own index.
+        var plainBatch: WriteBatch? = nil
+        if self.treeWriter.indexes.hasPending {
+            let plain = WriteBatch(copying: self.batch)
+            self.treeWriter.indexes.flushPending(into: plain)
+            plainBatch = plain
+        }
         if let failed = self.failed {
             for write in group { write.completion(.failure(failed)) }
             return
@@ -256,7 +263,12 @@ final class Committer: @unchecked Sendable {
             let start = ContinuousClock.now
             defer { self.metrics.commitWrite.recordSince(start) }
             do {
-                try self.database.write(self.batch, durability: alone && !eventsBeforeSync ? .sync : self.storageDurability)
+                let durability = alone && !eventsBeforeSync ? WriteDurability.sync : self.storageDurability
+                if let plainBatch {
+                    try self.database.write(plainBatch, durability: durability)
+                } else {
+                    try self.database.write(self.batch, durability: durability)
+                }
                 if self.options.durability == .batched, self.unsyncedSince == nil { self.unsyncedSince = .now }
                 self.compactLargeRemovals()
             } catch {
