@@ -28,10 +28,12 @@ import Testing
         #expect(try await warm.wait(for: 2) == [true, true])
 
         // eddyd orders two connections' requests by when it reads them, and it reads two sockets
-        // written microseconds apart in either order now and then (a round in fifty here), so
-        // the rounds are counted. With connections spread over the loops of NIO's group (the
-        // client before), run alone, none of the rounds came in order: the write went out 50 ms
-        // before the listen.
+        // written microseconds apart in either order now and then (a round in fifty here when
+        // alone; half of them in a clean-clone CI run, with the whole suite running beside it
+        // on 2 cores: both sockets readable in one wake-up), so the rounds are counted and a
+        // quarter must come in order. With connections spread over the loops of NIO's group
+        // (the client before), none of the rounds came in order, whatever the load: the write
+        // went out 50 ms before the listen.
         let rounds = 20
         var inOrder = 0
         var outOfOrder: [String] = []
@@ -62,6 +64,6 @@ import Testing
             let logID = try await written.wait(for: 1)[0]
             if liveAfter < logID { inOrder += 1 } else { outOfOrder.append("round \(round): live after \(liveAfter), write \(logID)") }
         }
-        #expect(inOrder > rounds / 2, "\(inOrder) of \(rounds) listens made first attached before the write: \(outOfOrder)")
+        #expect(inOrder > rounds / 4, "\(inOrder) of \(rounds) listens made first attached before the write: \(outOfOrder)")
     }
 }
