@@ -31,6 +31,13 @@ public struct Query: Sendable, Equatable {
     public enum Limit: Sendable, Equatable {
         case first(Int)
         case last(Int)
+
+        /// How many children the limit keeps, from either end.
+        public var count: Int {
+            switch self {
+            case .first(let count), .last(let count): count
+            }
+        }
     }
 
     public var order: Order

@@ -35,7 +35,7 @@ package struct KeyQueryReader {
     /// tree (`TreeJSONWriter`, `SegmentJSON`): members in key order, an array when the keys
     /// qualify, `null` when empty.
     package func readJSON() throws(EddyError) -> [UInt8] {
-        var window = WindowJSON(capacity: 4096)
+        var window = WindowJSON(capacity: 4096, expectedMembers: self.query.limit?.count)
         try self.forEachChild { segment, prefix, positioned throws(EddyError) in
             try window.append(segment: segment) { out throws(EddyError) in
                 try TreeJSONWriter.appendSubtree(self.iterator, prefix: prefix, positioned: positioned, into: &out)

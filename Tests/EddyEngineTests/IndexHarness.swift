@@ -247,6 +247,14 @@ final class IndexHarness {
         #expect(
             got == expected, "\(context): \(path) \(describe(query))\n  expected \(text(expected))\n  got      \(text(got))",
             sourceLocation: sourceLocation)
+        // The JSON answer (REST's, joined from covered entries when indexed) holds the value
+        // answer: members, arrays, escapes, a limitToLast window read backward. (Its members
+        // come in query order, so the text differs from JSONWriter's, which sorts them.)
+        let json = try self.engine.readQueryJSON(path, query)
+        let parsed = try JSONParser.parse(json).normalized()
+        #expect(
+            parsed == got, "\(context): \(path) \(describe(query)) as JSON\n  expected \(text(got))\n  got      \(String(decoding: json, as: UTF8.self))",
+            sourceLocation: sourceLocation)
     }
 
     /// The children of `path` in `query`'s order, read as limitToFirst(1), (2), ... windows;
