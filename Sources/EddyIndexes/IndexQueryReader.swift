@@ -53,6 +53,8 @@ package final class IndexQueryReader {
     /// The selected children as a `Value` (`.null` when none).
     package func read() throws(EddyError) -> Value {
         var children: [String: Value] = [:]
+        // Sized once for a limited window instead of rehashing as it doubles from one.
+        if let limit = self.query.limit { children.reserveCapacity(min(limit.count, WindowJSON.membersReservedMax)) }
         try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
             var bytes = Array(segment)[...]
             let key = try PathKeyEncoding.decodeSegment(&bytes)

@@ -23,6 +23,8 @@ package struct KeyQueryReader {
 
     package func read() throws(EddyError) -> Value {
         var children: [String: Value] = [:]
+        // Sized once for a limited window instead of rehashing as it doubles from one.
+        if let limit = self.query.limit { children.reserveCapacity(min(limit.count, WindowJSON.membersReservedMax)) }
         try self.forEachChild { segment, prefix, positioned throws(EddyError) in
             var bytes = segment
             let key = try PathKeyEncoding.decodeSegment(&bytes)

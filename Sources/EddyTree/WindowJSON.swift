@@ -23,9 +23,9 @@ package struct WindowJSON {
         if let expectedMembers { self.members.reserveCapacity(min(expectedMembers, Self.membersReservedMax)) }
     }
 
-    /// The most members a window reserves room for ahead (about 48 KiB); past it the list grows
-    /// as arrays do.
-    static let membersReservedMax = 1024
+    /// The most members a window reserves room for ahead (here about 48 KiB; the readers'
+    /// value answers reserve their dictionaries up to it too); past it they grow as usual.
+    package static let membersReservedMax = 1024
 
     /// Appends the member whose key is encoded as `segment`; `writeValue` appends its value.
     package mutating func append(
