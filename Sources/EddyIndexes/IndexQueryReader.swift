@@ -78,9 +78,12 @@ package final class IndexQueryReader {
         // A window without a limit is mostly an equalTo's few children.
         var window = WindowJSON(capacity: self.query.limit == nil ? 512 : 4096, expectedMembers: self.query.limit?.count)
         try self.scanRaw { segment, covered, childPrefix throws(EddyError) in
-            if let covered { return window.append(segment: segment, json: covered) }
             try window.append(segment: segment) { out throws(EddyError) in
-                JSONWriter.write(try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+                if let covered {
+                    out.append(contentsOf: covered)
+                } else {
+                    JSONWriter.write(try TreeReader.readSubtree(try self.tree, prefix: childPrefix()).value, into: &out, pretty: false, indent: 0)
+                }
             }
         }
         if case .last? = self.query.limit { return window.finish(reversed: true) }

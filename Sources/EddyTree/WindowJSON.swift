@@ -36,19 +36,6 @@ package struct WindowJSON {
         try self.appendMember(start, SegmentJSON.appendKey(segment, to: &self.out), writeValue)
     }
 
-    /// Appends the member whose key is encoded as `segment` and whose value is the JSON text
-    /// `json` (a covered index entry's): `append(segment:value:)` without a call back.
-    package mutating func append(segment: UnsafeRawBufferPointer, json: UnsafeRawBufferPointer) {
-        if !self.members.isEmpty { self.out.append(UInt8(ascii: ",")) }
-        let start = self.out.count
-        let arrayIndex = SegmentJSON.appendKey(segment, to: &self.out)
-        if arrayIndex == nil { self.allArrayIndexes = false }
-        self.out.append(UInt8(ascii: ":"))
-        let valueStart = self.out.count
-        self.out.append(contentsOf: json)
-        self.members.append((start..<self.out.count, valueStart..<self.out.count, arrayIndex))
-    }
-
     package mutating func append(
         segment: ArraySlice<UInt8>, value writeValue: (inout [UInt8]) throws(EddyError) -> Void
     ) throws(EddyError) {
