@@ -120,11 +120,7 @@ public struct RESTResponder: HTTPResponder {
         do {
             return try await self.handle(request, channel: channel)
         } catch let error as RESTError {
-            if error.isInternal {
-                self.logger.error(
-                    "request failed", metadata: ["eddy.error": "\(error.underlying.map { "\($0)" } ?? error.message)"])
-            }
-            return Self.error(error)
+            return Self.failureAnswer(error, logger: self.logger).response
         } catch is NIOTooManyBytesError {
             return Self.error(
                 RESTError.bodyTooLarge(
@@ -144,6 +140,14 @@ public struct RESTResponder: HTTPResponder {
             self.logger.error("request failed", metadata: ["eddy.error": "\(error)"])
             return Self.error(RESTError(status: 500, message: "internal error; the server log has the details"))
         }
+    }
+
+    /// The answer to a refused or failed request; a server fault is logged.
+    static func failureAnswer(_ error: RESTError, logger: Logger) -> RESTAnswer {
+        if error.isInternal {
+            logger.error("request failed", metadata: ["eddy.error": "\(error.underlying.map { "\($0)" } ?? error.message)"])
+        }
+        return Self.errorAnswer(error)
     }
 
     /// Calls `body` with the request body, at most `requestBytesMax` bytes: a `Content-Length`
@@ -329,45 +333,42 @@ public struct RESTResponder: HTTPResponder {
     private func write(
         _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, engine: Engine, request: Request, access: Access
     ) async throws -> Response {
-        let value: Value
-        do throws(EddyError) {
-            // Conditional requests are PUT and DELETE (Firebase's); applying a PATCH or POST
-            // unconditionally would lose the update the client meant to guard.
-            if method != .put, request.headers[.ifMatch] != nil {
-                throw EddyError(
-                    .invalidArgument,
-                    "if-match is supported on PUT and DELETE only (conditional requests); this \(method.rawValue) was not applied. Read with X-Firebase-ETag: true and PUT the location instead")
-            }
-            // "You can request an ETag with any method other than PATCH" (an update's ETag
-            // would be of the changes, not of a location).
-            if method == .patch, request.headers[Self.etagRequest]?.lowercased() == "true" {
-                throw EddyError(
-                    .invalidArgument, "X-Firebase-ETag is not supported on PATCH; this PATCH was not applied. Send it without the header, or PUT the location")
-            }
-            guard body.readableBytes > 0 else {
-                throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
-            }
-            value = try JSONParser.parse(Array(body.readableBytesView))
+        let parsed: (operation: WriteOperation, ifMatch: String?, wantsETag: Bool)
+        do {
+            parsed = try Self.parseWrite(method, body: body, rest, headers: request.headers)
         } catch {
             engine.recordRefusedWrite(error)
             throw RESTError(error)
         }
-        let wantsETag = request.headers[Self.etagRequest]?.lowercased() == "true"
+        return try await self.write(parsed.operation, rest, engine: engine, ifMatch: parsed.ifMatch, wantsETag: parsed.wantsETag, access: access)
+    }
+
+    /// The write a PUT, POST or PATCH asks for, with its if-match and whether it wants an ETag.
+    static func parseWrite(
+        _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, headers: HTTPFields
+    ) throws(EddyError) -> (operation: WriteOperation, ifMatch: String?, wantsETag: Bool) {
+        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
+        // Conditional requests are PUT and DELETE (Firebase's); applying a PATCH or POST
+        // unconditionally would lose the update the client meant to guard.
+        if method != .put, headers[.ifMatch] != nil {
+            throw EddyError(
+                .invalidArgument,
+                "if-match is supported on PUT and DELETE only (conditional requests); this \(method.rawValue) was not applied. Read with X-Firebase-ETag: true and PUT the location instead")
+        }
+        // "You can request an ETag with any method other than PATCH" (an update's ETag
+        // would be of the changes, not of a location).
+        if method == .patch, wantsETag {
+            throw EddyError(
+                .invalidArgument, "X-Firebase-ETag is not supported on PATCH; this PATCH was not applied. Send it without the header, or PUT the location")
+        }
+        guard body.readableBytes > 0 else {
+            throw EddyError(.invalidJSON, "request body is empty; send a JSON value")
+        }
+        let value = try JSONParser.parse(Array(body.readableBytesView))
         switch method {
-        case .put:
-            return try await self.write(
-                .set(rest.path, value), rest, engine: engine, ifMatch: request.headers[.ifMatch], wantsETag: wantsETag, access: access)
-        case .post:
-            return try await self.write(.push(rest.path, value), rest, engine: engine, ifMatch: nil, wantsETag: wantsETag, access: access)
-        default:
-            let update: WriteOperation
-            do {
-                update = try WriteOperation.update(at: rest.path, body: value)
-            } catch {
-                engine.recordRefusedWrite(error)
-                throw RESTError(error)
-            }
-            return try await self.write(update, rest, engine: engine, ifMatch: nil, wantsETag: false, access: access)
+        case .put: return (.set(rest.path, value), headers[.ifMatch], wantsETag)
+        case .post: return (.push(rest.path, value), nil, wantsETag)
+        default: return (try WriteOperation.update(at: rest.path, body: value), nil, false)
         }
     }
 
@@ -554,41 +555,53 @@ public struct RESTResponder: HTTPResponder {
         } catch {
             throw RESTError(error)
         }
-        switch outcome {
-        case .preconditionFailed(let current, let etag):
-            // The current value as a GET of this request's form would answer it.
-            let body = rest.export ? current : current.withoutPriorities
-            return Self.json(body, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
-        case .committed(let committed):
+        var readable = true
+        if case .committed(let committed) = outcome {
             do {
                 try await self.replication.confirm(committed.logID, namespace: rest.namespace)
             } catch {
                 throw RESTError(error)
             }
+            // An increment resolves against the stored number: the result (and its ETag) is
+            // answered only to a caller who may read the location; a write-only caller gets the
+            // values as it sent them, with no ETag.
+            if !access.isAdmin, Self.sentValues(of: operation) != nil {
+                let location = rest.path
+                readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
+            }
+        }
+        return Self.writeAnswer(outcome, operation, rest, ifMatch: ifMatch, wantsETag: wantsETag, readable: readable).response
+    }
+
+    /// The answer to a write with `outcome` (committed and, under `--sync-followers`,
+    /// confirmed). `readable`: the caller may read the location (else an increment's written
+    /// values are answered as sent, with no ETag).
+    static func writeAnswer(
+        _ outcome: WriteOutcome, _ operation: WriteOperation, _ rest: RESTRequest, ifMatch: String?, wantsETag: Bool, readable: Bool
+    ) -> RESTAnswer {
+        switch outcome {
+        case .preconditionFailed(let current, let etag):
+            // The current value as a GET of this request's form would answer it.
+            let body = rest.export ? current : current.withoutPriorities
+            return Self.jsonAnswer(body, rest, status: .preconditionFailed, etag: etag, ignoreSilent: true)
+        case .committed(let committed):
             // Of the location's new state, priorities included (a set or push leaves exactly
             // what it wrote there).
             var newETag = ifMatch == nil && !wantsETag ? nil : ETag.of(committed.exportValue)
             var written = committed.value
-            // An increment resolves against the stored number: the result (and its ETag) is
-            // answered only to a caller who may read the location; a write-only caller gets the
-            // values as it sent them, with no ETag.
-            if !access.isAdmin, let sent = Self.sentValues(of: operation) {
-                let location = rest.path
-                let readable = try await engine.onReaderPublic { engine.canRead(location, query: nil, access) }
-                if !readable {
-                    written = sent
-                    newETag = nil
-                }
+            if !readable, let sent = Self.sentValues(of: operation) {
+                written = sent
+                newETag = nil
             }
-            var response: Response
+            var answer: RESTAnswer
             switch operation {
-            case .push: response = Self.json(.object(["name": .string(committed.pushedKey!)]), rest, etag: newETag)
-            case .remove: response = Self.json(.null, rest, etag: newETag)
-            case .set, .update: response = Self.json(written, rest, etag: newETag)
+            case .push: answer = Self.jsonAnswer(.object(["name": .string(committed.pushedKey!)]), rest, etag: newETag)
+            case .remove: answer = Self.jsonAnswer(.null, rest, etag: newETag)
+            case .set, .update: answer = Self.jsonAnswer(written, rest, etag: newETag)
             }
             // Beyond Firebase: the write's log id, so a client can tell when a stream has passed it.
-            response.headers[Self.logIDHeader] = committed.logID.rawValue
-            return response
+            answer.headers[Self.logIDHeader] = committed.logID.rawValue
+            return answer
         }
     }
 
@@ -743,16 +756,27 @@ public struct RESTResponder: HTTPResponder {
         _ value: Value, _ rest: RESTRequest, status: HTTPResponse.Status = .ok, etag: String? = nil,
         ignoreSilent: Bool = false
     ) -> Response {
+        Self.jsonAnswer(value, rest, status: status, etag: etag, ignoreSilent: ignoreSilent).response
+    }
+
+    static func jsonAnswer(
+        _ value: Value, _ rest: RESTRequest, status: HTTPResponse.Status = .ok, etag: String? = nil,
+        ignoreSilent: Bool = false
+    ) -> RESTAnswer {
         var headers = Self.jsonHeaders(rest)
         if let etag { headers[.eTag] = etag }
         if rest.print == .silent, !ignoreSilent {
-            return Response(status: .noContent, headers: headers)
+            return RESTAnswer(status: .noContent, headers: headers, body: nil)
         }
         let bytes = JSONWriter.bytes(value, pretty: rest.print == .pretty, arrays: !rest.export)
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: Self.jsonBody(bytes, rest)))
+        return RESTAnswer(status: status, headers: headers, body: Self.jsonBody(bytes, rest))
     }
 
     static func error(_ error: RESTError) -> Response {
+        Self.errorAnswer(error).response
+    }
+
+    static func errorAnswer(_ error: RESTError) -> RESTAnswer {
         let body = JSONWriter.bytes(.object(["error": .string(error.message)]))
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if error.status == 405 { headers[.allow] = "GET, PUT, POST, PATCH, DELETE" }
@@ -760,8 +784,6 @@ public struct RESTResponder: HTTPResponder {
         // (400 from the parser): the rest of the connection cannot be read as requests, so it
         // ends here.
         if error.closesConnection { headers[.connection] = "close" }
-        return Response(
-            status: HTTPResponse.Status(code: error.status), headers: headers,
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        return RESTAnswer(status: HTTPResponse.Status(code: error.status), headers: headers, body: ByteBuffer(bytes: body))
     }
 }
