@@ -22,6 +22,9 @@ import Glibc
 #endif
 
 public enum EddyServer {
+    /// The `Server` header of the HTTP listener's answers.
+    static let serverName = "eddyd"
+
     /// The credentials the configuration names, read from their files.
     static func authenticator(_ configuration: ServeConfiguration) async throws(EddyError) -> Authenticator {
         try await Authenticator.make(try Self.authenticatorConfiguration(configuration))
@@ -215,13 +218,24 @@ public enum EddyServer {
                     },
                     logger: logger))
         }
+        let responder = RESTResponder(
+            data: data, requestBytesMax: configuration.requestBytesMax,
+            bodyBudget: requestBudget, keepAliveSeconds: configuration.sseKeepAliveSeconds,
+            streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
+            streamBudget: streamBudget, replication: replication, authenticator: authenticator,
+            origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
+            readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests,
+            writeRedirect: run?.writeRedirect, onDisconnectRuns: onDisconnectRuns, logger: logger)
         let timeouts = HTTPTimeouts(
             headerSeconds: configuration.httpHeaderTimeoutSeconds, bodySeconds: configuration.httpBodyTimeoutSeconds,
             idleSeconds: configuration.httpIdleTimeoutSeconds)
         let http1Configuration = HTTP1Channel.Configuration(
             // An autoclosure: new handlers for every connection.
             additionalChannelHandlers: timeouts.handlers()
-                + [ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher()])
+                + [
+                    ExpectContinueHandler(requestBytesMax: configuration.requestBytesMax), ConnectionEndWatcher(),
+                    RESTWriteAtOnceHandler(responder: responder, serverName: Self.serverName),
+                ])
         // The HTTP port takes the native protocol too (`HTTPOrNativeChannel`), where this node
         // takes writes. A follower's, or a cluster node's that is not the leader, is HTTP only:
         // it redirects writes to the leader, which a client's REST fallback follows.
@@ -239,17 +253,10 @@ public enum EddyServer {
             return HTTPOrNativeChannel(http: http, native: httpNative, silenceSeconds: Int64(configuration.httpIdleTimeoutSeconds))
         }
         let app = Application(
-            responder: RESTResponder(
-                data: data, requestBytesMax: configuration.requestBytesMax,
-                bodyBudget: requestBudget, keepAliveSeconds: configuration.sseKeepAliveSeconds,
-                streamBufferBatches: configuration.streamBufferBatches, streamBufferBytes: configuration.streamBufferBytes,
-                streamBudget: streamBudget, replication: replication, authenticator: authenticator,
-                origins: OriginPolicy(allowedHosts: configuration.allowedHosts, corsOrigins: configuration.corsOrigins), metrics: metrics,
-                readyLagMaxSeconds: Double(configuration.readyLagMaxSeconds), logRequests: configuration.logRequests,
-                writeRedirect: run?.writeRedirect, onDisconnectRuns: onDisconnectRuns, logger: logger),
+            responder: responder,
             server: tls == nil ? http1 : try .tls(http1, tlsConfiguration: tls!),
             configuration: ApplicationConfiguration(
-                address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: "eddyd",
+                address: .hostname(configuration.httpHost, port: configuration.httpPort), serverName: Self.serverName,
                 backlog: ListenBacklog.connections,
                 availableConnectionsDelegate: HTTPConnectionCap(
                     max: HTTPConnectionCap.fitting(configuration.httpConnectionsMax, logger: logger), logger: logger)),

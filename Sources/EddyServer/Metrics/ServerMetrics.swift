@@ -3,7 +3,9 @@
 //   subscriptions);
 // - `eddy_events_delivered_total{transport}`: child events handed to subscribers' sockets;
 // - `eddy_subscribers_disconnected_total{transport,reason="lag"}`: subscribers cut off because
-//   they fell further behind than their buffer allows.
+//   they fell further behind than their buffer allows;
+// - `eddy_rest_writes_at_once_total`: REST writes answered on the event loop that read them
+//   (`RESTWriteAtOnceHandler`); the others went through Hummingbird's request task.
 // Made on first use: eddyd bootstraps the metrics backend before it serves anything.
 
 import CoreMetrics
@@ -55,4 +57,8 @@ enum ServerMetrics {
     }
 
     static func disconnectedForLag(_ transport: Transport) { self.metrics(transport).lagDisconnects.increment() }
+
+    private static let restWritesAtOnce = Counter(label: "eddy_rest_writes_at_once_total")
+
+    static func restWriteAtOnce() { self.restWritesAtOnce.increment() }
 }

@@ -1,6 +1,6 @@
-// A REST answer built whole: status, headers and the body's bytes (nil: none), which the
-// responder hands to Hummingbird as a `Response`. Answers to writes and errors are built this
-// way, so they can be written by other means than Hummingbird's with the same bytes.
+// A REST answer built whole: status, headers and the body's bytes (nil: none). The responder
+// hands it to Hummingbird as a `Response`; `RESTWriteAtOnceHandler` writes it as parts on the
+// event loop. One builder for both, so a write gets the same answer either way.
 
 import HTTPTypes
 import Hummingbird
