@@ -7,7 +7,7 @@
 // when Hummingbird has answered every request handed to it (`unansweredByHummingbird`: heads
 // passed on, less final answers it wrote, seen on their way out); one arriving while a taken
 // write is in flight waits in `waiting` and follows its answer, and the connection reads no more
-// meanwhile (its `read` is held back), so `waiting` holds at most what one read brought. A
+// once one has (its `read` is held back), so `waiting` holds at most what two reads brought. A
 // request is taken or passed on at its head: a taken request's parts stay here (its body at most
 // `RESTResponder.writeAtOnceBytesMax` bytes, reserved in the request bodies' budget), and one
 // handed back after all (a body that does not parse) goes to Hummingbird whole, in order. A
@@ -41,8 +41,8 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// The `Server` header Hummingbird adds to its answers.
     private let serverName: String
     private var state = State.idle
-    /// Parts read while a taken write is in flight (at most what one read of the socket brought:
-    /// no read follows until the answer).
+    /// Parts read while a taken write is in flight (at most what two reads of the socket
+    /// brought: see `read(context:)`).
     private var waiting = CircularBuffer<HTTPRequestPart>()
     /// Requests handed to Hummingbird that it has not answered yet.
     private var unansweredByHummingbird = 0
@@ -169,8 +169,12 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
         return false
     }
 
+    /// Reads go on while a taken write is in flight until a part arrives meanwhile (a client
+    /// that pipelines): only then is the next read held back, so `waiting` holds at most two
+    /// reads' worth, and a client that waits for each answer costs no change of the socket's
+    /// interest per request.
     func read(context: ChannelHandlerContext) {
-        if self.isAnswering {
+        if self.isAnswering, !self.waiting.isEmpty {
             self.readHeld = true
             return
         }
