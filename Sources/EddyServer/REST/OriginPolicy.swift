@@ -71,6 +71,9 @@ public struct OriginPolicy: Sendable {
     }
 
     func allowsHost(_ value: String) -> Bool {
+        // Most requests name an IPv4 address (127.0.0.1:9000): seen byte by byte, without the
+        // copies below (they were 2% of an event loop under small REST writes).
+        if Self.isIPv4WithPort(value.utf8) { return true }
         var host = value.lowercased()
         if host.hasPrefix("[") {  // [v6]:port
             return host.contains("]")
@@ -79,5 +82,35 @@ public struct OriginPolicy: Sendable {
         if host == "localhost" || host.hasSuffix(".localhost") || !host.contains(".") || self.allowedHosts.contains(host) { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// `a.b.c.d` or `a.b.c.d:port`: four decimal parts of at most 255 (then digits only).
+    static func isIPv4WithPort(_ bytes: String.UTF8View) -> Bool {
+        var parts = 0
+        var part = -1  // the part's value; -1 before its first digit
+        var port = false
+        for byte in bytes {
+            if port {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                part = max(part, 0) * 10 + Int(byte - UInt8(ascii: "0"))
+                guard part <= 255 else { return false }
+            case UInt8(ascii: "."), UInt8(ascii: ":"):
+                guard part >= 0 else { return false }
+                parts += 1
+                part = -1
+                if byte == UInt8(ascii: ":") {
+                    guard parts == 4 else { return false }
+                    port = true
+                }
+            default:
+                return false
+            }
+        }
+        if port { return true }
+        return part >= 0 && parts == 3
     }
 }
