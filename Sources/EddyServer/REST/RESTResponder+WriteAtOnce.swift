@@ -78,11 +78,14 @@ extension RESTResponder {
     }
 
     /// With the request's whole body: submits the write and calls `answer` (on any thread) once
-    /// it is durable (and confirmed, under `--sync-followers`). False when the request must go
-    /// to the responder after all (a body that does not parse: the responder refuses it and
-    /// counts the refusal once); `write` is given back either way.
+    /// it is durable (and confirmed, under `--sync-followers`), with a function that makes the
+    /// answer: the caller makes it where it writes it (the event loop), not on the thread that
+    /// acknowledges writes, whose next fsync waits for it. False when the request must go to the
+    /// responder after all (a body that does not parse: the responder refuses it and counts the
+    /// refusal once); `write` is given back either way.
     func finishWriteAtOnce(
-        _ write: WriteAtOnce, head: HTTPRequest, body: ByteBuffer, answer: @escaping @Sendable (RESTAnswer) -> Void
+        _ write: WriteAtOnce, head: HTTPRequest, body: ByteBuffer,
+        answer: @escaping @Sendable (_ make: @escaping @Sendable () -> RESTAnswer) -> Void
     ) -> Bool {
         let engine = write.lease.engine
         let rest = write.rest
@@ -98,33 +101,34 @@ extension RESTResponder {
         ServerMetrics.restWriteAtOnce()
         let replication = self.replication
         let logger = self.logger
-        let finish: @Sendable (RESTAnswer) -> Void = { response in
+        let finish: @Sendable (@escaping @Sendable () -> RESTAnswer) -> Void = { make in
             self.abandonWriteAtOnce(write)
-            answer(response)
+            answer(make)
         }
         do {
             try engine.submit(operation, ifMatch: ifMatch, access: write.access) { result in
                 switch result {
                 case .failure(let error):
-                    finish(Self.failureAnswer(RESTError(error), logger: logger))
+                    finish { Self.failureAnswer(RESTError(error), logger: logger) }
                 case .success(let outcome):
+                    let made: @Sendable () -> RESTAnswer = {
+                        Self.writeAnswer(outcome, operation, rest, ifMatch: ifMatch, wantsETag: wantsETag, readable: true)
+                    }
                     guard case .committed(let committed) = outcome else {
-                        finish(Self.writeAnswer(outcome, operation, rest, ifMatch: ifMatch, wantsETag: wantsETag, readable: true))
+                        finish(made)
                         return
                     }
                     replication.confirm(committed.logID, namespace: rest.namespace) { confirmed in
                         switch confirmed {
-                        case .success:
-                            finish(Self.writeAnswer(outcome, operation, rest, ifMatch: ifMatch, wantsETag: wantsETag, readable: true))
-                        case .failure(let error):
-                            finish(Self.failureAnswer(RESTError(error), logger: logger))
+                        case .success: finish(made)
+                        case .failure(let error): finish { Self.failureAnswer(RESTError(error), logger: logger) }
                         }
                     }
                 }
             }
         } catch {
             // Refused by the engine (and counted there), as the responder's write would be.
-            finish(Self.failureAnswer(RESTError(error), logger: logger))
+            finish { Self.failureAnswer(RESTError(error), logger: logger) }
         }
         return true
     }

@@ -99,8 +99,8 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
                 self.state = .answering
                 let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
-                let taken = self.responder.finishWriteAtOnce(write, head: head, body: body) { answer in
-                    eventLoop.execute { loopBound.value.written(answer) }
+                let taken = self.responder.finishWriteAtOnce(write, head: head, body: body) { make in
+                    eventLoop.execute { loopBound.value.written(make()) }
                 }
                 if !taken {
                     self.state = .passing
