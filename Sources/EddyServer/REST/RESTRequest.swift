@@ -132,13 +132,21 @@ struct RESTRequest {
             self.isPriority = true
             decoded.removeLast()
         }
-        do {
+        do throws(EddyError) {
             // The depth first, and the path's text once: a URL of 40,000 segments is refused
             // at once, not after joining all of them for each (quadratic: 100 s of a thread).
             let path = Path(validatedKeys: decoded)
             try path.validateSize()
-            let shown = "/" + decoded.joined(separator: "/")
-            for key in decoded { try Key.validate(key, inPath: shown) }
+            for key in decoded {
+                do throws(EddyError) {
+                    try Key.validate(key)
+                } catch {
+                    // The path's text only for the message (joining it for every request was a
+                    // visible cost under small writes).
+                    try Key.validate(key, inPath: "/" + decoded.joined(separator: "/"))
+                    throw error
+                }
+            }
             self.path = path
         } catch {
             throw RESTError(error)

@@ -45,23 +45,38 @@ extension RESTResponder {
         case .patch: method = .patch
         default: return nil
         }
-        let headers = head.headerFields
-        // CORS answers, a method override, an interim 100 and a connection to close (any
-        // `Connection` but keep-alive) are the responder's (and Hummingbird's).
-        guard headers[.origin] == nil, headers[Self.methodOverride] == nil, headers[.expect] == nil,
-            headers[.connection].map({ $0.lowercased() == "keep-alive" }) ?? true,
-            headers[.transferEncoding] == nil, let declared = headers[.contentLength], let length = Int(declared), length > 0,
-            length <= min(Self.writeAtOnceBytesMax, self.requestBytesMax)
-        else { return nil }
+        // One pass over the headers (a lookup by name joins every value of the name into a new
+        // string). CORS answers, a method override, an interim 100 and a connection to close
+        // (any `Connection` but keep-alive) are the responder's (and Hummingbird's).
+        var length: Int?
+        var connection = 0
+        var authorization: String?
+        for field in head.headerFields {
+            switch field.name {
+            case .origin, .expect, .transferEncoding, Self.methodOverride: return nil
+            case .connection:
+                connection += 1
+                guard connection == 1, field.value.lowercased() == "keep-alive" else { return nil }
+            case .contentLength:
+                guard length == nil, let value = Int(field.value) else { return nil }
+                length = value
+            case .authorization:
+                guard authorization == nil else { return nil }
+                authorization = field.value
+            default: break
+            }
+        }
+        guard let length, length > 0, length <= min(Self.writeAtOnceBytesMax, self.requestBytesMax) else { return nil }
         let uri = URI(head.path ?? "/")
         if method == .post, Self.methodOverrideParameter(uri.query) != nil { return nil }
-        guard (try? self.origins.check(headers, host: head.authority, method: method)) != nil,
-            let rest = try? RESTRequest(method: method, rawPath: uri.path, rawQuery: uri.query),
+        // Without an Origin, the origin policy checks the Host only.
+        if let host = head.authority, !self.origins.allowsHost(host) { return nil }
+        guard let rest = try? RESTRequest(method: method, rawPath: uri.path, rawQuery: uri.query),
             !rest.isInfo, !rest.isStatus, !rest.isOnDisconnect, !rest.isRules, !rest.isFollowers, !rest.isIndexes, !rest.isPriority,
             rest.query == nil,
             // A credential not verified yet waits for its keys: the responder's.
             let identity = try? self.authenticator.identifyWithoutVerifying(
-                credential: Self.credential(headers) ?? rest.credential, override: rest.authOverride)
+                credential: Self.credential(authorization: authorization) ?? rest.credential, override: rest.authOverride)
         else { return nil }
         guard let lease = self.data.leaseIfOpen(namespace: rest.namespace) else { return nil }
         guard lease.engine.hasCommitRoom, self.bodyBudget.reserve(length) else {
@@ -101,8 +116,10 @@ extension RESTResponder {
         ServerMetrics.restWriteAtOnce()
         let replication = self.replication
         let logger = self.logger
+        let budget = self.bodyBudget  // not the whole responder: a copy retains each of its parts
         let finish: @Sendable (@escaping @Sendable () -> RESTAnswer) -> Void = { make in
-            self.abandonWriteAtOnce(write)
+            write.lease.release()
+            budget.release(write.reservedBytes)
             answer(make)
         }
         do {
