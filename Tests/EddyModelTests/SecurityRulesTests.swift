@@ -36,6 +36,27 @@ import Testing
         #expect(!rules.canRead(try self.path("/users/alice"), write), "no .read anywhere denies")
     }
 
+    // `allowsEveryWrite` lets a caller skip the decision: only a root `.write` of true with no
+    // `.validate` anywhere, where every write is indeed allowed.
+    @Test func everyWriteIsAllowedOnlyUnderAnUnconditionalRootGrantWithoutValidation() throws {
+        #expect(SecurityRules.open.allowsEveryWrite)
+        #expect(!SecurityRules.locked.allowsEveryWrite)
+        let open = try self.rules(#"{"rules": {".read": "auth != null", ".write": true, "a": {".indexOn": ["x"]}}}"#)
+        #expect(open.allowsEveryWrite)
+        #expect(open.canWrite(try self.path("/a/b"), try self.context(newTree: #"{"a": {"b": {".sv": 1}}}"#)))
+        for document in [
+            #"{"rules": {".write": "auth != null"}}"#,
+            #"{"rules": {".write": false}}"#,
+            #"{"rules": {"a": {".write": true}}}"#,
+            #"{"rules": {".write": true, ".validate": "newData.exists()"}}"#,
+            #"{"rules": {".write": true, "a": {"$k": {".validate": "newData.isNumber()"}}}}"#,
+        ] {
+            #expect(!(try self.rules(document)).allowsEveryWrite, "\(document)")
+        }
+        let validated = try self.rules(#"{"rules": {".write": true, "a": {".validate": "newData.isNumber()"}}}"#)
+        #expect(!validated.canWrite(try self.path("/a"), try self.context(newTree: #"{"a": "text"}"#)))
+    }
+
     // "Understand rules": read and write rules cascade; a grant above cannot be revoked below.
     @Test func grantsCascadeAndCannotBeRevokedBelow() throws {
         let rules = try self.rules(#"{"rules": {"foo": {".read": true, "bar": {".read": false}}, "baz": {"qux": {".read": true}}}}"#)

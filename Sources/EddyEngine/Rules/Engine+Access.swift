@@ -156,6 +156,9 @@ extension Engine {
     /// the log.
     func precheck(_ operation: WriteOperation, _ access: Access) -> WritePrecheck {
         let (rules, version) = self.securityRulesHolder.versioned
+        // Nothing to decide: no change list or rules trees to build (4% of an event loop under
+        // small REST writes on the default rules).
+        if rules.allowsEveryWrite { return .allowed(version) }
         var changes: [(path: Path, value: Value)] = []
         switch operation {
         case .set(let path, let value): changes = [(path, value)]

@@ -62,6 +62,11 @@ public struct SecurityRules: Sendable {
 
     let root: Node
 
+    /// Every write is allowed, whatever it writes: `.write` is `true` at the root and no
+    /// `.validate` exists anywhere (the rules of a new database in the emulator mode). A caller
+    /// may then skip building the data a decision reads.
+    public let allowsEveryWrite: Bool
+
     /// Rules that allow everything (`.read` and `.write` true at the root).
     public static let open = SecurityRules(root: Node(read: .literal(.bool(true)), write: .literal(.bool(true)), validate: nil, children: [:], wildcard: nil))
     /// Rules that allow nothing.
@@ -69,6 +74,7 @@ public struct SecurityRules: Sendable {
 
     init(root: Node) {
         self.root = root
+        self.allowsEveryWrite = root.write == .literal(.bool(true)) && root.validate == nil && !root.subtreeHasValidate
     }
 
     /// Compiles the rules object of a document already checked by `Rules.parse` (the value of
