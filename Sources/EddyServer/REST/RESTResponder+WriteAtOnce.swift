@@ -96,8 +96,9 @@ extension RESTResponder {
     /// it is durable (and confirmed, under `--sync-followers`), with a function that makes the
     /// answer: the caller makes it where it writes it (the event loop), not on the thread that
     /// acknowledges writes, whose next fsync waits for it. False when the request must go to the
-    /// responder after all (a body that does not parse: the responder refuses it and counts the
-    /// refusal once); `write` is given back either way.
+    /// responder after all: a body that does not parse (the responder refuses it and counts the
+    /// refusal once), or a commit queue that filled since the head (the responder waits for
+    /// room); `write` is given back either way.
     func finishWriteAtOnce(
         _ write: WriteAtOnce, head: HTTPRequest, body: ByteBuffer,
         answer: @escaping @Sendable (_ make: @escaping @Sendable () -> RESTAnswer) -> Void
@@ -108,7 +109,9 @@ extension RESTResponder {
         guard let (operation, ifMatch, wantsETag) = try? Self.parseWrite(write.method, body: body, rest, headers: head.headerFields),
             // The result of an increment is answered only to a caller who may read it; asking
             // the rules waits for a reader.
-            write.access.isAdmin || Self.sentValues(of: operation) == nil
+            write.access.isAdmin || Self.sentValues(of: operation) == nil,
+            // A full commit queue: the responder waits for room, where a submit is refused.
+            engine.hasCommitRoom
         else {
             self.abandonWriteAtOnce(write)
             return false
