@@ -10,6 +10,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -194,6 +195,19 @@ def module_daemon_factory(tmp_path_factory):
 def module_daemon(module_daemon_factory):
     """One daemon shared by a test module (tests use distinct paths)."""
     return module_daemon_factory()
+
+
+def conversation(daemon, raw, timeout=15):
+    """Sends `raw` on one HTTP connection to `daemon` and reads until the server closes it (or
+    `timeout`): for requests no HTTP library would send (pipelined, broken, HTTP/1.0)."""
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=timeout) as s:
+        s.sendall(raw)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
 
 
 def pause_process(pid, timeout=5.0):

@@ -14,23 +14,13 @@ import time
 import pytest
 import requests
 
+from conftest import conversation
+
 
 @pytest.fixture(scope="module")
 def d(module_daemon_factory):
     return module_daemon_factory(
         "--http-header-timeout-seconds", "1", "--http-body-timeout-seconds", "1", "--http-idle-timeout-seconds", "2")
-
-
-def conversation(daemon, raw, timeout=15):
-    """Sends `raw` and reads until the server closes (or `timeout`)."""
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=timeout) as s:
-        s.sendall(raw)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
 
 
 def test_a_trickling_request_head_gets_408(d):

@@ -5,22 +5,10 @@ back, HTTP/1.0, and the same answers (headers included) as the responder's."""
 
 import json
 import re
-import socket
 
-import pytest
 import requests
 
-
-def exchange(daemon, raw, timeout=15):
-    """Sends `raw` on one connection and reads until the server closes it."""
-    with socket.create_connection(("127.0.0.1", daemon.port), timeout=timeout) as s:
-        s.sendall(raw)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
+from conftest import conversation
 
 
 def answers(data):
@@ -83,7 +71,7 @@ def test_pipelined_writes_and_reads_are_answered_and_applied_in_order(daemon):
         request("PUT", "/o/e.json?print=silent", 5),
         request("GET", "/o.json", headers=["Connection: close"]),
     ])
-    got = answers(exchange(daemon, raw))
+    got = answers(conversation(daemon, raw))
     statuses = [status for status, _, _ in got]
     assert statuses == ["HTTP/1.1 200 OK"] * 4 + ["HTTP/1.1 400 Bad Request"] + ["HTTP/1.1 200 OK"] * 3 + [
         "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], statuses
@@ -155,7 +143,7 @@ def test_the_request_bodies_budget_is_given_back(daemon_factory):
 def test_an_http10_write_is_answered_as_http10_and_the_connection_closes(daemon):
     requests.put(daemon.url("/v"), data="0").raise_for_status()
     before = taken(daemon)
-    got = answers(exchange(daemon, request("PUT", "/v.json", 7, version="HTTP/1.0")))
+    got = answers(conversation(daemon, request("PUT", "/v.json", 7, version="HTTP/1.0")))
     assert len(got) == 1 and got[0][0] == "HTTP/1.0 200 OK" and got[0][2] == b"7", got
     assert requests.get(daemon.url("/v")).json() == 7
     assert taken(daemon) == before + 1
