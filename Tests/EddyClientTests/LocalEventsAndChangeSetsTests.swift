@@ -478,6 +478,11 @@ import Testing
         try await database.reference().child("local/warm").setValue(true)  // connected
         for round in 0..<10 {
             let ref = database.reference().child("local/pulled-into-limit").childByAutoId()
+            // eddyd stopped until both writes are made: the location's server value (null)
+            // cannot come before the set is applied locally. (On a loaded machine this thread
+            // could otherwise be put off for a round trip, and the first value event would
+            // rightly be that null: CI saw it once.)
+            self.daemon.pause()
             let whole = ref.observe(.value) { _ in }
             let snaps = Recorder<String>()
             let limited = ref.queryLimited(toLast: 2).observe(.value) { snapshot in
@@ -487,6 +492,7 @@ import Testing
             ref.setValue(["a": 1, "b": 2, "c": 3]) { _, _ in }
             let done = Recorder<Bool>()
             ref.child("b").setValue(nil) { error, _ in done.add(error == nil) }
+            self.daemon.signal(SIGCONT)
             #expect(try await done.wait(for: 1) == [true])
             try await Task.sleep(for: .milliseconds(150))
             #expect(snaps.all == [#"{"b":2,"c":3}"#, #"{"a":1,"c":3}"#], "round \(round): \(snaps.all)")
