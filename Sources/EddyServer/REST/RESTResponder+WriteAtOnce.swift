@@ -24,14 +24,22 @@ extension RESTResponder {
     static let writeAtOnceBytesMax = 16 << 10
 
     /// A request head that may be answered at once, with what its answer needs. The caller owns
-    /// `lease` and `reservedBytes` (of `bodyBudget`) until it calls `finishWriteAtOnce` or
-    /// `abandonWriteAtOnce`.
+    /// `lease` and `reservedBytes` (of `budget`) until it calls `finishWriteAtOnce` or
+    /// `giveBack()`.
     struct WriteAtOnce: Sendable {
         let method: RESTRequest.Method
         let rest: RESTRequest
         let access: Access
         let lease: EngineLease
         let reservedBytes: Int
+        /// The request bodies' budget (`bodyBudget`).
+        let budget: MemoryBudget
+
+        /// Gives back the namespace's lease and the body's bytes.
+        func giveBack() {
+            self.lease.release()
+            self.budget.release(self.reservedBytes)
+        }
     }
 
     /// At a request's head: the write it asks for when it can be answered at once; nil hands the
@@ -45,8 +53,8 @@ extension RESTResponder {
         case .patch: method = .patch
         default: return nil
         }
-        // One pass over the headers (a lookup by name joins every value of the name into a new
-        // string). CORS answers, a method override, an interim 100 and a connection to close
+        // One pass over the headers (a lookup of a name the request has joins its values into a
+        // new string). CORS answers, a method override, an interim 100 and a connection to close
         // (any `Connection` but keep-alive) are the responder's (and Hummingbird's).
         var length: Int?
         var connection = 0
@@ -83,13 +91,7 @@ extension RESTResponder {
             lease.release()
             return nil
         }
-        return WriteAtOnce(method: method, rest: rest, access: identity.access, lease: lease, reservedBytes: length)
-    }
-
-    /// Gives back what `beginWriteAtOnce` took, for a request handed to the responder.
-    func abandonWriteAtOnce(_ write: WriteAtOnce) {
-        write.lease.release()
-        self.bodyBudget.release(write.reservedBytes)
+        return WriteAtOnce(method: method, rest: rest, access: identity.access, lease: lease, reservedBytes: length, budget: self.bodyBudget)
     }
 
     /// With the request's whole body: submits the write and calls `answer` (on any thread) once
@@ -113,16 +115,15 @@ extension RESTResponder {
             // A full commit queue: the responder waits for room, where a submit is refused.
             engine.hasCommitRoom
         else {
-            self.abandonWriteAtOnce(write)
+            write.giveBack()
             return false
         }
         ServerMetrics.restWriteAtOnce()
+        // Not `self` in the closures: a copy of the responder retains each of its parts.
         let replication = self.replication
         let logger = self.logger
-        let budget = self.bodyBudget  // not the whole responder: a copy retains each of its parts
         let finish: @Sendable (@escaping @Sendable () -> RESTAnswer) -> Void = { make in
-            write.lease.release()
-            budget.release(write.reservedBytes)
+            write.giveBack()
             answer(make)
         }
         do {

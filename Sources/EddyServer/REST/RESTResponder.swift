@@ -347,11 +347,10 @@ public struct RESTResponder: HTTPResponder {
     static func parseWrite(
         _ method: RESTRequest.Method, body: ByteBuffer, _ rest: RESTRequest, headers: HTTPFields
     ) throws(EddyError) -> (operation: WriteOperation, ifMatch: String?, wantsETag: Bool) {
-        // `contains` before a lookup: a lookup joins the name's values into a new string.
-        let wantsETag = headers.contains(Self.etagRequest) && headers[Self.etagRequest]?.lowercased() == "true"
+        let wantsETag = headers[Self.etagRequest]?.lowercased() == "true"
         // Conditional requests are PUT and DELETE (Firebase's); applying a PATCH or POST
         // unconditionally would lose the update the client meant to guard.
-        if method != .put, headers.contains(.ifMatch) {
+        if method != .put, headers[.ifMatch] != nil {
             throw EddyError(
                 .invalidArgument,
                 "if-match is supported on PUT and DELETE only (conditional requests); this \(method.rawValue) was not applied. Read with X-Firebase-ETag: true and PUT the location instead")
@@ -367,7 +366,7 @@ public struct RESTResponder: HTTPResponder {
         }
         let value = try JSONParser.parse(Array(body.readableBytesView))
         switch method {
-        case .put: return (.set(rest.path, value), headers.contains(.ifMatch) ? headers[.ifMatch] : nil, wantsETag)
+        case .put: return (.set(rest.path, value), headers[.ifMatch], wantsETag)
         case .post: return (.push(rest.path, value), nil, wantsETag)
         default: return (try WriteOperation.update(at: rest.path, body: value), nil, false)
         }

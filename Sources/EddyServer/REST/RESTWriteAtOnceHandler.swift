@@ -14,11 +14,9 @@
 // graceful stop (`ChannelShouldQuiesceEvent`) waits here while a taken write is in flight, so
 // the connection closes after its answer, not before.
 
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
-import Synchronization
 
 final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -64,7 +62,7 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        if case .collecting(_, let write, _) = self.state { self.responder.abandonWriteAtOnce(write) }
+        if case .collecting(_, let write, _) = self.state { write.giveBack() }
         self.state = .passing
     }
 
@@ -120,7 +118,7 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func handBack(
         _ head: HTTPRequest, _ body: ByteBuffer, then part: HTTPRequestPart, write: RESTResponder.WriteAtOnce, context: ChannelHandlerContext
     ) {
-        self.responder.abandonWriteAtOnce(write)
+        write.giveBack()
         self.state = .passing
         self.pass(.head(head), context: context)
         if body.readableBytes > 0 { self.pass(.body(body), context: context) }
@@ -213,27 +211,5 @@ extension HTTPRequestPart {
     fileprivate var isEnd: Bool {
         if case .end = self { return true }
         return false
-    }
-}
-
-/// The `Date` header's value (RFC 9110 §5.6.7, IMF-fixdate), made once a second.
-enum HTTPDate {
-    private static let cached = Mutex<(second: Int, text: String)>((-1, ""))
-
-    static func now() -> String {
-        var time = time_t(0)
-        Foundation.time(&time)
-        let second = Int(time)
-        if let text = Self.cached.withLock({ $0.second == second ? $0.text : nil }) { return text }
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let text =
-            "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-        Self.cached.withLock { $0 = (second, text) }
-        return text
     }
 }
