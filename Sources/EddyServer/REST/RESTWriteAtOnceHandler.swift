@@ -88,7 +88,8 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
             switch part {
             case .head:
                 // Cannot happen (the codec ends each request first); hand everything on.
-                self.handBack(head, body, then: part, write: write, context: context)
+                write.giveBack()
+                self.handBack(head, body, then: part, context: context)
             case .body(let chunk):
                 self.state = .idle  // (no copy of `body` while it grows)
                 body.writeImmutableBuffer(chunk)
@@ -100,25 +101,16 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
                 let taken = self.responder.finishWriteAtOnce(write, head: head, body: body) { make in
                     eventLoop.execute { loopBound.value.written(make()) }
                 }
-                if !taken {
-                    self.state = .passing
-                    self.pass(.head(head), context: context)
-                    if body.readableBytes > 0 { self.pass(.body(body), context: context) }
-                    self.state = .idle
-                    self.pass(.end(trailers), context: context)
-                    self.releaseQuiesce(context: context)
-                }
+                // Not taken after all: `write` is given back already.
+                if !taken { self.handBack(head, body, then: .end(trailers), context: context) }
             }
         case .answering:
             self.waiting.append(part)
         }
     }
 
-    /// Hands a taken request back to Hummingbird as read so far, then `part`.
-    private func handBack(
-        _ head: HTTPRequest, _ body: ByteBuffer, then part: HTTPRequestPart, write: RESTResponder.WriteAtOnce, context: ChannelHandlerContext
-    ) {
-        write.giveBack()
+    /// Hands a request that was taken (and given back) to Hummingbird as read so far, then `part`.
+    private func handBack(_ head: HTTPRequest, _ body: ByteBuffer, then part: HTTPRequestPart, context: ChannelHandlerContext) {
         self.state = .passing
         self.pass(.head(head), context: context)
         if body.readableBytes > 0 { self.pass(.body(body), context: context) }
