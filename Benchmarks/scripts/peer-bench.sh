@@ -15,8 +15,9 @@
 #      Goal: eddy-native/redis-xadd >= 1.1x.
 #   2. eddy-http / postgres: 64 concurrent clients over loopback TCP.
 #      eddy-http    wrk -t2 -c64: POST {"n":1,"s":"small"} to /load.json (each a durable push),
-#                   through http-post.lua with the path and body replaced; non-200 answers are
-#                   not counted as writes.
+#                   through http-post.lua with the path and body replaced; error answers
+#                   (status >= 400, wrk's own count) are not counted as writes, and every push
+#                   answered without one must be under /load afterwards (a shallow GET).
 #      postgres     pgbench -n -c 64 -j 2 -T SECONDS: `INSERT INTO items(value) VALUES
 #                   ('{"n":1,"s":"small"}')` into items(id bigserial primary key, value jsonb), one
 #                   transaction each, against a private cluster (initdb, defaults: fsync on,
@@ -167,7 +168,7 @@ start() {
     exit 1
 }
 
-# wrk: http-post.lua (counts non-200 answers) with this benchmark's path and body.
+# wrk: http-post.lua (counts error answers) with this benchmark's path and body.
 cat > "$work/post.lua" << EOF
 dofile("$root/Benchmarks/scripts/http-post.lua")
 wrk.path = "/load.json"
@@ -189,15 +190,21 @@ run_eddy_native() {
 }
 
 run_eddy_http() {
-    local round=$1 out rps requests failed rate
+    local round=$1 out rps requests failed rate landed
     start "http-$round"
     out=$(wrk -t2 -c"$clients" -d"${seconds}s" -s "$work/post.lua" "$started_url")
+    # Every push wrk saw answered without an error must be there (wrk checks statuses only).
+    landed=$(curl -sSf "$started_url/load.json?shallow=true" | python3 -c 'import json, sys; print(len(json.load(sys.stdin) or {}))')
     stop "$started_pid"
     rm -rf "${work:?}/http-$round"
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     requests=$(echo "$out" | awk '/requests in/ {print $1}')
     failed=$(echo "$out" | awk '/non-200 responses/ {print $3}')
     [ -n "$rps" ] && [ -n "$requests" ] && [ -n "$failed" ] || { echo "wrk gave no figures:" >&2; echo "$out" >&2; exit 1; }
+    if [ "$landed" -lt $((requests - failed)) ]; then
+        echo "eddy-http round $round: wrk counted $((requests - failed)) answered pushes, /load holds $landed" >&2
+        exit 1
+    fi
     rate=$(python3 -c "print(int($rps * ($requests - $failed) / $requests) if $requests else 0)")
     echo "round $round eddy-http: $clients connections, $requests POSTs in $(echo "$out" | grep -o 'requests in [0-9.]*[a-z]*' | cut -d' ' -f3 | sed 's/\([0-9]\)s$/\1 s/'), non-200 $failed: $rate writes/s$(echo "$out" | grep -q 'Socket errors' && echo " ($(echo "$out" | grep 'Socket errors' | sed 's/^ *//'))")"
     [ "$failed" = 0 ] || echo "   warning: $failed non-200 answers (not counted as writes)"
