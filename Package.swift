@@ -43,9 +43,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
+        // RocksDB is linked statically (Debian's librocksdb.a, which librocksdb-dev ships; see
+        // Sources/CRocksDB/module.modulemap). No `pkgConfig` on purpose: rocksdb.pc would add a
+        // `-lrocksdb` that binds every call to the shared library instead. The headers are in
+        // /usr/include.
         .systemLibrary(
             name: "CRocksDB",
-            pkgConfig: "rocksdb",
             providers: [.apt(["librocksdb-dev", "libzstd-dev"])]
         ),
         // zstd for replication snapshots (libzstd-dev, which RocksDB's zstd needs anyway).
