@@ -45,8 +45,8 @@ final class TreeWriter: EventGroupReads {
     private(set) var mayHoldPriorities: Bool
     private var iterator: Iterator?
     private var priorityIterator: Iterator?
-    /// Slices hash and compare by their elements, so a lookup needs no copy of the prefix.
-    private var keysWithoutPrimitive: Set<ArraySlice<UInt8>> = []
+    /// Slices compare by their elements, so a lookup needs no copy of the prefix.
+    private var keysWithoutPrimitive: Set<KeyBytes> = []
     private let keysWithoutPrimitiveMax = 4096
     /// Encoded paths where a write of this group deleted at least `largeRemovalLeaves` leaves:
     /// the committer compacts them once the group is written (`takeLargeRemovals`). At most
@@ -237,7 +237,7 @@ final class TreeWriter: EventGroupReads {
         of path: Path, prefix: [UInt8], ancestorEnds: [Int], before: inout [LogEntry.BeforeImage]
     ) throws(EddyError) {
         for (depth, end) in ancestorEnds.enumerated() {
-            if self.keysWithoutPrimitive.contains(prefix[..<end]) { continue }
+            if self.keysWithoutPrimitive.contains(KeyBytes(prefix[..<end])) { continue }
             let ancestorKey = Array(prefix[..<end])
             let existing: [UInt8]?
             do {
@@ -247,7 +247,7 @@ final class TreeWriter: EventGroupReads {
             }
             guard let existing else {
                 if self.keysWithoutPrimitive.count >= self.keysWithoutPrimitiveMax { self.forgetCachedFacts() }
-                self.keysWithoutPrimitive.insert(ancestorKey[...])
+                self.keysWithoutPrimitive.insert(KeyBytes(ancestorKey[...]))
                 continue
             }
             let leaf = try LeafEncoding.decode(existing)
@@ -267,7 +267,7 @@ final class TreeWriter: EventGroupReads {
             switch node {
             case .null: continue
             case .bool, .number, .wideInteger, .string:
-                if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(key[...]) }
+                if !self.keysWithoutPrimitive.isEmpty { self.keysWithoutPrimitive.remove(KeyBytes(key[...])) }
                 self.batch.put(self.tree, key, LeafEncoding.encode(node))
             case .object(let children):
                 for (childKey, child) in children {
@@ -331,5 +331,24 @@ final class TreeWriter: EventGroupReads {
             }
         }
         return .object(out)
+    }
+}
+
+/// An encoded key in `TreeWriter.keysWithoutPrimitive`. Hashed as one run of bytes: an
+/// `ArraySlice<UInt8>` hashes element by element, one hasher call per byte, and every leaf a
+/// write puts is looked up here (1.6% of the committer's samples under 64 native writers).
+struct KeyBytes: Hashable {
+    let bytes: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+    }
+
+    static func == (lhs: KeyBytes, rhs: KeyBytes) -> Bool {
+        lhs.bytes == rhs.bytes
+    }
+
+    func hash(into hasher: inout Hasher) {
+        self.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }
