@@ -90,7 +90,16 @@ test-deps:
 		fi; \
 	fi
 
-# Installs the system libraries when missing (as root), or says exactly what to run.
+# SwiftPM does not notice a changed module map (Sources/C*/module.modulemap: e.g. how RocksDB is
+# linked): objects compiled before keep the link directives they were compiled with, and a binary
+# linked from old and new objects would carry RocksDB twice. `.build/modulemaps.cksum` holds the
+# maps' checksum; when it differs (or a build tree predates it), the compiled products are removed
+# once, here and under Benchmarks/.build (the package checkouts, the Python virtualenv and the
+# fuzz build, which links no C library, stay).
+MODULEMAP_STAMP = .build/modulemaps.cksum
+
+# Installs the system libraries when missing (as root), or says exactly what to run; then the
+# module map check above.
 deps:
 	@missing=""; \
 	for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
@@ -103,6 +112,13 @@ deps:
 			echo "run: sudo apt-get install -y$$missing" >&2; exit 1; \
 		fi; \
 	fi
+	@sum=$$(cat Sources/C*/module.modulemap | cksum); \
+	if ls -d .build/*-unknown-linux-gnu Benchmarks/.build/*-unknown-linux-gnu 2>/dev/null | grep -q . \
+		&& [ "$$(cat $(MODULEMAP_STAMP) 2>/dev/null)" != "$$sum" ]; then \
+		echo "a module map changed since the last build: removing the compiled products once (.build/*-unknown-linux-gnu, Benchmarks/.build/*-unknown-linux-gnu)"; \
+		rm -rf .build/*-unknown-linux-gnu Benchmarks/.build/*-unknown-linux-gnu; \
+	fi; \
+	mkdir -p .build && echo "$$sum" > $(MODULEMAP_STAMP)
 
 bench: deps
 	./Benchmarks/scripts/engine-bench.sh
