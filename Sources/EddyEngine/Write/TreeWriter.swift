@@ -337,15 +337,12 @@ final class TreeWriter: EventGroupReads {
 /// An encoded key in `TreeWriter.keysWithoutPrimitive`. Hashed as one run of bytes: an
 /// `ArraySlice<UInt8>` hashes element by element, one hasher call per byte, and every leaf a
 /// write puts is looked up here (1.6% of the committer's samples under 64 native writers).
+/// Equality is the synthesized one: the slices' elements.
 struct KeyBytes: Hashable {
     let bytes: ArraySlice<UInt8>
 
     init(_ bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
-    }
-
-    static func == (lhs: KeyBytes, rhs: KeyBytes) -> Bool {
-        lhs.bytes == rhs.bytes
     }
 
     func hash(into hasher: inout Hasher) {
