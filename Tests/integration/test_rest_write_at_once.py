@@ -1,10 +1,13 @@
 """Small REST writes answered on the event loop (`RESTWriteAtOnceHandler`) next to requests
 Hummingbird answers, on a real eddyd: answers in request order over pipelined requests, a body
 that does not parse handed back (refused once, counted once), the request bodies' budget given
-back, HTTP/1.0, and the same answers (headers included) as the responder's."""
+back, HTTP/1.0, and the same answers (headers included) as the responder's; and a client
+that half-closes after a write still gets its answer."""
 
 import json
 import re
+import socket
+import time
 
 import requests
 
@@ -163,3 +166,41 @@ def test_rules_decide_writes_answered_at_once(daemon):
         assert session.put(daemon.url("/open", ns="fast"), data="5").status_code == 200
     assert requests.get(daemon.url("/", ns="fast"), headers=owner).json() == {"open": 5}
     assert taken(daemon) == before + 9
+
+
+def read_answer(sock, data=b""):
+    """One answer from a live connection: (status line, [(name, value)] in order, body), and
+    the bytes read past it."""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed before an answer: {data!r}"
+        data += chunk
+    head, data = data.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    fields = [tuple(part.strip() for part in line.split(":", 1)) for line in lines[1:]]
+    length = int(dict((name.lower(), value) for name, value in fields).get("content-length", "0"))
+    while len(data) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside an answer"
+        data += chunk
+    return (lines[0], fields, data[:length]), data[length:]
+
+
+def test_a_half_closing_client_gets_the_answer_to_a_write_taken_at_once(daemon):
+    """A client that ends its output after sending a write (shutdown(SHUT_WR)) gets its answer:
+    Hummingbird, which never sees a write taken at once, would close the connection at the
+    input's end, before the answer. Behind the codec (after a GET on the connection)."""
+    requests.put(daemon.url("/hc"), data="0").raise_for_status()
+    before = taken(daemon)
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(request("GET", "/hc.json"))
+        got, rest = read_answer(s)
+        assert got[2] == b"0", got
+        s.sendall(request("PUT", "/hc.json", 8))
+        s.shutdown(socket.SHUT_WR)
+        data = rest
+        while chunk := s.recv(65536):
+            data += chunk
+    assert [(status, body) for status, _, body in answers(data)] == [("HTTP/1.1 200 OK", b"8")], data
+    assert requests.get(daemon.url("/hc")).json() == 8
+    assert taken(daemon) == before + 1

@@ -11,8 +11,9 @@
 // request is taken or passed on at its head: a taken request's parts stay here (its body at most
 // `RESTResponder.writeAtOnceBytesMax` bytes, reserved in the request bodies' budget), and one
 // handed back after all (a body that does not parse) goes to Hummingbird whole, in order. A
-// graceful stop (`ChannelShouldQuiesceEvent`) waits here while a taken write is in flight, so
-// the connection closes after its answer, not before.
+// graceful stop (`ChannelShouldQuiesceEvent`) waits here while a taken write is in flight, and
+// the client's end of input while a submitted one is, so the connection closes after its
+// answer, not before.
 
 import HTTPTypes
 import NIOCore
@@ -46,9 +47,10 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var unansweredByHummingbird = 0
     /// A `read` held back while a taken write is in flight.
     private var readHeld = false
-    /// A graceful stop's event held back while a taken write is in flight: Hummingbird, which
-    /// never sees that request, would close the connection before its answer.
-    private var quiesceHeld = false
+    /// A graceful stop's event, or the client's end of input (a half-closing client), held back
+    /// while a taken write is in flight: Hummingbird, which never sees that request, would close
+    /// the connection before its answer.
+    private var heldEvents: [Any] = []
     private var context: ChannelHandlerContext?
 
     init(responder: RESTResponder, serverName: String) {
@@ -115,7 +117,7 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
         self.pass(.head(head), context: context)
         if body.readableBytes > 0 { self.pass(.body(body), context: context) }
         self.handle(part, context: context)
-        self.releaseQuiesce(context: context)
+        self.releaseHeldEvents(context: context)
     }
 
     /// Hands a part to Hummingbird, counting the requests it must answer.
@@ -131,19 +133,21 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent, self.hasTaken {
-            self.quiesceHeld = true
+        // (The input's end only once the write is submitted: a body cut short never completes.)
+        if (self.hasTaken && event is ChannelShouldQuiesceEvent) || (self.isAnswering && (event as? ChannelEvent) == .inputClosed) {
+            self.heldEvents.append(event)
             return
         }
         context.fireUserInboundEventTriggered(event)
     }
 
-    /// Passes a held graceful stop on once no taken write is left: Hummingbird closes the
-    /// connection then, or after the answers it still owes.
-    private func releaseQuiesce(context: ChannelHandlerContext) {
-        guard self.quiesceHeld, !self.hasTaken else { return }
-        self.quiesceHeld = false
-        context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+    /// Passes the held events on once no taken write is left: Hummingbird closes the connection
+    /// then, or after the answers it still owes.
+    private func releaseHeldEvents(context: ChannelHandlerContext) {
+        guard !self.heldEvents.isEmpty, !self.hasTaken else { return }
+        let events = self.heldEvents
+        self.heldEvents = []
+        for event in events { context.fireUserInboundEventTriggered(event) }
     }
 
     /// A taken write is being read or answered.
@@ -191,7 +195,7 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
             context.fireChannelReadComplete()
         }
         // Parts left waiting belong to a write taken meanwhile; they follow its answer.
-        self.releaseQuiesce(context: context)
+        self.releaseHeldEvents(context: context)
         if self.readHeld, !self.isAnswering {
             self.readHeld = false
             context.read()
