@@ -1,8 +1,9 @@
 """Small REST writes answered on the event loop (`RESTWriteAtOnceHandler`) next to requests
 Hummingbird answers, on a real eddyd: answers in request order over pipelined requests, a body
 that does not parse handed back (refused once, counted once), the request bodies' budget given
-back, HTTP/1.0, and the same answers (headers included) as the responder's; and a client
-that half-closes after a write still gets its answer."""
+back, HTTP/1.0, and the same answers (headers included) as the responder's; and a connection's
+first writes read raw (`RESTRawWriteHandler`): the same answers as through the codec, pipelined,
+split across reads, from a client that half-closes."""
 
 import json
 import re
@@ -48,6 +49,11 @@ def metric(daemon, name):
 def taken(daemon):
     """Writes answered on the event loop so far (the rest went to Hummingbird's task)."""
     return metric(daemon, "eddy_rest_writes_at_once_total")
+
+
+def read_raw(daemon):
+    """Of them, the writes read from the bytes, ahead of the HTTP parser."""
+    return metric(daemon, "eddy_rest_writes_read_raw_total")
 
 
 def refused_writes(daemon):
@@ -168,6 +174,9 @@ def test_rules_decide_writes_answered_at_once(daemon):
     assert taken(daemon) == before + 9
 
 
+# -- the raw path (`RESTRawWriteHandler`): a connection's first writes, read before the codec ----
+
+
 def read_answer(sock, data=b""):
     """One answer from a live connection: (status line, [(name, value)] in order, body), and
     the bytes read past it."""
@@ -186,12 +195,79 @@ def read_answer(sock, data=b""):
     return (lines[0], fields, data[:length]), data[length:]
 
 
+def test_a_connections_first_writes_are_answered_as_the_codec_answers_them(daemon):
+    """The same PUT read raw (the connection's first requests) and, after a GET sent the
+    connection to the codec, through Hummingbird's codec: the same status line and fields in the
+    same order, with the same values but the date and the log ID."""
+    requests.put(daemon.url("/r"), data="0").raise_for_status()
+    before, raw_before = taken(daemon), read_raw(daemon)
+    put = request("PUT", "/r/a.json", 1, headers=["X-Firebase-ETag: true", "Content-Type: application/json"])
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(put)
+        raw, rest = read_answer(s)
+        s.sendall(request("POST", "/r/list.json", {"n": 1}))
+        posted, rest = read_answer(s, rest)
+        s.sendall(request("GET", "/r/a.json"))
+        got, rest = read_answer(s, rest)
+        s.sendall(put)
+        codec, rest = read_answer(s, rest)
+        assert rest == b""
+    assert raw[0] == codec[0] == posted[0] == "HTTP/1.1 200 OK" and got == ("HTTP/1.1 200 OK", got[1], b"1"), (raw, codec, got)
+    assert [name for name, _ in raw[1]] == [name for name, _ in codec[1]], (raw[1], codec[1])
+    varying = {"Date", "X-Eddy-Log-ID"}
+    assert [f for f in raw[1] if f[0] not in varying] == [f for f in codec[1] if f[0] not in varying], (raw[1], codec[1])
+    assert raw[2] == codec[2] == b"1"
+    assert json.loads(posted[2])["name"] in requests.get(daemon.url("/r/list")).json()
+    # Both PUTs and the POST were answered at once: the first two read raw, the last behind the
+    # codec (the GET sent the connection there).
+    assert (taken(daemon), read_raw(daemon)) == (before + 3, raw_before + 2)
+
+
+def test_pipelined_small_writes_read_raw_are_answered_in_order(daemon):
+    requests.put(daemon.url("/q"), data="0").raise_for_status()
+    before, raw_before = taken(daemon), read_raw(daemon)
+    raw = b"".join(request("POST", "/q/list.json", {"i": i}) for i in range(30))
+    raw += request("GET", "/q/list.json", headers=["Connection: close"])
+    got = answers(conversation(daemon, raw))
+    assert [status for status, _, _ in got] == ["HTTP/1.1 200 OK"] * 31, got
+    names = [json.loads(body)["name"] for _, _, body in got[:30]]
+    assert names == sorted(names) and len(set(names)) == 30  # push IDs: in the order written
+    listed = json.loads(got[30][2])
+    assert [listed[name]["i"] for name in names] == list(range(30))
+    assert (taken(daemon), read_raw(daemon)) == (before + 30, raw_before + 30)
+
+
+def test_a_raw_request_split_across_reads_or_from_a_half_closing_client_is_answered(daemon):
+    requests.put(daemon.url("/s"), data="0").raise_for_status()
+    # Head and body in two sends: the head goes on to the codec, which waits for the body.
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        whole = request("PUT", "/s/split.json", {"k": "v"})
+        head_end = whole.index(b"\r\n\r\n") + 4
+        s.sendall(whole[:head_end])
+        time.sleep(0.3)
+        s.sendall(whole[head_end:])
+        answer, _ = read_answer(s)
+        assert answer[0] == "HTTP/1.1 200 OK" and json.loads(answer[2]) == {"k": "v"}, answer
+    # A client that ends its output after a write read raw still gets the answer.
+    raw_before = read_raw(daemon)
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
+        s.sendall(request("PUT", "/s/closing.json", 7))
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    got = answers(data)
+    assert [(status, body) for status, _, body in got] == [("HTTP/1.1 200 OK", b"7")], data
+    assert requests.get(daemon.url("/s/closing")).json() == 7
+    assert read_raw(daemon) == raw_before + 1
+
+
 def test_a_half_closing_client_gets_the_answer_to_a_write_taken_at_once(daemon):
     """A client that ends its output after sending a write (shutdown(SHUT_WR)) gets its answer:
     Hummingbird, which never sees a write taken at once, would close the connection at the
     input's end, before the answer. Behind the codec (after a GET on the connection)."""
     requests.put(daemon.url("/hc"), data="0").raise_for_status()
-    before = taken(daemon)
+    before, raw_before = taken(daemon), read_raw(daemon)
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=15) as s:
         s.sendall(request("GET", "/hc.json"))
         got, rest = read_answer(s)
@@ -203,4 +279,4 @@ def test_a_half_closing_client_gets_the_answer_to_a_write_taken_at_once(daemon):
             data += chunk
     assert [(status, body) for status, _, body in answers(data)] == [("HTTP/1.1 200 OK", b"8")], data
     assert requests.get(daemon.url("/hc")).json() == 8
-    assert taken(daemon) == before + 1
+    assert (taken(daemon), read_raw(daemon)) == (before + 1, raw_before)

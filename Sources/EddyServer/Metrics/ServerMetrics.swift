@@ -5,7 +5,9 @@
 // - `eddy_subscribers_disconnected_total{transport,reason="lag"}`: subscribers cut off because
 //   they fell further behind than their buffer allows;
 // - `eddy_rest_writes_at_once_total`: REST writes answered on the event loop that read them
-//   (`RESTWriteAtOnceHandler`); the others went through Hummingbird's request task.
+//   (`RESTWriteAtOnceHandler`); the others went through Hummingbird's request task;
+// - `eddy_rest_writes_read_raw_total`: those of them read from the connection's bytes, ahead of
+//   the HTTP parser (`RESTRawWriteHandler`).
 // Made on first use: eddyd bootstraps the metrics backend before it serves anything.
 
 import CoreMetrics
@@ -61,4 +63,8 @@ enum ServerMetrics {
     private static let restWritesAtOnce = Counter(label: "eddy_rest_writes_at_once_total")
 
     static func restWriteAtOnce() { self.restWritesAtOnce.increment() }
+
+    private static let restWritesReadRaw = Counter(label: "eddy_rest_writes_read_raw_total")
+
+    static func restWriteReadRaw() { self.restWritesReadRaw.increment() }
 }

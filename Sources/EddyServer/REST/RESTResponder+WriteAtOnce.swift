@@ -42,10 +42,17 @@ extension RESTResponder {
         }
     }
 
+    /// Whether any write is answered at once: not with `--log-requests` (the responder logs
+    /// each request), nor on a node that redirects or does not take writes.
+    var answersWritesAtOnce: Bool {
+        guard !self.logRequests, self.writeRedirect == nil, case .leader(_, _, _) = self.replication else { return false }
+        return true
+    }
+
     /// At a request's head: the write it asks for when it can be answered at once; nil hands the
     /// request to the responder (holding nothing).
     func beginWriteAtOnce(_ head: HTTPRequest) -> WriteAtOnce? {
-        guard !self.logRequests, self.writeRedirect == nil, case .leader(_, _, _) = self.replication else { return nil }
+        guard self.answersWritesAtOnce else { return nil }
         let method: RESTRequest.Method
         switch head.method {
         case .put: method = .put

@@ -60,6 +60,13 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        // The raw companion takes a connection's first small writes before the codec reads
+        // them; it goes right after the timeouts' raw handler, whose state it keeps up to date.
+        guard self.responder.answersWritesAtOnce,
+            let raw = try? context.pipeline.syncOperations.handler(type: RawBytesHandler.self)
+        else { return }
+        let handler = RESTRawWriteHandler(responder: self.responder, serverName: self.serverName, timeouts: raw.state)
+        try? context.pipeline.syncOperations.addHandler(handler, position: .after(raw))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
