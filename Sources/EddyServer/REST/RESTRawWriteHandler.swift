@@ -39,8 +39,10 @@ final class RESTRawWriteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pending: ByteBuffer?
     private var inFlight = false
     private var readHeld = false
-    /// Events held back while a taken write is in flight (a graceful stop, the input's end).
-    private var heldEvents: [Any] = []
+    /// A graceful stop's event and the client's end of input, held back while a taken write is
+    /// in flight (Hummingbird, which never sees it, would close the connection before its answer).
+    private var quiesceHeld = false
+    private var inputEndHeld = false
     private var context: ChannelHandlerContext?
 
     init(responder: RESTResponder, serverName: String, timeouts: HTTPTimeoutState) {
@@ -137,10 +139,13 @@ final class RESTRawWriteHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if self.taking, !self.inFlight, let pending = self.pending, pending.readableBytes > 0 { self.passOn(context: context) }
             if !self.taking { context.fireChannelReadComplete() }
         }
-        if !self.inFlight {
-            let events = self.heldEvents
-            self.heldEvents = []
-            for event in events { context.fireUserInboundEventTriggered(event) }
+        if !self.inFlight, self.inputEndHeld {
+            self.inputEndHeld = false
+            self.userInboundEventTriggered(context: context, event: ChannelEvent.inputClosed)
+        }
+        if !self.inFlight, self.quiesceHeld {
+            self.quiesceHeld = false
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         }
         if self.readHeld, !self.inFlight {
             self.readHeld = false
@@ -183,11 +188,13 @@ final class RESTRawWriteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if self.inFlight, event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
-            self.heldEvents.append(event)
+        let isInputEnd = (event as? ChannelEvent) == .inputClosed
+        if self.inFlight, isInputEnd || event is ChannelShouldQuiesceEvent {
+            if isInputEnd { self.inputEndHeld = true } else { self.quiesceHeld = true }
             return
         }
-        if (event as? ChannelEvent) == .inputClosed, self.taking, let pending = self.pending, pending.readableBytes > 0 {
+        // What waits here (an incomplete request) goes on before the input's end does.
+        if isInputEnd, self.taking, let pending = self.pending, pending.readableBytes > 0 {
             self.passOn(context: context)
             context.fireChannelReadComplete()
         }

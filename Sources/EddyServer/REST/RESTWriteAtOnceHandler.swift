@@ -47,10 +47,11 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var unansweredByHummingbird = 0
     /// A `read` held back while a taken write is in flight.
     private var readHeld = false
-    /// A graceful stop's event, or the client's end of input (a half-closing client), held back
+    /// A graceful stop's event, and the client's end of input (a half-closing client), held back
     /// while a taken write is in flight: Hummingbird, which never sees that request, would close
     /// the connection before its answer.
-    private var heldEvents: [Any] = []
+    private var quiesceHeld = false
+    private var inputEndHeld = false
     private var context: ChannelHandlerContext?
 
     init(responder: RESTResponder, serverName: String) {
@@ -140,9 +141,13 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // (The input's end only once the write is submitted: a body cut short never completes.)
-        if (self.hasTaken && event is ChannelShouldQuiesceEvent) || (self.isAnswering && (event as? ChannelEvent) == .inputClosed) {
-            self.heldEvents.append(event)
+        if self.hasTaken, event is ChannelShouldQuiesceEvent {
+            self.quiesceHeld = true
+            return
+        }
+        // Only once the write is submitted: a body cut short by the input's end never completes.
+        if self.isAnswering, (event as? ChannelEvent) == .inputClosed {
+            self.inputEndHeld = true
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -151,10 +156,15 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// Passes the held events on once no taken write is left: Hummingbird closes the connection
     /// then, or after the answers it still owes.
     private func releaseHeldEvents(context: ChannelHandlerContext) {
-        guard !self.heldEvents.isEmpty, !self.hasTaken else { return }
-        let events = self.heldEvents
-        self.heldEvents = []
-        for event in events { context.fireUserInboundEventTriggered(event) }
+        guard !self.hasTaken else { return }
+        if self.inputEndHeld {
+            self.inputEndHeld = false
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
+        if self.quiesceHeld {
+            self.quiesceHeld = false
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
     }
 
     /// A taken write is being read or answered.
