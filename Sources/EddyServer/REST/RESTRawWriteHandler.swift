@@ -156,10 +156,7 @@ final class RESTRawWriteHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The answer as NIO's encoder writes Hummingbird's: status line, the answer's fields, its
     /// length (0 without a body), date and server, then the body.
     private func encode(_ answer: RESTAnswer, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var headers = answer.headers
-        if !headers.contains(.contentLength) { headers[.contentLength] = String(answer.body?.readableBytes ?? 0) }
-        headers[.date] = HTTPDate.now()
-        headers[.server] = self.serverName
+        let headers = answer.headersAsSent(serverName: self.serverName)
         var buffer = allocator.buffer(capacity: 256 + (answer.body?.readableBytes ?? 0))
         buffer.writeStaticString("HTTP/1.1 ")
         buffer.writeString(String(answer.status.code))

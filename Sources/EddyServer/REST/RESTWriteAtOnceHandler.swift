@@ -195,11 +195,7 @@ final class RESTWriteAtOnceHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// On the event loop: writes a taken write's answer, then reads what waited for it.
     private func written(_ answer: RESTAnswer) {
         guard let context = self.context else { return }
-        var headers = answer.headers
-        // As Hummingbird sends a whole answer: its length (0 without a body), date and server.
-        if !headers.contains(.contentLength) { headers[.contentLength] = String(answer.body?.readableBytes ?? 0) }
-        headers[.date] = HTTPDate.now()
-        headers[.server] = self.serverName
+        let headers = answer.headersAsSent(serverName: self.serverName)
         context.write(self.wrapOutboundOut(.head(HTTPResponse(status: answer.status, headerFields: headers))), promise: nil)
         if let body = answer.body { context.write(self.wrapOutboundOut(.body(body)), promise: nil) }
         context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
