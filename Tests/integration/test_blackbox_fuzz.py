@@ -121,8 +121,19 @@ def test_mutated_requests_never_crash_the_daemon_or_get_a_5xx(daemon_factory):
             # stops after 15 s in all (the status line is what is checked).
             deadline = time.monotonic() + 15
             with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
-                s.sendall(payload)
-                s.shutdown(socket.SHUT_WR)  # what was sent is all there is
+                try:
+                    s.sendall(payload)
+                    s.shutdown(socket.SHUT_WR)  # what was sent is all there is
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                except OSError as e:
+                    # A head the parser refuses at its first bytes is answered 400 and the
+                    # connection closed while the rest of a long request is still unread: TCP
+                    # then resets it, and the shutdown fails with ENOTCONN (seed 2794219885,
+                    # request 48,000: "G\x00T /a.json?xxx..." of 5,115 bytes). What was read
+                    # before the reset, if anything, is still checked below.
+                    if e.errno != errno.ENOTCONN:
+                        raise
                 try:
                     while len(answer) < 1 << 20 and time.monotonic() < deadline:
                         chunk = s.recv(65536)
