@@ -89,6 +89,14 @@ def test_https_and_native_tls(daemon_factory, pki, monkeypatch):
         while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
             data += s.recv(65536)
         assert data[5] == 20 and json.loads(data[14:])["value"] == {"a": 1}
+    # A refused head over HTTPS: answered, then the connection ends (its output closes after the
+    # answer and the rest the client sends is dropped; test_http_limits.py has the plain case).
+    with socket.create_connection(("127.0.0.1", d.port), timeout=10) as raw, context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+        s.sendall(b"BREW /t.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request") and b"unknown method" in answer, answer[:300]
 
 
 def test_a_follower_verifies_its_leader_over_tls(daemon_factory, pki, monkeypatch, tmp_path):

@@ -8,8 +8,11 @@
 //   `idleSeconds` (keep-alive connections nobody uses).
 // A header or body timeout answers `408 Request Timeout` with a Firebase error body naming the
 // option, then closes; an idle connection just closes. A head the HTTP parser refuses (see
-// `HTTPHeadRefusal`) is answered the same way, with a body saying what was wrong. A response in progress (an SSE stream,
-// a large GET) is never timed out.
+// `HTTPHeadRefusal`) is answered the same way, with a body saying what was wrong, and then
+// lingers: the output is closed and what the client still sends is read and dropped until it
+// closes its side, `checkSeconds` pass or `lingerBytesMax` arrive, since closing a socket with
+// unread input resets the connection, and the reset can discard the answer before the client
+// reads it. A response in progress (an SSE stream, a large GET) is never timed out.
 //
 // Two handlers share one `HTTPTimeoutState`: `RawBytesHandler` at the front of the pipeline
 // sees bytes (so a half-sent head is visible, and the 408 is written as raw bytes, whatever
@@ -68,6 +71,13 @@ final class HTTPTimeoutState {
     var rawContext: ChannelHandlerContext?
     /// A head the parser refused, answered once the answers before it are out.
     var refusedHead: HTTPHeadRefusal?
+    /// After a refused head's answer: output closed, arriving bytes dropped (see the top).
+    private(set) var lingering = false
+    /// Bytes dropped while lingering.
+    private var lingerBytes = 0
+    /// Dropped bytes after which a lingering connection closes anyway: a client still sending
+    /// more than this has not read the answer either, and reading on only costs the server.
+    static let lingerBytesMax = 1 << 20
 
     init(_ timeouts: HTTPTimeouts) {
         self.timeouts = timeouts
@@ -167,11 +177,33 @@ final class HTTPTimeoutState {
     private func writeRefusedHead() {
         guard let context = self.rawContext, let refusal = self.refusedHead else { return }
         self.answersOwed = 0
-        self.writeRaw(status: refusal.status, reason: refusal.reasonPhrase, message: refusal.message, context: context)
+        self.writeRaw(status: refusal.status, reason: refusal.reasonPhrase, message: refusal.message, context: context, linger: true)
+    }
+
+    /// The refused head's answer is out: closes the output (the client reads the answer, then
+    /// the end) and drops what arrives until the input ends, `checkSeconds` pass or
+    /// `lingerBytesMax` arrive. A channel that cannot close only its output closes whole.
+    private func linger(_ context: ChannelHandlerContext) {
+        self.lingering = true
+        self.reading = .idle
+        let closed = context.eventLoop.makePromise(of: Void.self)
+        closed.futureResult.assumeIsolated().whenFailure { _ in context.close(promise: nil) }
+        context.close(mode: .output, promise: closed)
+        self.arm(seconds: Int(self.checkSeconds))
+    }
+
+    /// Bytes that arrived while lingering, dropped.
+    func droppedWhileLingering(_ count: Int) {
+        self.lingerBytes += count
+        if self.lingerBytes > Self.lingerBytesMax { self.rawContext?.close(promise: nil) }
     }
 
     private func fired() {
         guard let context = self.rawContext else { return }
+        if self.lingering {
+            context.close(promise: nil)
+            return
+        }
         let reason: String
         switch self.reading {
         case .idle:
@@ -192,15 +224,22 @@ final class HTTPTimeoutState {
     }
 
     /// Writes a whole answer as bytes at the front of the pipeline (whatever state the HTTP
-    /// codec is in), `{"error": message}`, then closes the connection.
-    private func writeRaw(status: Int, reason: String, message: String, context: ChannelHandlerContext) {
+    /// codec is in), `{"error": message}`, then closes the connection, or with `linger` only its
+    /// output (see `linger`).
+    private func writeRaw(status: Int, reason: String, message: String, context: ChannelHandlerContext, linger: Bool = false) {
         let body = JSONWriter.bytes(.object(["error": .string(message)]))
         let head =
             "HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n"
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
         buffer.writeString(head)
         buffer.writeBytes(body)
-        context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(NIOAny(buffer)).assumeIsolated().whenComplete { result in
+            if linger, case .success = result, context.channel.isActive {
+                self.linger(context)
+            } else {
+                context.close(promise: nil)
+            }
+        }
     }
 }
 
@@ -238,8 +277,21 @@ final class RawBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if self.state.lingering {
+            self.state.droppedWhileLingering(self.unwrapInboundIn(data).readableBytes)
+            return
+        }
         self.state.bytesArrived()
         context.fireChannelRead(data)
+    }
+
+    /// The client ended its side: a lingering connection is done (its answer was read).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if self.state.lingering, case ChannelEvent.inputClosed? = event as? ChannelEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
