@@ -89,6 +89,9 @@ final class HTTPTransport: Transport {
     let base: String
     /// The namespace (`?ns=`) every request names, if any.
     let namespace: String?
+    /// What a stream sends first on Linux to open its connection (`SSEStream`): eddyd's status,
+    /// cheap and the same for every caller.
+    private var warmUpURL: URL? { URL(string: self.base + "/.status.json") }
     private let session: URLSession
     private let state = Mutex(State())
 
@@ -378,7 +381,8 @@ final class HTTPTransport: Transport {
         let (id, stream, offline) = self.state.withLock { state -> (UInt64, SSEStream, Bool) in
             let id = state.nextID
             state.nextID += 1
-            let stream = SSEStream(url: url, since: since, authToken: state.authToken, subscription: subscription) { [weak self] connected in
+            let stream = SSEStream(url: url, warmUpURL: self.warmUpURL, since: since, authToken: state.authToken, subscription: subscription) {
+                [weak self] connected in
                 self?.setConnected(connected)
             }
             state.streams[id] = stream
@@ -473,7 +477,8 @@ final class HTTPTransport: Transport {
             let subscription = ClientConnection.Subscription(
                 onFrame: { [weak self] kind, payload in self?.presenceFrame(generation, kind, payload) },
                 onEnd: { [weak self] _ in self?.presenceEnded(generation) })
-            let stream = SSEStream(url: url, since: nil, authToken: state.authToken, subscription: subscription) { [weak self] connected in
+            let stream = SSEStream(url: url, warmUpURL: self.warmUpURL, since: nil, authToken: state.authToken, subscription: subscription) {
+                [weak self] connected in
                 self?.setConnected(connected)
             }
             state.presence = stream

@@ -6,6 +6,13 @@
 // that reason; the end of the stream `onEnd`.
 // Resumes from a log id with `Last-Event-ID`. At most `bufferBytesMax` bytes of an unfinished
 // event are held; more ends the stream.
+//
+// On Linux (swift-corelibs-foundation) a stream first sends a short request (`warmUpURL`) on its
+// session and starts once that is answered, so that it runs on a connection already open: a
+// connection the stream opened itself would keep a writability source for the transfer's life
+// (corelibs never tears one down while a transfer runs), and an idle stream would then wake its
+// process thousands of times a second, about 0.8 of a core each. Only the stream's own task
+// (`State.streamTask`) reaches the delegate methods' handling.
 
 import EddyModel
 import EddyProtocol
@@ -21,6 +28,8 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
 
     private struct State {
         var session: URLSession?
+        /// The stream's task (`taskIdentifier`), once made; the warm-up request is not it.
+        var streamTask: Int?
         var buffer: [UInt8] = []
         /// How far `buffer` was searched for the end of an event (so a large event that arrives
         /// in many reads is scanned once, not once per read).
@@ -31,6 +40,8 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     private let url: URL
+    /// A cheap request to the same server (eddyd's `/.status.json`) sent first on Linux; nil: none.
+    private let warmUpURL: URL?
     private let since: String?
     private let authToken: String?
     private let subscription: ClientConnection.Subscription
@@ -38,11 +49,12 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
     private let state = Mutex(State())
 
     init(
-        url: URL, since: String?, authToken: String? = nil, subscription: ClientConnection.Subscription,
+        url: URL, warmUpURL: URL? = nil, since: String?, authToken: String? = nil, subscription: ClientConnection.Subscription,
         connected: @escaping @Sendable (Bool) -> Void
     ) {
         self.authToken = authToken
         self.url = url
+        self.warmUpURL = warmUpURL
         self.since = since
         self.subscription = subscription
         self.connected = connected
@@ -67,7 +79,35 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
             session.invalidateAndCancel()
             return
         }
-        session.dataTask(with: request).resume()
+        #if canImport(FoundationNetworking)
+            if let warmUpURL = self.warmUpURL {
+                // Whatever its answer (an error too), the stream follows: on the connection it
+                // left open, or on a new one as without it.
+                var warmUp = URLRequest(url: warmUpURL)
+                if let authToken { warmUp.setValue("Bearer \(authToken)", forHTTPHeaderField: "Authorization") }
+                let streamRequest = request
+                session.dataTask(with: warmUp) { _, _, _ in self.startStream(on: session, streamRequest) }.resume()
+                return
+            }
+        #endif
+        self.startStream(on: session, request)
+    }
+
+    /// Starts the stream's task on `session`, unless the stream ended (or restarted) meanwhile.
+    private func startStream(on session: URLSession, _ request: URLRequest) {
+        // Made under the lock: `cancel` invalidates the session only after marking the stream
+        // ended, and an invalidated session cannot make a task.
+        let task = self.state.withLock { state -> URLSessionDataTask? in
+            guard state.session === session, !state.ended else { return nil }
+            let task = session.dataTask(with: request)
+            state.streamTask = task.taskIdentifier
+            return task
+        }
+        task?.resume()
+    }
+
+    private func isStream(_ task: URLSessionTask) -> Bool {
+        self.state.withLock { $0.streamTask == task.taskIdentifier }
     }
 
     /// Stops the stream; `notify` tells the subscription it ended (so it subscribes again).
@@ -87,6 +127,10 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
+        guard self.isStream(dataTask) else {
+            completionHandler(.allow)
+            return
+        }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         self.state.withLock { $0.status = status }
         self.connected(true)
@@ -101,7 +145,7 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let events = self.state.withLock { state -> [Value]? in
-            guard !state.ended else { return [] }
+            guard !state.ended, state.streamTask == dataTask.taskIdentifier else { return [] }
             if state.status != 200 {
                 if state.errorBody.count < 1 << 20 { state.errorBody += data }
                 return []
@@ -136,6 +180,7 @@ final class SSEStream: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard self.isStream(task) else { return }
         let (status, body) = self.state.withLock { ($0.status, $0.errorBody) }
         if status != 0 && status != 200 {
             let parsed = (try? JSONParser.parse(body)) ?? .null

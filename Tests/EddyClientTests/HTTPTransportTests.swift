@@ -110,6 +110,34 @@ import Testing
         database.goOffline()
     }
 
+    #if canImport(FoundationNetworking)
+        /// On Linux every stream (an observer's, the onDisconnect connection's) is the second
+        /// request on its connection, after eddyd's status (`SSEStream`): a stream that opened
+        /// its own connection would keep a writability source in swift-corelibs-foundation and
+        /// about 0.8 of a core busy while idle. The events still arrive.
+        @Test func aStreamRunsOnAConnectionOpenedBeforeIt() async throws {
+            let proxy = try TCPProxy(to: self.daemon.httpURL)
+            let database = Database.database(url: proxy.restURL)
+            database.callbackQueue = DispatchQueue(label: "eddy.client.http.warm-up")
+            let node = database.reference().child("http/warm-up")
+            let values = Recorder<String>()
+            node.observe(.value) { values.add("\($0.value ?? "nil")") }
+            _ = try await values.wait(for: 1)
+            try await node.child("gone").onDisconnectRemoveValue()
+            try await node.setValue(7)
+            #expect(try await values.wait(for: 2).last == "7")
+            let connections = proxy.requestLines
+            let streams = connections.filter { lines in
+                lines.contains { $0.hasPrefix("GET /http/warm-up.json") || $0.hasPrefix("GET /.ondisconnect.json") }
+            }
+            #expect(streams.count == 2, "\(connections)")
+            for lines in streams {
+                #expect(lines.count == 2 && lines[0].hasPrefix("GET /.status.json"), "\(connections)")
+            }
+            database.goOffline()
+        }
+    #endif
+
     /// FData.m testOnAfterSetWaitsForLatestData: a write answered before any observer is not
     /// shown again to an observer added later, over data another client changed meanwhile.
     @Test func anAnsweredWriteIsNotShownToALaterObserver() async throws {

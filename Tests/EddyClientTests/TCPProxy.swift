@@ -2,7 +2,9 @@
 // connection at a chosen moment (`cutAll`) while eddyd keeps running, or hold back what eddyd
 // sends on event streams (`holdStreams`: an HTTP connection whose request accepts
 // text/event-stream) while other connections flow. Each accepted connection is joined to a new
-// connection to the target; closing either side closes the other.
+// connection to the target; closing either side closes the other. It also keeps the request
+// lines each client connection sent (`requestLines`), so a test can see which requests shared
+// a connection.
 
 import NIOCore
 import NIOPosix
@@ -12,11 +14,13 @@ final class TCPProxy: Sendable {
     private let server: any Channel
     private let accepted = AcceptedChannels()
     private let streams = HeldStreams()
+    private let links = Links()
 
     /// Listens on a free port of 127.0.0.1 and forwards to `host`:`port`.
     init(toHost host: String, port: Int) throws {
         let accepted = self.accepted
         let streams = self.streams
+        let links = self.links
         self.server = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             // The client's first bytes are read only once they can be forwarded: read before
             // the connection to the target is made, they would reach no handler and be lost.
@@ -24,6 +28,7 @@ final class TCPProxy: Sendable {
             .childChannelInitializer { inbound in
                 accepted.add(inbound)
                 let link = Link(streams: streams)
+                links.add(link)
                 return ClientBootstrap(group: inbound.eventLoop)
                     .channelInitializer { outbound in
                         outbound.eventLoop.makeCompletedFuture {
@@ -53,6 +58,10 @@ final class TCPProxy: Sendable {
     /// `httpURL` for the client's REST and SSE fallback.
     var restURL: String { self.httpURL + "?transport=rest" }
 
+    /// Per connection accepted so far, in order: the request lines its client sent
+    /// ("GET /a.json HTTP/1.1"), in order.
+    var requestLines: [[String]] { self.links.all.map(\.requestLines) }
+
     /// Closes every connection made through the proxy so far (new ones are still accepted).
     func cutAll() {
         for channel in self.accepted.takeAll() { channel.close(promise: nil) }
@@ -78,6 +87,15 @@ private final class AcceptedChannels: Sendable {
     func add(_ channel: any Channel) { self.channels.withLock { $0.append(channel) } }
 
     func takeAll() -> [any Channel] { self.channels.withLock { list in defer { list.removeAll() }; return list } }
+}
+
+/// Every proxied connection's `Link`, in the order accepted.
+private final class Links: Sendable {
+    private let links = Mutex<[Link]>([])
+
+    func add(_ link: Link) { self.links.withLock { $0.append(link) } }
+
+    var all: [Link] { self.links.withLock { $0 } }
 }
 
 /// Whether the target's bytes to event-stream connections are held, and what was held: per
@@ -120,10 +138,14 @@ private final class HeldStreams: Sendable {
     }
 }
 
-/// One proxied connection: whether the client's request made it an event stream.
+/// One proxied connection: whether the client's request made it an event stream, and the
+/// request lines its client sent (lines ending " HTTP/1.1": the tests send no such body).
 private final class Link: Sendable {
     let streams: HeldStreams
     private let eventStream = Atomic(false)
+    private let lines = Mutex<[String]>([])
+
+    var requestLines: [String] { self.lines.withLock { $0 } }
 
     init(streams: HeldStreams) {
         self.streams = streams
@@ -132,7 +154,10 @@ private final class Link: Sendable {
     var isEventStream: Bool { self.eventStream.load(ordering: .relaxed) }
 
     func sawClientBytes(_ bytes: ByteBuffer) {
-        if String(buffer: bytes).lowercased().contains("text/event-stream") { self.eventStream.store(true, ordering: .relaxed) }
+        let text = String(buffer: bytes)
+        if text.lowercased().contains("text/event-stream") { self.eventStream.store(true, ordering: .relaxed) }
+        let requests = text.split(separator: "\r\n").filter { $0.hasSuffix(" HTTP/1.1") }.map(String.init)
+        if !requests.isEmpty { self.lines.withLock { $0 += requests } }
     }
 }
 
