@@ -6,6 +6,8 @@
 #   memory  client bytes per active observer (10,000 observers, each its own subscription)
 #   observed  pushes made at once under a childAdded and a value observer of their list, to the
 #           last completion and childAdded (EddyClient on unix, tcp and its HTTP fallback)
+#   idle    the client's CPU while 10 observers wait with nothing arriving (cores busy; native
+#           tcp and the HTTP fallback)
 # over the native Unix socket (unix), native TCP loopback (tcp) and REST/SSE (rest). One eddyd
 # (release, durability sync) serves the whole script; each round runs every figure on every
 # transport, alternating the order of the transports. At the end: medians over the rounds and
@@ -67,6 +69,11 @@ for round in $(seq 1 "$rounds"); do
         echo "round $round: $line"
         echo "$line" >> "$results"
     done
+    for transport in tcp http; do
+        line=$("$driver" idle "$transport" --socket "$socket" --tcp "$tcp" --http "$http")
+        echo "round $round: $line"
+        echo "$line" >> "$results"
+    done
 done
 
 python3 - "$results" <<'PY'
@@ -91,4 +98,5 @@ for fig, keys in (("rtt", ("p50_us", "p99_us")), ("push", ("pushes_per_s",)), ("
         print(f"{fig:6} {key:13} " + " | ".join(cells) + "   ratio " + ", ".join(ratios))
 print(f"memory bytes per observer (unix): {med('memory', 'unix', 'bytes_per_observer'):,.0f}")
 print("observed pushes/s (under childAdded and value observers): " + " | ".join(f"{t} {med('observed', t, 'pushes_per_s'):,.0f}" for t in ("unix", "tcp", "http")))
+print("idle client, 10 observers, nothing arriving (cores busy): " + " | ".join(f"{t} {med('idle', t, 'cores_busy'):.4f}" for t in ("tcp", "http")))
 PY

@@ -11,6 +11,9 @@
 //                                              observer of their list: pushes/s to the last
 //                                              completion and the last childAdded (EddyClient on
 //                                              every transport; `http` is its REST/SSE fallback)
+//   ClientProfile idle unix|tcp|http     URLS   the client process's CPU while 10 observers (each
+//                                              its own subscription) wait and nothing arrives:
+//                                              cores busy over 3 s (`--count N` observers)
 //
 // URLS: --socket PATH --tcp HOST:PORT --http http://HOST:PORT. Prints one JSON line.
 
@@ -31,7 +34,7 @@ struct Options {
     var count = 0
 
     static let usage =
-        "usage: ClientProfile rtt|push|event|memory|observed unix|tcp|rest|http --socket PATH --tcp HOST:PORT --http http://HOST:PORT [--count N]"
+        "usage: ClientProfile rtt|push|event|memory|observed|idle unix|tcp|rest|http --socket PATH --tcp HOST:PORT --http http://HOST:PORT [--count N]"
 
     init() {
         var args = Array(CommandLine.arguments.dropFirst())
@@ -304,12 +307,40 @@ func memory() async throws {
     for (ref, handle) in handles { ref.removeObserver(withHandle: handle) }
 }
 
+/// User and system CPU seconds of this process so far.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+func idleObservers() async throws {
+    let count = options.count > 0 ? options.count : 10
+    let seconds = 3.0
+    let root = database(options.url(options.transport)).reference().child("bench/\(run)/idle")
+    let ready = Arrivals()
+    let left = Atomic<Int>(count)
+    var handles: [(DatabaseReference, DatabaseHandle)] = []
+    for i in 0..<count {
+        let ref = root.child("o\(i)")
+        handles.append((ref, ref.observe(.value) { _ in if left.subtract(1, ordering: .relaxed).newValue == 0 { ready.arrived("all") } }))
+    }
+    _ = await ready.wait("all")
+    try await Task.sleep(for: .milliseconds(500))  // the streams settle
+    let before = processCPUSeconds()
+    try await Task.sleep(for: .seconds(seconds))
+    let cpu = processCPUSeconds() - before
+    emit(["cores_busy": cpu / seconds, "cpu_seconds": cpu, "seconds": seconds, "observers": count])
+    for (ref, handle) in handles { ref.removeObserver(withHandle: handle) }
+}
+
 switch options.figure {
 case "rtt": try await roundTrip()
 case "push": try await pushes()
 case "event": try await eventLatency()
 case "memory": try await memory()
 case "observed": try await observedPushes()
+case "idle": try await idleObservers()
 default: Options.fail("unknown figure \(options.figure)")
 }
 exit(0)
