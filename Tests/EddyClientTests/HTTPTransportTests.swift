@@ -24,6 +24,14 @@ import Testing
         return database
     }
 
+    /// A client of its own over REST through a `TCPProxy` in front of eddyd's HTTP listener.
+    func proxiedDatabase(_ label: String) throws -> (TCPProxy, Database) {
+        let proxy = try TCPProxy(to: self.daemon.httpURL)
+        let database = Database.database(url: proxy.restURL)
+        database.callbackQueue = DispatchQueue(label: "eddy.client.http.\(label)")
+        return (proxy, database)
+    }
+
     /// FData.m testWriteAndReadData and testSetAndThenListenForValueEventsAreCorrect: a value
     /// set and then observed (no observer before) comes back as the first and only value event:
     /// the new view shows the waiting write at once. Over HTTP the view's stream could start
@@ -86,9 +94,7 @@ import Testing
     /// while the writes are answered, for longer than the quiet-stream grace. The writes stay
     /// shown, as the view's copy lacks them, and the stream's events, released, remove nothing.
     @Test func aStreamHeldBackPastTheGraceRemovesNothing() async throws {
-        let proxy = try TCPProxy(to: self.daemon.httpURL)
-        let database = Database.database(url: proxy.restURL)
-        database.callbackQueue = DispatchQueue(label: "eddy.client.http.held-stream")
+        let (proxy, database) = try self.proxiedDatabase("held-stream")
         let list = database.reference().child("http/held")
         let added = Recorder<String>()
         let removed = Recorder<String>()
@@ -116,9 +122,7 @@ import Testing
         /// its own connection would keep a writability source in swift-corelibs-foundation and
         /// about 0.8 of a core busy while idle. The events still arrive.
         @Test func aStreamRunsOnAConnectionOpenedBeforeIt() async throws {
-            let proxy = try TCPProxy(to: self.daemon.httpURL)
-            let database = Database.database(url: proxy.restURL)
-            database.callbackQueue = DispatchQueue(label: "eddy.client.http.warm-up")
+            let (proxy, database) = try self.proxiedDatabase("warm-up")
             let node = database.reference().child("http/warm-up")
             let values = Recorder<String>()
             node.observe(.value) { values.add("\($0.value ?? "nil")") }

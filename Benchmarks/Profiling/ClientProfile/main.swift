@@ -287,12 +287,9 @@ func residentBytes() -> Int {
     return (Int(text.split(separator: " ")[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
-func memory() async throws {
-    let count = options.count > 0 ? options.count : 10_000
-    let root = database(options.url(options.transport)).reference().child("bench/\(run)/memory")
-    _ = try await root.child("warm").setValue(true)
-    try await Task.sleep(for: .milliseconds(200))
-    let before = residentBytes()
+/// `count` `.value` observers, of `root`'s children o0, o1, ..., each its own subscription, once
+/// every one has had its first value.
+func observeEach(_ count: Int, under root: DatabaseReference) async -> [(DatabaseReference, DatabaseHandle)] {
     let ready = Arrivals()
     let left = Atomic<Int>(count)
     var handles: [(DatabaseReference, DatabaseHandle)] = []
@@ -301,6 +298,16 @@ func memory() async throws {
         handles.append((ref, ref.observe(.value) { _ in if left.subtract(1, ordering: .relaxed).newValue == 0 { ready.arrived("all") } }))
     }
     _ = await ready.wait("all")
+    return handles
+}
+
+func memory() async throws {
+    let count = options.count > 0 ? options.count : 10_000
+    let root = database(options.url(options.transport)).reference().child("bench/\(run)/memory")
+    _ = try await root.child("warm").setValue(true)
+    try await Task.sleep(for: .milliseconds(200))
+    let before = residentBytes()
+    let handles = await observeEach(count, under: root)
     try await Task.sleep(for: .milliseconds(200))
     let after = residentBytes()
     emit(["bytes_per_observer": Double(after - before) / Double(count), "observers": count, "rss_before": before, "rss_after": after])
@@ -318,14 +325,7 @@ func idleObservers() async throws {
     let count = options.count > 0 ? options.count : 10
     let seconds = 3.0
     let root = database(options.url(options.transport)).reference().child("bench/\(run)/idle")
-    let ready = Arrivals()
-    let left = Atomic<Int>(count)
-    var handles: [(DatabaseReference, DatabaseHandle)] = []
-    for i in 0..<count {
-        let ref = root.child("o\(i)")
-        handles.append((ref, ref.observe(.value) { _ in if left.subtract(1, ordering: .relaxed).newValue == 0 { ready.arrived("all") } }))
-    }
-    _ = await ready.wait("all")
+    let handles = await observeEach(count, under: root)
     try await Task.sleep(for: .milliseconds(500))  // the streams settle
     let before = processCPUSeconds()
     try await Task.sleep(for: .seconds(seconds))
